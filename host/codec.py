@@ -1,0 +1,201 @@
+"""How a game's actions, events, options, views and outcomes become JSON and back.
+
+One cattrs converter (``cattrs.preconf.orjson``) per host, with strict scalar hooks (``"5"`` is not
+an int, ``1`` is not a str) and ``forbid_extra_keys``; one :class:`GameCodec` per game on top of it
+maps the ``type`` tag of each action and event (:func:`host.game.tag_of`) to its class.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+import attrs
+import cattrs
+import cattrs.preconf.orjson
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+
+from host.game import Game, OptionError, tag_of
+
+__all__ = ["BadAction", "GameCodec", "make_converter"]
+
+
+class BadAction(ValueError):
+    """An action object that does not have the shape of any of the game's actions."""
+
+
+def _strict(kind: type, name: str) -> Any:
+    def hook(value: Any, _: type) -> Any:
+        if type(value) is not kind and not (kind is float and type(value) is int):
+            raise TypeError(f"expected {name}, got {type(value).__name__}")
+        return value
+
+    return hook
+
+
+def make_converter() -> cattrs.Converter:
+    """The host's converter: orjson preconf, unknown keys refused, scalars not coerced."""
+    conv = cattrs.preconf.orjson.make_converter(forbid_extra_keys=True)
+    conv.register_structure_hook(int, _strict(int, "an integer"))
+    conv.register_structure_hook(str, _strict(str, "a string"))
+    conv.register_structure_hook(bool, _strict(bool, "true or false"))
+    conv.register_structure_hook(float, _strict(float, "a number"))
+    return conv
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, ClassValidationError | ForbiddenExtraKeysError):
+        return "; ".join(cattrs.transform_error(exc))
+    return str(exc)
+
+
+def _describe_type(tp: Any) -> tuple[str, list[Any] | None]:
+    """A readable type and, when the values are a finite list, that list."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        vals = list(typing.get_args(tp))
+        return " | ".join(repr(v) if isinstance(v, str) else str(v) for v in vals), vals
+    if origin in (typing.Union, types.UnionType):
+        parts = [_describe_type(a) for a in typing.get_args(tp)]
+        text = " | ".join(p[0] for p in parts)
+        if all(p[1] is not None for p in parts):
+            return text, [v for p in parts for v in (p[1] or [])]
+        return text, None
+    if tp is bool:
+        return "bool", [False, True]
+    if tp is type(None):
+        return "null", [None]
+    return getattr(tp, "__name__", str(tp)), None
+
+
+class GameCodec:
+    """Wire forms of one game's values.
+
+    Args:
+        game: the game.
+        conv: the host converter (:func:`make_converter`); a fresh one if omitted.
+    """
+
+    def __init__(self, game: Game, conv: cattrs.Converter | None = None) -> None:
+        self.game = game
+        self.conv = conv or make_converter()
+        self._actions = {tag_of(c): c for c in game.info.action_types}
+        self._events = {tag_of(c): c for c in game.info.event_types}
+        opts = game.info.options
+        self._hints = typing.get_type_hints(opts)
+        self._option_fields = attrs.fields(opts)
+
+    # -- actions -------------------------------------------------------------------------------
+    def action_from_wire(self, data: Any) -> Any:
+        """Structure a client's action object ``{"type": ..., ...}``.
+
+        Raises:
+            BadAction: not an object, unknown ``type``, missing/extra/mistyped fields.
+        """
+        return self._structure(data, self._actions, "action", BadAction)
+
+    def action_to_wire(self, action: Any) -> dict[str, Any]:
+        """``{"type": tag, **fields}``."""
+        return self.tagged(action)
+
+    # -- events --------------------------------------------------------------------------------
+    def event_to_wire(self, event: Any) -> dict[str, Any]:
+        """``{"type": tag, **fields}``."""
+        return self.tagged(event)
+
+    def event_from_wire(self, data: dict[str, Any], version: int | None = None) -> Any:
+        """Structure an event read from a log, upcasting older schema versions first.
+
+        Raises:
+            ValueError: the record does not fit any event class.
+        """
+        if version is not None and version != self.game.info.event_version:
+            upcast = getattr(self.game, "upcast", None)
+            if upcast is None:
+                raise ValueError(
+                    f"event schema v{version} but the game writes v{self.game.info.event_version}"
+                    " and has no upcast"
+                )
+            data = upcast(data, version)
+        return self._structure(data, self._events, "event", ValueError)
+
+    # -- options -------------------------------------------------------------------------------
+    def options_from_wire(self, data: Any, seats: int) -> Any:
+        """Build the options instance from ``create``'s ``options`` (missing keys take defaults).
+
+        Raises:
+            OptionError: naming the first bad option (unknown name, wrong type, value not allowed).
+        """
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise OptionError("options", "must be an object")
+        names = {f.name for f in self._option_fields}
+        for key in data:
+            if key not in names:
+                raise OptionError(str(key), f"unknown option; known: {', '.join(sorted(names))}")
+        for f in self._option_fields:
+            if f.name in data:
+                try:
+                    self.conv.structure(data[f.name], self._hints[f.name])
+                except Exception as exc:  # noqa: BLE001 - cattrs raises many kinds
+                    text, choices = _describe_type(self._hints[f.name])
+                    allowed = choices if choices is not None else text
+                    raise OptionError(
+                        f.name, f"{data[f.name]!r} is not allowed (allowed: {allowed})"
+                    ) from exc
+        try:
+            options = self.conv.structure(data, self.game.info.options)
+        except Exception as exc:  # noqa: BLE001 - validators raise ValueError/TypeError
+            raise OptionError("options", _error_text(exc)) from exc
+        check = getattr(self.game, "check_options", None)
+        if check is not None:
+            check(options, seats)
+        return options
+
+    def options_to_wire(self, options: Any) -> dict[str, Any]:
+        """The options as a JSON object."""
+        return self.conv.unstructure(options)
+
+    def options_schema(self) -> list[dict[str, Any]]:
+        """Each option: ``name``, ``default``, ``type`` (text), ``choices`` (or null), ``doc``."""
+        out = []
+        for f in self._option_fields:
+            text, choices = _describe_type(self._hints[f.name])
+            default = f.default.factory() if isinstance(f.default, attrs.Factory) else f.default
+            out.append(
+                {
+                    "name": f.name,
+                    "default": self.conv.unstructure(default),
+                    "type": text,
+                    "choices": choices,
+                    "doc": f.metadata.get("doc", ""),
+                }
+            )
+        return out
+
+    # -- anything ------------------------------------------------------------------------------
+    def tagged(self, obj: Any) -> dict[str, Any]:
+        """An action or event as ``{"type": tag, **fields}``."""
+        body = self.conv.unstructure(obj)
+        return {"type": tag_of(type(obj)), **body}
+
+    def to_wire(self, value: Any) -> Any:
+        """A view, outcome or any attrs/plain value as JSON-able data."""
+        return self.conv.unstructure(value)
+
+    def _structure(
+        self, data: Any, table: dict[str, type], what: str, error: type[Exception]
+    ) -> Any:
+        if not isinstance(data, dict):
+            raise error(f"an {what} must be a JSON object with a 'type'")
+        tag = data.get("type")
+        cls = table.get(tag) if isinstance(tag, str) else None
+        if cls is None:
+            raise error(f"unknown {what} type {tag!r}; known: {', '.join(sorted(table))}")
+        body = {k: v for k, v in data.items() if k != "type"}
+        try:
+            return self.conv.structure(body, cls)
+        except Exception as exc:  # noqa: BLE001 - cattrs raises many kinds
+            raise error(f"bad {what} {tag!r}: {_error_text(exc)}") from exc

@@ -1,0 +1,250 @@
+"""The game contract: the only host module a game imports.
+
+A game is a *decider* over immutable state (see ARCHITECTURE.md, "The game contract"):
+
+=================================  =================================================================
+``info``                           :class:`GameInfo`: id, title, version, seat range, options class,
+                                   the action and event classes
+``initial_state(options, seats)``  the state before any event
+``start(state, rng) -> events``    the opening events (shuffle, deal)
+``decide(state, seat, action, rng) -> events``
+                                   validates an action and returns the events it causes, or raises
+                                   :class:`IllegalAction`
+``evolve(state, event) -> state``  applies one event; pure, never reads clocks or randomness
+``to_act(state) -> seats``         whose input is awaited (several seats at once is normal)
+``legal_actions(state, seat)``     the actions a seat may take now
+``view(state, viewer)``            what a seat (or a spectator, ``viewer=None``) may see
+``redact(event, viewer)``          what a viewer may see of an event
+``outcome(state)``                 ``None`` while running; scores / payouts / ledger when over
+=================================  =================================================================
+
+Optional members: ``bot_action(state, seat, rng) -> action`` (a smarter bot than a random legal
+action), ``check_options(options, seats)`` (raises :class:`OptionError`), ``upcast(event, version)``
+(turns an event dict written by an older event schema into the current shape).
+
+Actions and events are frozen attrs classes. On the wire and in logs each is a JSON object whose
+``type`` is :func:`tag_of` the class (``Play`` -> ``"play"``, ``SuitNamed`` -> ``"suit_named"``,
+or the class attribute ``TAG``). Views and outcomes are attrs instances or plain JSON-able values.
+
+Actions are public: every seat and spectator sees who acted and how. A game whose action would
+carry a secret keeps the secret in an event, which :meth:`Game.redact` can hide.
+
+Randomness comes only from the :class:`Rng` handed to ``start`` and ``decide``; the outcomes (the
+shuffled order, the drawn card) are written into events, so replay never needs the generator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import attrs
+import pluggy
+
+__all__ = [
+    "NOT_YOUR_TURN",
+    "Game",
+    "GameInfo",
+    "IllegalAction",
+    "OptionError",
+    "Rng",
+    "Seat",
+    "Viewer",
+    "hookimpl",
+    "hookspec",
+    "seed_commitment",
+    "tag_of",
+]
+
+hookspec = pluggy.HookspecMarker("gamehost")
+"""Marks the host's hook specifications (``host.hookspecs``)."""
+
+hookimpl = pluggy.HookimplMarker("gamehost")
+"""Marks a plugin's hook implementations, e.g. ``gamehost_register_games``."""
+
+Seat = int
+"""A seat index, 0-based, clockwise from seat 0 (the first dealer in every built-in game)."""
+
+Viewer = int | None
+"""Who looks: a seat, or ``None`` for a spectator (who sees only public information)."""
+
+NOT_YOUR_TURN = "not_your_turn"
+"""The :attr:`IllegalAction.reason` for an action from a seat that is not in ``to_act``."""
+
+T = TypeVar("T")
+
+
+class IllegalAction(Exception):
+    """An action the rules do not allow now. It changes nothing.
+
+    Args:
+        reason: a stable snake_case code a client can branch on, e.g. ``"not_your_turn"``,
+            ``"card_not_in_hand"``, ``"suit_required"``. The host answers ``not_your_turn`` as
+            its own wire error code and every other reason as ``illegal_action`` with ``reason``.
+        message: a sentence for people, naming the rule (and its spec section where useful).
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class OptionError(ValueError):
+    """A game option value that is not allowed (raised by ``check_options``).
+
+    Args:
+        option: the option's name, e.g. ``"draw_limit"``.
+        message: why the value is refused.
+    """
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(f"{option}: {message}")
+        self.option = option
+        self.message = message
+
+
+@attrs.frozen
+class GameInfo:
+    """What the host needs to know of a game before any session exists.
+
+    Attributes:
+        id: the game id used on the wire, e.g. ``"crazy-eights"``.
+        title: a human title.
+        version: the game's version string, recorded in every log header.
+        min_seats, max_seats: the seat range (inclusive).
+        options: an attrs class whose fields all have defaults; an instance is built from the
+            ``options`` object of ``create`` (unknown keys refused). A field's
+            ``metadata["doc"]`` describes it in ``games``; ``typing.Literal`` types list the
+            allowed values.
+        action_types, event_types: every action and event class the game uses.
+        event_version: the schema version written beside each event; bump it when an event's
+            shape changes and teach ``upcast`` the old shape.
+        description: one paragraph for ``games``.
+    """
+
+    id: str
+    title: str
+    version: str
+    min_seats: int
+    max_seats: int
+    options: type
+    action_types: tuple[type, ...]
+    event_types: tuple[type, ...]
+    event_version: int = 1
+    description: str = ""
+
+
+@runtime_checkable
+class Game(Protocol):
+    """The decider a plugin implements (see the module docstring for each member's meaning)."""
+
+    info: GameInfo
+
+    def initial_state(self, options: Any, seats: int) -> Any: ...
+
+    def start(self, state: Any, rng: Rng) -> list[Any]: ...
+
+    def decide(self, state: Any, seat: Seat, action: Any, rng: Rng) -> list[Any]: ...
+
+    def evolve(self, state: Any, event: Any) -> Any: ...
+
+    def to_act(self, state: Any) -> tuple[Seat, ...]: ...
+
+    def legal_actions(self, state: Any, seat: Seat) -> list[Any]: ...
+
+    def view(self, state: Any, viewer: Viewer) -> Any: ...
+
+    def redact(self, event: Any, viewer: Viewer) -> Any: ...
+
+    def outcome(self, state: Any) -> Any | None: ...
+
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def tag_of(cls: type) -> str:
+    """The ``type`` tag of an action or event class: its ``TAG`` attribute, else its snake_case name.
+
+    >>> class SuitNamed: ...
+    >>> tag_of(SuitNamed)
+    'suit_named'
+    """
+    tag: str | None = cls.__dict__.get("TAG")
+    return tag if tag else _CAMEL.sub("_", cls.__name__).lower()
+
+
+def seed_commitment(seed: bytes) -> str:
+    """The public commitment to a session seed: ``sha256(seed)`` as 64 hex digits."""
+    return hashlib.sha256(seed).hexdigest()
+
+
+class Rng:
+    """A deterministic random generator that is stable across Python versions and platforms.
+
+    SHA-256 in counter mode over ``seed``, ``stream`` and ``seq``; integers by rejection sampling,
+    so there is no modulo bias. The host hands ``start`` and ``decide`` an ``Rng(seed, seq)``
+    where ``seq`` is the log sequence number of the first record the call will produce; bots get
+    ``stream="bot"``. Do not use the ``random`` module in a game: its ``shuffle``/``randrange``
+    algorithms are not promised to stay the same.
+
+    Args:
+        seed: the session's secret seed (32 bytes from the host).
+        seq: the sequence number the draws belong to.
+        stream: a name separating independent streams of draws for the same ``seq``.
+    """
+
+    __slots__ = ("_key", "_counter", "_pool")
+
+    def __init__(self, seed: bytes, seq: int, stream: str = "game") -> None:
+        self._key = hashlib.sha256(
+            b"gamehost-rng-v1\x00" + seed + b"\x00" + stream.encode() + b"\x00" + str(seq).encode()
+        ).digest()
+        self._counter = 0
+        self._pool = b""
+
+    def _take(self, n: int) -> bytes:
+        while len(self._pool) < n:
+            block = hashlib.sha256(self._key + self._counter.to_bytes(8, "big")).digest()
+            self._counter += 1
+            self._pool += block
+        out, self._pool = self._pool[:n], self._pool[n:]
+        return out
+
+    def below(self, n: int) -> int:
+        """A uniform integer in ``[0, n)``.
+
+        Raises:
+            ValueError: if ``n < 1``.
+        """
+        if n < 1:
+            raise ValueError("Rng.below needs n >= 1")
+        if n == 1:
+            return 0
+        nbytes = (n.bit_length() + 7) // 8 + 1
+        space = 1 << (8 * nbytes)
+        limit = space - space % n
+        while True:
+            x = int.from_bytes(self._take(nbytes), "big")
+            if x < limit:
+                return x % n
+
+    def choice(self, items: Sequence[T]) -> T:
+        """One element of a non-empty sequence, uniformly.
+
+        Raises:
+            IndexError: if ``items`` is empty.
+        """
+        if not items:
+            raise IndexError("Rng.choice from an empty sequence")
+        return items[self.below(len(items))]
+
+    def shuffled(self, items: Sequence[T]) -> list[T]:
+        """A new list with the items in a uniformly random order (Fisher-Yates)."""
+        out = list(items)
+        for i in range(len(out) - 1, 0, -1):
+            j = self.below(i + 1)
+            out[i], out[j] = out[j], out[i]
+        return out

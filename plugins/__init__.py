@@ -1,0 +1,1 @@
+"""The built-in games, registered through the ``gamehost`` entry-point group like any other game."""

@@ -1,0 +1,1 @@
+"""User-facing tools: the ``gamehost`` CLI, terminal client, replay debugger, bench and demo."""
