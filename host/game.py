@@ -166,7 +166,7 @@ _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
 def tag_of(cls: type) -> str:
-    """The ``type`` tag of an action or event class: its ``TAG`` attribute, else its snake_case name.
+    """The ``type`` tag of a class: its ``TAG`` attribute, else its snake_case name.
 
     >>> class SuitNamed: ...
     >>> tag_of(SuitNamed)
