@@ -13,35 +13,16 @@ from typing import Any
 
 import attrs
 import cattrs
-import cattrs.preconf.orjson
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from host.game import Game, OptionError, tag_of
+from protocol.convert import make_converter
 
 __all__ = ["BadAction", "GameCodec", "make_converter"]
 
 
 class BadAction(ValueError):
     """An action object that does not have the shape of any of the game's actions."""
-
-
-def _strict(kind: type, name: str) -> Any:
-    def hook(value: Any, _: type) -> Any:
-        if type(value) is not kind and not (kind is float and type(value) is int):
-            raise TypeError(f"expected {name}, got {type(value).__name__}")
-        return value
-
-    return hook
-
-
-def make_converter() -> cattrs.Converter:
-    """The host's converter: orjson preconf, unknown keys refused, scalars not coerced."""
-    conv = cattrs.preconf.orjson.make_converter(forbid_extra_keys=True)
-    conv.register_structure_hook(int, _strict(int, "an integer"))
-    conv.register_structure_hook(str, _strict(str, "a string"))
-    conv.register_structure_hook(bool, _strict(bool, "true or false"))
-    conv.register_structure_hook(float, _strict(float, "a number"))
-    return conv
 
 
 def _error_text(exc: BaseException) -> str:

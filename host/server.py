@@ -1,0 +1,479 @@
+"""The trio TCP host: the lobby, connections, and the life of every live session.
+
+Each connection has a reader (lines -> requests) and a writer draining a bounded outbound channel.
+Lobby ops (``hello``, ``games``, ``create``, ``sessions``, ``ping``) are answered by the
+connection's own task; session ops are submitted to the session's actor, which answers them.
+No input from one client can crash the host: every request is parsed into a typed request or a
+typed error, and an unexpected exception is logged and answered with ``internal``.
+
+Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tell every client
+``{"push": "closed", "reason": "shutdown"}``, let the session actors finish the command under way
+(so every acknowledged append is on disk) within a grace period, then close the logs.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+from pathlib import Path
+from typing import Any
+
+import attrs
+import structlog
+import trio
+
+from host import __version__
+from host.engine import Record
+from host.registry import Registry
+from host.session import Session
+from host.store import FileStore, FsyncMode
+from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
+from protocol.messages import (
+    PROTOCOL_VERSION,
+    REQUESTS,
+    ErrorCode,
+    ProtocolError,
+    Request,
+    encode_error,
+    encode_ok,
+    encode_protocol_error,
+    parse_request,
+    push,
+)
+
+__all__ = ["Connection", "Host", "HostConfig", "run_host"]
+
+log = structlog.get_logger("gamehost.server")
+
+
+@attrs.frozen
+class HostConfig:
+    """How to run a host.
+
+    Attributes:
+        data_dir: where ``sessions/*.jsonl`` live.
+        port: TCP port (0: any free port).
+        bind: the address to listen on.
+        fsync: ``always``, ``batch`` or ``never``.
+        bot_delay: seconds a host bot waits before acting.
+        outbox: lines a connection may have queued before it is dropped as too slow.
+        grace: seconds sessions get to finish on shutdown.
+    """
+
+    data_dir: Path
+    port: int = 7878
+    bind: str = "127.0.0.1"
+    fsync: FsyncMode = "batch"
+    bot_delay: float = 0.0
+    outbox: int = 4096
+    grace: float = 5.0
+
+
+class Connection:
+    """One client connection. Implements :class:`host.session.Subscriber`."""
+
+    def __init__(self, host: Host, stream: trio.abc.Stream, peer: str, outbox: int) -> None:
+        self.host = host
+        self.stream = stream
+        self.peer = peer
+        self._send, self._recv = trio.open_memory_channel[bytes](outbox)
+        self.sessions: set[Session] = set()
+        self.dead = False
+        self.reason: str | None = None
+        self.scope = trio.CancelScope()
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def send_nowait(self, line: bytes) -> bool:
+        """Queue a line for the writer; on a full queue drop the connection (False)."""
+        if self.dead:
+            return False
+        try:
+            self._send.send_nowait(line)
+            return True
+        except trio.WouldBlock:
+            log.warning("slow_consumer_dropped", peer=self.peer)
+            self.kill("slow_consumer")
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            self.dead = True
+        return False
+
+    def kill(self, reason: str) -> None:
+        """Hang up now (the writer stops; a ``closed`` push is attempted)."""
+        self.dead = True
+        self.reason = reason
+        self.scope.cancel()
+
+    def close_gracefully(self, reason: str) -> None:
+        """Queue a ``closed`` push and let the writer drain, then hang up."""
+        if not self.dead:
+            self.send_nowait(push("closed", reason=reason))
+            self.dead = True
+            self.reason = reason
+            self._send.close()
+
+    async def run(self) -> None:
+        """Serve the connection until EOF, a kill, or shutdown."""
+        structlog.contextvars.bind_contextvars(peer=self.peer)
+        log.info("connected")
+        try:
+            with self.scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._writer)
+                    await self._reader()
+                    if not self.dead:
+                        self._send.close()
+            if self.reason == "slow_consumer":
+                with trio.move_on_after(1):
+                    await self.stream.send_all(push("closed", reason=self.reason))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self.dead = True
+            for session in self.sessions:
+                session.drop(self)
+            self.host.forget(self)
+            with trio.move_on_after(1) as cleanup:
+                cleanup.shield = True
+                await self.stream.aclose()
+            log.info("disconnected", reason=self.reason)
+
+    async def _writer(self) -> None:
+        try:
+            async with self._recv:
+                async for line in self._recv:
+                    await self.stream.send_all(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.kill("gone")
+
+    async def _reader(self) -> None:
+        framer = LineBuffer(MAX_LINE)
+        while not self.dead:
+            try:
+                data = await self.stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not data:
+                return
+            for item in framer.feed(data):
+                if self.dead:
+                    return
+                if isinstance(item, LineTooLong):
+                    self.send_nowait(
+                        encode_error(
+                            None,
+                            ErrorCode.LINE_TOO_LONG,
+                            f"a line may hold at most {MAX_LINE} bytes",
+                        )
+                    )
+                    continue
+                await self._handle(item)
+
+    async def _handle(self, line: bytes) -> None:
+        rid: Any = None
+        try:
+            req = parse_request(line)
+            rid = req.id
+            result = await self.host.dispatch(self, req)
+            if result is not None:
+                self.send_nowait(encode_ok(rid, result))
+        except ProtocolError as exc:
+            self.send_nowait(encode_protocol_error(rid, exc))
+        except Exception:
+            log.exception("request_failed")
+            self.send_nowait(encode_error(rid, ErrorCode.INTERNAL, "internal error"))
+
+
+class Host:
+    """The lobby and the live sessions.
+
+    Args:
+        registry: the loaded games.
+        store: the event store (its writer running).
+        nursery: where session actors run.
+        bot_delay: seconds a host bot waits before acting.
+    """
+
+    def __init__(
+        self, registry: Registry, store: FileStore, nursery: trio.Nursery, bot_delay: float = 0.0
+    ) -> None:
+        self.registry = registry
+        self.store = store
+        self.nursery = nursery
+        self.bot_delay = bot_delay
+        self.sessions: dict[str, Session] = {}
+        self.connections: set[Connection] = set()
+        self.shutdown = trio.Event()
+        self._conns_changed = trio.Event()
+
+    async def wait_disconnected(self) -> None:
+        """Wait until no connection is open."""
+        while self.connections:
+            self._conns_changed = trio.Event()
+            await self._conns_changed.wait()
+
+    def forget(self, conn: Connection) -> None:
+        """Remove a closed connection."""
+        self.connections.discard(conn)
+        self._conns_changed.set()
+
+    def request_shutdown(self) -> None:
+        """Begin a clean shutdown (as SIGTERM does)."""
+        self.shutdown.set()
+
+    async def load_sessions(self) -> int:
+        """Rebuild every unfinished session from its log and start its actor; returns how many.
+
+        A log that cannot be read, or whose game is not installed, is reported and left alone.
+        """
+        n = 0
+        for sid in self.store.session_ids():
+            try:
+                raw = self.store.load(sid)
+                records = [_record(r) for r in raw]
+                engine = self.registry.engines.get(records[0].data.get("game", ""))
+                if engine is None:
+                    log.warning(
+                        "session_game_missing", session=sid, game=records[0].data.get("game")
+                    )
+                    continue
+                session = Session(
+                    sid, engine, self.store, records, self.registry.hook, self.bot_delay
+                )
+            except Exception:
+                log.exception("session_load_failed", session=sid)
+                continue
+            if session.state.ended:
+                continue
+            self.sessions[sid] = session
+            await self.nursery.start(session.run)
+            n += 1
+        log.info("sessions_loaded", live=n)
+        return n
+
+    async def dispatch(self, conn: Connection, req: Request) -> Any:
+        """Answer a request; returns the ``result`` for lobby ops, None when a session answers.
+
+        Raises:
+            ProtocolError: the typed error to answer.
+        """
+        p = req.params
+        if req.op == "hello":
+            if p.protocol != PROTOCOL_VERSION:
+                raise ProtocolError(
+                    ErrorCode.UNSUPPORTED_PROTOCOL,
+                    f"this host speaks protocol {PROTOCOL_VERSION}",
+                    supported=[PROTOCOL_VERSION],
+                )
+            return {
+                "protocol": PROTOCOL_VERSION,
+                "host": "gamehost",
+                "version": __version__,
+                "ops": list(REQUESTS),
+                "capabilities": {
+                    "max_line": MAX_LINE,
+                    "bots": True,
+                    "resume": True,
+                    "watch": True,
+                    "games": sorted(self.registry.games),
+                },
+            }
+        if req.op == "ping":
+            return {"pong": True}
+        if req.op == "games":
+            return {"games": self.registry.describe()}
+        if req.op == "sessions":
+            return {
+                "sessions": [
+                    self._summary(s)
+                    for s in self.sessions.values()
+                    if p.game is None or s.game.info.id == p.game
+                ]
+            }
+        if req.op == "create":
+            await self.create(conn, req.id, p.game, p.options, p.seats, p.bots)
+            return None
+        session = self.sessions.get(p.session)
+        if session is None:
+            raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no live session {p.session!r}")
+        if req.op == "join":
+            name = (p.name or "player")[:64]
+            conn.sessions.add(session)
+            session.submit(conn, req.id, session.join, name, p.seat)
+        elif req.op == "watch":
+            conn.sessions.add(session)
+            session.submit(conn, req.id, session.watch)
+        elif req.op == "resume":
+            conn.sessions.add(session)
+            session.submit(conn, req.id, session.resume, p.token, p.after)
+        elif req.op == "view":
+            session.submit(conn, req.id, session.view)
+        elif req.op == "act":
+            session.submit(conn, req.id, session.act, p.action, p.seq)
+        elif req.op == "leave":
+            session.submit(conn, req.id, session.leave)
+        return None
+
+    async def create(
+        self,
+        conn: Connection,
+        rid: Any,
+        game_id: str,
+        options: dict[str, Any] | None,
+        seats: int | None,
+        bots: int,
+    ) -> Session:
+        """Validate and create a session, write its header, start its actor and seat its bots.
+
+        The seats ``seats - bots`` .. ``seats - 1`` are the bots'; humans join the lower seats.
+
+        Raises:
+            ProtocolError: ``unknown_game``, ``bad_request`` (seats/bots) or ``bad_option``.
+        """
+        engine = self.registry.engines.get(game_id)
+        if engine is None:
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_GAME,
+                f"no game {game_id!r}; games: {', '.join(sorted(self.registry.engines))}",
+            )
+        info = engine.game.info
+        n = info.min_seats if seats is None else seats
+        if not info.min_seats <= n <= info.max_seats:
+            raise ProtocolError(
+                ErrorCode.BAD_REQUEST,
+                f"{game_id} seats {info.min_seats} to {info.max_seats}, not {n}",
+            )
+        if not 0 <= bots <= n:
+            raise ProtocolError(ErrorCode.BAD_REQUEST, f"bots must be 0..{n}, not {bots}")
+        from host.game import OptionError
+
+        try:
+            opts = engine.codec.options_from_wire(options, n)
+        except OptionError as exc:
+            raise ProtocolError(ErrorCode.BAD_OPTION, str(exc), option=exc.option) from None
+        sid = secrets.token_hex(8)
+        bot_seats = list(range(n - bots, n))
+        header = engine.header(sid, opts, n, bot_seats, secrets.token_bytes(32))
+        await self.store.create(sid, header.to_json())
+        self.registry.hook.gamehost_session_created(
+            session=sid, game=game_id, header=header.to_json()
+        )
+        session = Session(sid, engine, self.store, [header], self.registry.hook, self.bot_delay)
+        self.sessions[sid] = session
+        await self.nursery.start(session.run)
+        structlog.contextvars.bind_contextvars(session=sid)
+        log.info("session_created", game=game_id, seats=n, bots=bots)
+        structlog.contextvars.unbind_contextvars("session")
+        session.submit(conn, rid, session.seat_bots, bot_seats)
+        return session
+
+    def _summary(self, s: Session) -> dict[str, Any]:
+        st = s.state
+        return {
+            "session": s.id,
+            "game": s.game.info.id,
+            "seats": len(st.seats),
+            "free": st.free_seats,
+            "started": st.started,
+            "ended": st.ended,
+            "seq": st.seq,
+        }
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        """The per-connection handler given to ``serve_tcp``; never raises."""
+        try:
+            addr = stream.socket.getpeername()
+            peer = f"{addr[0]}:{addr[1]}"
+        except OSError:
+            peer = "?"
+        conn = Connection(self, stream, peer, self._outbox)
+        if self.shutdown.is_set():
+            await stream.aclose()
+            return
+        self.connections.add(conn)
+        try:
+            await conn.run()
+        except Exception:
+            log.exception("connection_failed", peer=peer)
+
+    _outbox = 4096
+
+
+def _record(raw: dict[str, Any]) -> Record:
+    body = {k: v for k, v in raw.items() if k not in ("seq", "type", "ts")}
+    return Record(raw["seq"], raw["type"], body)
+
+
+async def _accept(
+    host: Host,
+    config: HostConfig,
+    conns: trio.Nursery,
+    scope: trio.CancelScope,
+    *,
+    task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    with scope:
+        await trio.serve_tcp(
+            host.handle,
+            config.port,
+            host=config.bind,
+            handler_nursery=conns,
+            task_status=task_status,
+        )
+
+
+async def _signals(host: Host) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
+        async for sig in sigs:
+            log.info("signal", signal=signal.Signals(sig).name)
+            host.request_shutdown()
+            return
+
+
+async def run_host(
+    config: HostConfig,
+    registry: Registry,
+    *,
+    handle_signals: bool = True,
+    task_status: trio.TaskStatus[tuple[Host, int]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run a host until shutdown. ``task_status.started((host, port))`` once it listens."""
+    store = FileStore(config.data_dir, config.fsync)
+    async with trio.open_nursery() as outer:
+        await outer.start(store.run)
+        try:
+            async with trio.open_nursery() as sessions:
+                host = Host(registry, store, sessions, config.bot_delay)
+                host._outbox = config.outbox
+                await host.load_sessions()
+                async with trio.open_nursery() as conns:
+                    accepting = trio.CancelScope()
+                    listeners = await conns.start(_accept, host, config, conns, accepting)
+                    port = listeners[0].socket.getsockname()[1]
+                    log.info(
+                        "listening",
+                        bind=config.bind,
+                        port=port,
+                        data_dir=str(config.data_dir),
+                        fsync=config.fsync,
+                    )
+                    if handle_signals:
+                        outer.start_soon(_signals, host)
+                    task_status.started((host, port))
+                    await host.shutdown.wait()
+                    log.info("shutting_down", connections=len(host.connections))
+                    accepting.cancel()
+                    for conn in list(host.connections):
+                        conn.close_gracefully("shutdown")
+                    with trio.move_on_after(1):
+                        await host.wait_disconnected()
+                    conns.cancel_scope.cancel()
+                for session in host.sessions.values():
+                    session.close()
+                sessions.cancel_scope.deadline = trio.current_time() + config.grace
+        finally:
+            with trio.CancelScope(shield=True):
+                await store.aclose()
+            outer.cancel_scope.cancel()
+    log.info("stopped")
