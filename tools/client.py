@@ -1,0 +1,121 @@
+"""A small trio client for protocol v1, used by ``play``, ``demo``, ``bench`` and the tests.
+
+It frames lines with :mod:`protocol.framing`, matches replies to requests by ``id`` and queues
+pushes for the caller. One reader task per client feeds both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import orjson
+import trio
+
+from protocol.framing import LineBuffer, LineTooLong
+from protocol.messages import encode
+
+__all__ = ["Client", "HostError"]
+
+
+class HostError(Exception):
+    """The host answered a request with an error; ``code``, ``message`` and ``error`` (all)."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(f"{error.get('code')}: {error.get('message')}")
+        self.code = error.get("code")
+        self.message = error.get("message")
+        self.error = error
+
+
+class Client:
+    """A connection to a host. Use ``async with await Client.connect(host, port) as c``.
+
+    Args:
+        stream: a connected trio stream.
+    """
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self._ids = itertools.count(1)
+        self._waiting: dict[Any, trio.MemorySendChannel[dict[str, Any]]] = {}
+        self._push_send, self.pushes = trio.open_memory_channel[dict[str, Any]](math.inf)
+        self._nursery: trio.Nursery | None = None
+        self._cm: Any = None
+
+    @classmethod
+    async def connect(cls, host: str, port: int) -> Client:
+        """Open a TCP connection."""
+        return cls(await trio.open_tcp_stream(host, port))
+
+    async def __aenter__(self) -> Client:
+        self._cm = trio.open_nursery()
+        self._nursery = await self._cm.__aenter__()
+        self._nursery.start_soon(self._reader)
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        assert self._nursery is not None
+        self._nursery.cancel_scope.cancel()
+        try:
+            return await self._cm.__aexit__(*exc)
+        finally:
+            await self.stream.aclose()
+
+    async def _reader(self) -> None:
+        framer = LineBuffer(16 * 1024 * 1024)
+        try:
+            while True:
+                data = await self.stream.receive_some(65536)
+                if not data:
+                    break
+                for line in framer.feed(data):
+                    if isinstance(line, LineTooLong):
+                        continue
+                    msg = orjson.loads(line)
+                    if "push" in msg:
+                        self._push_send.send_nowait(msg)
+                    else:
+                        waiter = self._waiting.pop(msg.get("id"), None)
+                        if waiter is not None:
+                            waiter.send_nowait(msg)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self._push_send.close()
+            for waiter in self._waiting.values():
+                waiter.close()
+
+    async def send_raw(self, data: bytes) -> None:
+        """Send bytes as they are (tests of bad input)."""
+        await self.stream.send_all(data)
+
+    async def request(self, op: str, **params: Any) -> dict[str, Any]:
+        """Send a request and return the whole reply (``ok`` true or false)."""
+        rid = next(self._ids)
+        send, recv = trio.open_memory_channel[dict[str, Any]](1)
+        self._waiting[rid] = send
+        await self.stream.send_all(encode({"id": rid, "op": op, **params}))
+        try:
+            return await recv.receive()
+        except trio.EndOfChannel:
+            raise ConnectionError(f"the host closed the connection during {op}") from None
+
+    async def call(self, op: str, **params: Any) -> Any:
+        """Send a request and return its ``result``.
+
+        Raises:
+            HostError: the reply was an error. ConnectionError: the host hung up.
+        """
+        reply = await self.request(op, **params)
+        if not reply.get("ok"):
+            raise HostError(reply.get("error") or {})
+        return reply.get("result")
+
+    async def next_push(self) -> dict[str, Any] | None:
+        """The next push, or None once the connection is closed."""
+        try:
+            return await self.pushes.receive()
+        except trio.EndOfChannel:
+            return None

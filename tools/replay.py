@@ -1,0 +1,169 @@
+"""``gamehost replay LOG``: read a session's event log.
+
+- no flags: the timeline, one line per record (seq, time, type, what happened);
+- ``--at SEQ``: the state after record SEQ — the full truth, or ``--as SEAT`` / ``--spectator``
+  for what that viewer saw (the game's ``view``);
+- ``--verify``: re-run every recorded cause (seats taken, actions) through the current code and
+  report the first record that differs (exit status 1), and check the seed against its commitment;
+- ``--fork-at SEQ --out FILE``: write the log's records up to SEQ as a new session log (a new id,
+  the ``ended`` record dropped) that a host started on that data dir will pick up and continue.
+
+The game comes from the installed plugins (the header names it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from host.engine import Engine, Record
+from host.registry import load_registry
+from host.store import CorruptLog, read_log
+
+__all__ = ["ReplayError", "load", "main", "verify_log"]
+
+
+class ReplayError(Exception):
+    """The log cannot be replayed (unreadable, or its game is not installed)."""
+
+
+def load(path: Path, engine: Engine | None = None) -> tuple[Engine, list[Record]]:
+    """Read a log and find its game.
+
+    Raises:
+        ReplayError: unreadable log, no header, or the game is not installed.
+    """
+    try:
+        raw = read_log(path)
+    except (OSError, CorruptLog) as exc:
+        raise ReplayError(str(exc)) from None
+    if not raw or raw[0].get("type") != "header":
+        raise ReplayError(f"{path}: no header record")
+    records = [
+        Record(r["seq"], r["type"], {k: v for k, v in r.items() if k not in ("seq", "type", "ts")})
+        for r in raw
+    ]
+    if engine is None:
+        gid = records[0].data.get("game")
+        engine = load_registry().engines.get(gid)
+        if engine is None:
+            raise ReplayError(f"{path}: game {gid!r} is not installed")
+    return engine, records
+
+
+def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
+    """Check a log: the seed matches its commitment and the current code re-produces every record.
+
+    Returns:
+        None when it all holds, else ``(seq, explanation)`` of the first difference.
+    """
+    header = records[0].data
+    for rec in records:
+        if rec.type == "ended":
+            seed = bytes.fromhex(rec.data["seed"])
+            if hashlib.sha256(seed).hexdigest() != header["seed_commitment"]:
+                return (rec.seq, "the revealed seed does not match the header's commitment")
+    return engine.verify(records)
+
+
+def _summary(engine: Engine, rec: Record) -> str:
+    d = rec.data
+    if rec.type == "header":
+        return f"{d['game']} v{d['game_version']} seats={d['seats']} options={d['options']}"
+    if rec.type == "seat_taken":
+        return f"seat {d['seat']} taken by {d['name']}{' (bot)' if d['bot'] else ''}"
+    if rec.type == "action":
+        describe = getattr(engine.game, "describe", None)
+        text = describe(d["action"]) if describe else orjson.dumps(d["action"]).decode()
+        return f"seat {d['seat']}: {text}"
+    if rec.type == "event":
+        return orjson.dumps(d["event"]).decode()
+    if rec.type == "ended":
+        return f"outcome {orjson.dumps(d['outcome']).decode()}"
+    return orjson.dumps(d).decode()
+
+
+def _state_at(engine: Engine, records: list[Record], seq: int) -> Any:
+    return engine.rebuild(r for r in records if r.seq <= seq)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the ``replay`` sub-command."""
+    p = sub.add_parser("replay", help="show, inspect, verify or fork a session log")
+    p.add_argument("log", type=Path, help="a session log (.jsonl)")
+    p.add_argument("--at", type=int, metavar="SEQ", help="show the state after record SEQ")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--as", dest="seat", type=int, metavar="SEAT", help="as this seat sees it")
+    who.add_argument("--spectator", action="store_true", help="as a spectator sees it")
+    p.add_argument("--verify", action="store_true", help="re-run every action on current code")
+    p.add_argument("--fork-at", type=int, metavar="SEQ", help="write records 0..SEQ as a new log")
+    p.add_argument("--out", type=Path, help="with --fork-at: the new log's path")
+    p.add_argument("--width", type=int, default=160, help="cut timeline lines to this width")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the command; exit status 0, 1 (verify found a difference) or 2 (unusable input)."""
+    try:
+        engine, records = load(args.log)
+    except ReplayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    last = records[-1].seq
+    if args.verify:
+        diff = verify_log(engine, records)
+        if diff is not None:
+            print(f"DIFFERS at seq {diff[0]}: {diff[1]}")
+            return 1
+        print(f"ok: {args.log.name}: {len(records)} records replay to the same events")
+        return 0
+    if args.fork_at is not None:
+        if args.out is None or not 0 <= args.fork_at <= last:
+            print(f"error: --fork-at needs 0..{last} and --out", file=sys.stderr)
+            return 2
+        new_id = secrets.token_hex(8)
+        out = [r for r in records if r.seq <= args.fork_at and r.type != "ended"]
+        lines = []
+        for r in out:
+            data = dict(r.data)
+            if r.type == "header":
+                data["session"] = new_id
+                data["forked_from"] = {"session": r.data["session"], "seq": args.fork_at}
+            lines.append(orjson.dumps({"seq": r.seq, "type": r.type, **data}))
+        args.out.write_bytes(b"\n".join(lines) + b"\n")
+        args.out.chmod(0o600)
+        print(f"forked {len(out)} records into {args.out} (session {new_id})")
+        return 0
+    if args.at is not None:
+        if not 0 <= args.at <= last:
+            print(f"error: --at must be 0..{last}", file=sys.stderr)
+            return 2
+        state = _state_at(engine, records, args.at)
+        if args.seat is not None or args.spectator:
+            viewer = None if args.spectator else args.seat
+            if viewer is not None and not 0 <= viewer < len(state.seats):
+                print(f"error: no seat {viewer}", file=sys.stderr)
+                return 2
+            shown = engine.codec.to_wire(engine.game.view(state.game, viewer))
+            render = getattr(engine.game, "render", None)
+            if render is not None:
+                print(render(orjson.loads(orjson.dumps(shown)), viewer))
+                return 0
+        else:
+            shown = {
+                "seq": state.seq,
+                "to_act": list(engine.game.to_act(state.game)) if state.started else [],
+                "state": engine.codec.to_wire(state.game),
+            }
+        print(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
+        return 0
+    for rec in records:
+        line = f"{rec.seq:>5}  {rec.type:<10}  {_summary(engine, rec)}"
+        print(line if len(line) <= args.width else line[: args.width - 1] + "…")
+    return 0
