@@ -738,6 +738,14 @@ def test_render_lists_the_question_and_pending_gives():
     assert "Pending: seat 1 gives 1 drink(s)" in text
 
 
+def test_before_the_shuffle_nobody_acts_and_the_table_renders():
+    state = GAME.initial_state(ENGINE.codec.options_from_wire({}, 3), 3)
+    assert GAME.to_act(state) == () and GAME.outcome(state) is None
+    assert refused(state, 0, Flip()) == "not_your_turn"
+    text = GAME.render(orjson.loads(orjson.dumps(GAME.view(state, None))), None)
+    assert "seat 2" in text and "0 of 0 cards left" in text
+
+
 def test_describe_labels_actions():
     wire = ENGINE.codec.action_to_wire
     assert GAME.describe(wire(Guess("red"))) == "guess red"
