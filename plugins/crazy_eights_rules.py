@@ -1,0 +1,381 @@
+"""Crazy Eights rules as pure functions over :class:`~plugins.crazy_eights_model.State`.
+
+Matching, wild cards, drawing and passing, special cards, the deal, scoring and ``evolve``.
+Section names in the docstrings refer to ``rules/crazy-eights.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from host.game import Rng
+from plugins import cards
+from plugins.crazy_eights_model import (
+    DealScored,
+    Dealt,
+    Drew,
+    Options,
+    Passed,
+    PenaltyTaken,
+    Played,
+    Reshuffled,
+    State,
+    deck_count,
+    hand_size,
+    stacking,
+    target,
+)
+
+COUNTDOWN_START = 8
+REDRAW_ATTEMPTS = 1000
+"""Starter redraws before a wild starter is kept anyway (only if the stock is nearly all wild)."""
+
+
+# -- cards --------------------------------------------------------------------------------------
+
+
+def card_points(card: str) -> int:
+    """Card points (Scoring): 8 = 50; K, Q, J, 10 = 10; A = 1; others their pip value."""
+    r = cards.rank(card)
+    if r == "8":
+        return 50
+    if r in ("K", "Q", "J", "10"):
+        return 10
+    if r == "A":
+        return 1
+    return int(r)
+
+
+def hand_points(hand: tuple[str, ...]) -> int:
+    """The card points of a hand."""
+    return sum(card_points(c) for c in hand)
+
+
+def number_rank(number: int) -> str:
+    """The rank a countdown number makes wild: 8 -> ``"8"`` … 2 -> ``"2"``, 1 -> ``"A"``."""
+    return "A" if number == 1 else str(number)
+
+
+def wild_rank(state: State, seat: int) -> str:
+    """The rank that is wild for ``seat``: ``"8"``, or in countdown the rank of their number."""
+    if state.options.countdown:
+        return number_rank(state.numbers[seat])
+    return "8"
+
+
+def is_wild(state: State, seat: int, card: str) -> bool:
+    """Whether ``card`` is wild for ``seat`` (Variants, countdown: wild for them only)."""
+    return cards.rank(card) == wild_rank(state, seat)
+
+
+def wild_ranks(state: State) -> frozenset[str]:
+    """Every rank wild for some player this deal (the ranks ``starter_eight`` turns back)."""
+    if state.options.countdown:
+        return frozenset(number_rank(n) for n in state.numbers)
+    return frozenset({"8"})
+
+
+# -- a turn -------------------------------------------------------------------------------------
+
+
+def matches(state: State, seat: int, card: str) -> bool:
+    """Whether ``seat`` may play ``card`` now (A turn; Variants, draw_two).
+
+    Under a pending draw-two penalty only a 2 may be played. Otherwise a card wild for the
+    player, or one matching the top discard's rank or the current suit; after a kept wild
+    starter (``current_suit`` ``None``) any card.
+    """
+    if state.penalty > 0:
+        return cards.rank(card) == "2"
+    if is_wild(state, seat, card) or state.current_suit is None:
+        return True
+    top = state.discard[-1]
+    return cards.rank(card) == cards.rank(top) or cards.suit(card) == state.current_suit
+
+
+def playable_cards(state: State, seat: int) -> list[str]:
+    """The distinct cards of ``seat``'s hand that may be played now, in hand order."""
+    out: list[str] = []
+    for c in state.hands[seat]:
+        if c not in out and matches(state, seat, c):
+            out.append(c)
+    return out
+
+
+def drawable(state: State) -> int:
+    """Cards that could be drawn now: the stock, or the reshuffle when the stock is empty."""
+    if state.stock:
+        return len(state.stock)
+    if state.options.reshuffle and len(state.discard) > 1:
+        return len(state.discard) - 1
+    return 0
+
+
+def can_draw(state: State) -> bool:
+    """Whether the player to act may draw (a card exists and ``draw_limit`` is not reached).
+
+    A penalty draw ignores ``draw_limit``.
+    """
+    if drawable(state) == 0:
+        return False
+    limit = state.options.draw_limit
+    return state.penalty > 0 or limit == "none" or state.draws < limit
+
+
+def can_pass(state: State, seat: int) -> bool:
+    """Whether ``seat`` (to act) may pass: no card can be drawn and, with ``draw_limit`` none,
+    no legal play (A turn)."""
+    if can_draw(state):
+        return False
+    return state.options.draw_limit != "none" or not playable_cards(state, seat)
+
+
+def next_seat(state: State, seat: int) -> int:
+    """The seat after ``seat`` in the current direction."""
+    return (seat + state.direction) % state.seats
+
+
+def _after_play(state: State, seat: int, card: str) -> dict[str, int]:
+    """Turn, direction and penalty after ``seat`` played ``card`` (Variants), as field values."""
+    o = state.options
+    r = cards.rank(card)
+    direction = state.direction
+    step = 1
+    if o.queens_skip and r == "Q":
+        step = 2
+    if o.aces_reverse and r == "A":
+        if state.seats == 2:
+            step = 2
+        else:
+            direction = -direction
+    penalty = 0
+    if o.draw_two and r == "2":
+        penalty = state.penalty + 2 if stacking(o) else 2
+    turn = (seat + step * direction) % state.seats
+    return {"turn": turn, "direction": direction, "penalty": penalty, "draws": 0, "passes": 0}
+
+
+# -- the deal -----------------------------------------------------------------------------------
+
+
+def deal_sizes(state: State) -> list[int]:
+    """Cards per seat for the next deal (Setup 3; countdown: each player's number)."""
+    if state.options.countdown:
+        return list(state.numbers)
+    return [hand_size(state.options, state.seats)] * state.seats
+
+
+def next_deal(state: State, rng: Rng) -> Dealt:
+    """Shuffle, deal and turn the starter for the deal after ``state.deal`` (Setup).
+
+    The dealer is seat 0 for the first deal, then the next seat clockwise. Cards are dealt one
+    at a time from the top, starting at the dealer's left; the starter is turned by
+    :func:`turn_starter`.
+    """
+    n = state.seats
+    dealer = 0 if state.deal == 0 else (state.dealer + 1) % n
+    shoe = cards.shuffled_shoe(rng, deck_count(state.options, n))
+    sizes = deal_sizes(state)
+    hands: list[list[str]] = [[] for _ in range(n)]
+    order = [(dealer + 1 + k) % n for k in range(n)]
+    i = 0
+    for r in range(max(sizes)):
+        for s in order:
+            if r < sizes[s]:
+                hands[s].append(shoe[i])
+                i += 1
+    starter, stock, turned_back = turn_starter(
+        shoe[i:], wild_ranks(state), state.options.starter_eight, rng
+    )
+    return Dealt(
+        deal=state.deal + 1,
+        dealer=dealer,
+        hands=tuple(tuple(h) for h in hands),
+        hand_sizes=tuple(len(h) for h in hands),
+        stock=stock,
+        stock_size=len(stock),
+        starter=starter,
+        turned_back=turned_back,
+    )
+
+
+def turn_starter(
+    stock: list[str], wild: frozenset[str], mode: str, rng: Rng
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """Turn the starter from the top of ``stock`` (Setup 4, ``starter_eight``).
+
+    Args:
+        stock: the cards left after dealing, index 0 on top.
+        wild: the ranks that must not start (wild for some player).
+        mode: ``"bury"``, ``"redraw"`` or ``"keep"``.
+        rng: draws the ``redraw`` shuffles.
+
+    Returns:
+        ``(starter, stock, turned_back)``: the first discard, the stock left (top first), and
+        the wild cards turned and put back, in order. ``bury`` puts a wild card at index
+        ``len(stock) // 2`` of the stock left after turning it; if burying has gone round the
+        whole stock, or a ``redraw`` stock holds wild cards only, the card turned is kept.
+    """
+    stock = list(stock)
+    starter = stock.pop(0)
+    turned_back: list[str] = []
+    attempts = 0
+    while cards.rank(starter) in wild and mode != "keep":
+        if mode == "bury" and (attempts > len(stock) or not stock):
+            break
+        if mode == "redraw" and (
+            attempts >= REDRAW_ATTEMPTS or all(cards.rank(c) in wild for c in stock)
+        ):
+            break
+        turned_back.append(starter)
+        if mode == "bury":
+            stock.insert(len(stock) // 2, starter)
+        else:
+            stock = rng.shuffled([*stock, starter])
+        starter = stock.pop(0)
+        attempts += 1
+    return starter, tuple(stock), tuple(turned_back)
+
+
+def score_deal(state: State, winner: int | None) -> DealScored:
+    """Score the deal that just ended (Scoring; Variants, countdown).
+
+    Going out: the winner gains the points in every other hand (countdown: their number drops
+    by one). Blocked: the lowest hand in points gains, from each opponent, the difference to
+    that opponent's points; a tie for lowest shares the total (``split``, remainder dropped)
+    or scores nothing (``none``); countdown numbers do not change.
+    """
+    n = state.seats
+    points = tuple(hand_points(h) for h in state.hands)
+    gains = [0] * n
+    numbers = list(state.numbers)
+    if state.options.countdown:
+        if winner is not None:
+            numbers[winner] -= 1
+    elif winner is not None:
+        gains[winner] = sum(p for s, p in enumerate(points) if s != winner)
+    else:
+        low = min(points)
+        lows = [s for s, p in enumerate(points) if p == low]
+        total = sum(p - low for p in points)
+        if len(lows) == 1 or state.options.blocked_tie == "split":
+            for s in lows:
+                gains[s] = total // len(lows)
+    return DealScored(
+        deal=state.deal,
+        result="out" if winner is not None else "blocked",
+        winner=winner,
+        hands=state.hands,
+        points=points,
+        gains=tuple(gains),
+        scores=tuple(a + b for a, b in zip(state.scores, gains, strict=True)),
+        numbers=tuple(numbers),
+    )
+
+
+def match_winners(options: Options, seats: int, scored: DealScored) -> tuple[int, ...]:
+    """The match winners after ``scored``, or ``()`` if the match goes on (Scoring)."""
+    if options.countdown:
+        return tuple(s for s, x in enumerate(scored.numbers) if x <= 0)
+    best = max(scored.scores)
+    if best < target(options, seats):
+        return ()
+    return tuple(s for s, x in enumerate(scored.scores) if x == best)
+
+
+# -- evolve -------------------------------------------------------------------------------------
+
+
+def initial_state(options: Options, seats: int) -> State:
+    """The state before the first deal: zero scores, countdown numbers at 8."""
+    numbers = (COUNTDOWN_START,) * seats if options.countdown else ()
+    return State(options=options, seats=seats, scores=(0,) * seats, numbers=numbers)
+
+
+def _set_hand(state: State, seat: int, hand: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    hands = list(state.hands)
+    hands[seat] = hand
+    return tuple(hands)
+
+
+def evolve(state: State, event: object) -> State:
+    """Apply one event (pure; no randomness).
+
+    Raises:
+        TypeError: an object that is not a Crazy Eights event.
+    """
+    if isinstance(event, Dealt):
+        return _evolve_dealt(state, event)
+    if isinstance(event, Played):
+        hand = cards.remove_one(state.hands[event.seat], event.card)
+        if not hand and state.options.special_on_last_card != "applied":
+            after: dict[str, Any] = {"turn": None, "penalty": 0, "draws": 0, "passes": 0}
+        else:
+            after = _after_play(state, event.seat, event.card)
+        return attrs.evolve(
+            state,
+            hands=_set_hand(state, event.seat, hand),
+            discard=(*state.discard, event.card),
+            current_suit=event.suit or cards.suit(event.card),
+            **after,
+        )
+    if isinstance(event, Drew):
+        assert event.cards is not None, "evolve needs the unredacted event"
+        hand = state.hands[event.seat] + event.cards
+        return attrs.evolve(
+            state,
+            hands=_set_hand(state, event.seat, hand),
+            stock=state.stock[event.count :],
+            draws=state.draws + (event.count if state.penalty == 0 else 0),
+            passes=0,
+        )
+    if isinstance(event, PenaltyTaken):
+        return attrs.evolve(state, turn=next_seat(state, event.seat), penalty=0, draws=0, passes=0)
+    if isinstance(event, Reshuffled):
+        assert event.stock is not None, "evolve needs the unredacted event"
+        return attrs.evolve(state, stock=event.stock, discard=state.discard[-1:])
+    if isinstance(event, Passed):
+        passes = state.passes + 1 if state.draws == 0 else 0
+        turn = None if passes >= state.seats else next_seat(state, event.seat)
+        return attrs.evolve(state, turn=turn, penalty=0, draws=0, passes=passes)
+    if isinstance(event, DealScored):
+        winners = match_winners(state.options, state.seats, event)
+        return attrs.evolve(
+            state,
+            turn=None,
+            penalty=0,
+            draws=0,
+            passes=0,
+            scores=event.scores,
+            numbers=event.numbers,
+            last_deal=event,
+            over=bool(winners),
+            winners=winners,
+        )
+    raise TypeError(f"not a Crazy Eights event: {event!r}")
+
+
+def _evolve_dealt(state: State, event: Dealt) -> State:
+    hands = event.hands
+    assert event.stock is not None and all(h is not None for h in hands), "unredacted event"
+    s = attrs.evolve(
+        state,
+        deal=event.deal,
+        dealer=event.dealer,
+        hands=tuple(h for h in hands if h is not None),
+        stock=event.stock,
+        discard=(event.starter,),
+        current_suit=cards.suit(event.starter),
+        direction=1,
+        penalty=0,
+        draws=0,
+        passes=0,
+    )
+    after: dict[str, Any] = {"turn": next_seat(s, event.dealer)}
+    if cards.rank(event.starter) in wild_ranks(s):
+        after["current_suit"] = None
+    if s.options.special_starter == "applies":
+        after.update(_after_play(s, event.dealer, event.starter))
+    return attrs.evolve(s, **after)
