@@ -43,6 +43,7 @@ class Client:
         self._push_send, self.pushes = trio.open_memory_channel[dict[str, Any]](math.inf)
         self._nursery: trio.Nursery | None = None
         self._cm: Any = None
+        self._closed = False
 
     @classmethod
     async def connect(cls, host: str, port: int) -> Client:
@@ -84,6 +85,7 @@ class Client:
             pass
         finally:
             self._push_send.close()
+            self._closed = True
             for waiter in self._waiting.values():
                 waiter.close()
 
@@ -91,8 +93,18 @@ class Client:
         """Send bytes as they are (tests of bad input)."""
         await self.stream.send_all(data)
 
+    def start(self, nursery: trio.Nursery) -> None:
+        """Run the reader in ``nursery`` instead of using ``async with``."""
+        nursery.start_soon(self._reader)
+
+    async def aclose(self) -> None:
+        """Hang up."""
+        await self.stream.aclose()
+
     async def request(self, op: str, **params: Any) -> dict[str, Any]:
         """Send a request and return the whole reply (``ok`` true or false)."""
+        if self._closed:
+            raise ConnectionError(f"the connection is closed ({op})")
         rid = next(self._ids)
         send, recv = trio.open_memory_channel[dict[str, Any]](1)
         self._waiting[rid] = send

@@ -1,0 +1,52 @@
+"""Shared fixtures: an in-process host on 127.0.0.1 port 0 with the test game registered."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import attrs
+import pytest
+import trio
+
+from host import logs
+from host.registry import Registry, load_registry
+from host.server import Host, HostConfig, run_host
+from tests.toy import Plugin
+from tools.client import Client
+
+logs.configure(json=True, level="warning")
+
+
+@attrs.define
+class RunningHost:
+    host: Host
+    port: int
+    data_dir: Path
+    nursery: trio.Nursery
+
+    async def client(self) -> Client:
+        c = await Client.connect("127.0.0.1", self.port)
+        c.start(self.nursery)
+        return c
+
+
+def toy_registry() -> Registry:
+    return load_registry([("toy", Plugin())], entrypoints=False)
+
+
+async def start_host(nursery: trio.Nursery, data_dir: Path, **config: object) -> RunningHost:
+    cfg = HostConfig(data_dir=data_dir, port=0, **config)  # type: ignore[arg-type]
+    host, port = await nursery.start(
+        lambda task_status: run_host(cfg, toy_registry(), handle_signals=False,
+                                     task_status=task_status)
+    )
+    return RunningHost(host, port, data_dir, nursery)
+
+
+@pytest.fixture
+async def toy_host(tmp_path: Path) -> AsyncIterator[RunningHost]:
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path)
+        yield running
+        running.host.request_shutdown()

@@ -1,0 +1,52 @@
+import orjson
+import pytest
+
+from host.engine import Engine, Record
+from host.game import IllegalAction
+from host.local import play_local
+from tests.toy import HighCard, Keep
+
+
+def roundtrip(records):
+    return [Record(r.seq, r.type, orjson.loads(orjson.dumps(r.data))) for r in records]
+
+
+def test_a_local_session_replays_to_the_same_state():
+    game = HighCard()
+    engine = Engine(game)
+    state, records = play_local(game, {"rounds": 2}, 4, seed=b"k" * 32, engine=engine)
+    logged = roundtrip(records)
+    assert engine.verify(logged) is None
+    assert engine.rebuild(logged).game == state.game
+    assert records[-1].type == "ended"
+    assert records[-1].data["seed"] == (b"k" * 32).hex()
+
+
+def test_verify_reports_the_first_event_that_differs():
+    game = HighCard()
+    engine = Engine(game)
+    _, records = play_local(game, {}, 3, seed=b"v" * 32)
+    logged = roundtrip(records)
+    i = next(i for i, r in enumerate(logged) if r.data.get("event", {}).get("type") == "swapped")
+    logged[i].data["event"]["card"] = "2C" if logged[i].data["event"]["card"] != "2C" else "3C"
+    diff = engine.verify(logged)
+    assert diff is not None and diff[0] == logged[i].seq
+
+
+def test_the_same_seed_gives_the_same_log():
+    game = HighCard()
+    a = play_local(game, {}, 3, seed=b"z" * 32)[1]
+    b = play_local(game, {}, 3, seed=b"z" * 32)[1]
+    assert [r.to_json() for r in a] == [r.to_json() for r in b]
+
+
+def test_an_action_from_a_seat_not_to_act_is_refused_and_changes_nothing():
+    game = HighCard()
+    engine = Engine(game)
+    header = engine.header("s", engine.codec.options_from_wire({}, 2), 2, [], b"x" * 32)
+    state = engine.initial(header)
+    for seat in range(2):
+        state = engine.apply_all(state, engine.take_seat(state, seat, "p", False, None))
+    with pytest.raises(IllegalAction) as info:
+        engine.act(state, 1, Keep())
+    assert info.value.reason == "not_your_turn"

@@ -1,0 +1,218 @@
+"""The host over real TCP (127.0.0.1, port 0) with the test game High Card."""
+
+from __future__ import annotations
+
+import orjson
+import trio
+import trio.testing
+
+from host.server import Connection
+from tests.conftest import start_host
+from tools.client import Client
+
+
+async def new_session(c: Client, seats: int = 2, bots: int = 0, **options) -> str:
+    created = await c.call("create", game="high-card", seats=seats, bots=bots, options=options)
+    return created["session"]
+
+
+async def pushes_until(c: Client, kind: str) -> list[dict]:
+    out = []
+    while True:
+        p = await c.next_push()
+        assert p is not None, "connection closed"
+        out.append(p)
+        if p["push"] == kind:
+            return out
+
+
+async def test_hello_answers_the_protocol_ops_and_games(toy_host):
+    c = await toy_host.client()
+    hello = await c.call("hello", protocol=1, client="t")
+    assert hello["protocol"] == 1 and "act" in hello["ops"]
+    games = await c.call("games")
+    assert [g["id"] for g in games["games"]] == ["high-card"]
+    assert games["games"][0]["options"][0]["choices"] == [1, 2]
+    bad = await c.request("hello", protocol=2)
+    assert bad["error"]["code"] == "unsupported_protocol"
+
+
+async def test_two_clients_play_a_session_to_its_end_with_gapless_pushes(toy_host):
+    a, b = await toy_host.client(), await toy_host.client()
+    sid = await new_session(a)
+    ja = await a.call("join", session=sid, name="ann")
+    jb = await b.call("join", session=sid, name="bob")
+    assert (ja["seat"], jb["seat"]) == (0, 1)
+    assert jb["started"] and jb["to_act"] == [0]
+    seen = {0: ja["seq"], 1: jb["seq"]}
+    ended = {}
+
+    async def play(c: Client, seat: int) -> None:
+        while True:
+            p = await c.next_push()
+            assert p is not None
+            if p["push"] == "event":
+                assert p["seq"] == seen[seat] + 1
+                seen[seat] = p["seq"]
+            elif p["push"] == "turn" and p["seat"] == seat:
+                await c.call("act", session=sid, action=p["legal"][0], seq=p["seq"])
+            elif p["push"] == "ended":
+                ended[seat] = p
+                return
+
+    async with trio.open_nursery() as n:
+        n.start_soon(play, a, 0)
+        n.start_soon(play, b, 1)
+    assert ended[0]["outcome"] == ended[1]["outcome"]
+    assert ended[0]["seq"] == seen[0] == seen[1]
+
+
+async def test_bad_lines_get_typed_errors_and_the_connection_keeps_serving(toy_host):
+    c = await toy_host.client()
+    await c.send_raw(b"{this is not json\n")
+    await c.send_raw(b'{"id": 9, "op": "ping", "pad": "' + b"x" * 70_000 + b'"}\n')
+    replies = []
+    r = await c.request("no_such_op")
+    replies.append(r["error"]["code"])
+    r = await c.request("create", game="high-card", seats="two")
+    replies.append(r["error"]["code"])
+    r = await c.request("create", game="chess")
+    replies.append(r["error"]["code"])
+    r = await c.request("create", game="high-card", seats=9)
+    replies.append(r["error"]["code"])
+    r = await c.request("create", game="high-card", options={"rounds": 3})
+    replies.append((r["error"]["code"], r["error"]["option"]))
+    r = await c.request("act", session="nope", action={"type": "keep"})
+    replies.append(r["error"]["code"])
+    assert replies == [
+        "unknown_op",
+        "bad_request",
+        "unknown_game",
+        "bad_request",
+        ("bad_option", "rounds"),
+        "unknown_session",
+    ]
+    assert await c.call("ping") == {"pong": True}
+
+
+async def test_raw_bad_lines_are_answered_in_order(toy_host):
+    s = await trio.open_tcp_stream("127.0.0.1", toy_host.port)
+    await s.send_all(b"garbage\n" + b"y" * 70_000 + b"\n" + b'{"id":1,"op":"ping"}\n')
+    buf = b""
+    while buf.count(b"\n") < 3:
+        buf += await s.receive_some()
+    lines = [orjson.loads(x) for x in buf.splitlines()]
+    assert [x.get("error", {}).get("code") for x in lines] == ["bad_json", "line_too_long", None]
+    assert lines[2]["result"] == {"pong": True}
+    await s.aclose()
+
+
+async def test_actions_are_refused_with_typed_codes_and_change_nothing(toy_host):
+    a, b, w = await toy_host.client(), await toy_host.client(), await toy_host.client()
+    sid = await new_session(a)
+    r = await w.request("act", session=sid, action={"type": "keep"})
+    assert r["error"]["code"] == "not_seated"
+    await a.call("join", session=sid)
+    jb = await b.call("join", session=sid)
+    seq = jb["seq"]
+    r = await b.request("act", session=sid, action={"type": "keep"})
+    assert r["error"]["code"] == "not_your_turn"
+    r = await a.request("act", session=sid, action={"type": "fly"})
+    assert r["error"]["code"] == "bad_action"
+    r = await a.request("act", session=sid, action={"type": "keep", "x": 1})
+    assert r["error"]["code"] == "bad_action"
+    r = await a.request("act", session=sid, action={"type": "keep"}, seq=seq - 1)
+    assert r["error"]["code"] == "conflict" and r["error"]["seq"] == seq
+    r = await w.request("join", session=sid)
+    assert r["error"]["code"] == "session_full"
+    view = await a.call("view", session=sid)
+    assert view["seq"] == seq
+    assert (await a.call("act", session=sid, action={"type": "keep"}, seq=seq))["seq"] == seq + 2
+
+
+async def test_a_spectator_and_the_other_seat_never_see_a_hidden_card(toy_host):
+    a, b, w = await toy_host.client(), await toy_host.client(), await toy_host.client()
+    sid = await new_session(a)
+    await w.call("watch", session=sid)
+    await a.call("join", session=sid)
+    jb = await b.call("join", session=sid)
+    va = await a.call("view", session=sid)
+    assert va["view"]["hands"][0] is not None and va["view"]["hands"][1] is None
+    assert jb["view"]["hands"][0] is None and jb["view"]["hands"][1] is not None
+    assert (await w.call("view", session=sid))["view"]["hands"] == [None, None]
+    spectator = await pushes_until(w, "event")
+    spectator += await pushes_until(w, "event")  # seat_taken x2 then the deal
+    spectator += await pushes_until(w, "event")
+    deal = spectator[-1]
+    assert deal["event"]["type"] == "dealt"
+    assert deal["event"]["hands"] == [None, None] and deal["event"]["stock"] is None
+
+
+async def test_resume_pushes_only_the_missed_events(toy_host):
+    a, b = await toy_host.client(), await toy_host.client()
+    sid = await new_session(a)
+    ja = await a.call("join", session=sid)
+    jb = await b.call("join", session=sid)
+    await a.aclose()  # seat 0 drops
+    await b.call("view", session=sid)
+    a2 = await toy_host.client()
+    r = await a2.request("resume", session=sid, token="wrong")
+    assert r["error"]["code"] == "bad_token"
+    resumed = await a2.call("resume", session=sid, token=ja["token"], after=ja["seq"])
+    assert resumed["seat"] == 0 and resumed["seq"] == jb["seq"]
+    missed = []
+    while True:
+        p = await a2.next_push()
+        missed.append(p)
+        if p["push"] == "turn":
+            break
+    assert [p["seq"] for p in missed if p["push"] == "event"] == list(
+        range(ja["seq"] + 1, jb["seq"] + 1)
+    )
+    await a2.call("act", session=sid, action={"type": "keep"}, seq=missed[-1]["seq"])
+
+
+async def test_a_client_that_does_not_read_is_dropped_and_the_table_goes_on(toy_host):
+    host = toy_host.host
+    server_side, client_side = trio.testing.lockstep_stream_pair()
+    conn = Connection(host, server_side, "lockstep", outbox=2)
+    a = await toy_host.client()
+    sid = await new_session(a, seats=2, bots=1, rounds=2)
+    async with trio.open_nursery() as n:
+        n.start_soon(conn.run)
+        await client_side.send_all(b'{"id": 1, "op": "watch", "session": "%s"}\n' % sid.encode())
+        await a.call("join", session=sid)  # the deal, turns and bot moves fill the outbox
+        events = await pushes_until(a, "ended")
+        assert events[-1]["push"] == "ended"
+        assert conn.dead and conn.reason == "slow_consumer"
+        assert conn not in host.sessions[sid].subscribers
+        n.cancel_scope.cancel()
+
+
+async def test_a_session_is_rebuilt_from_its_log_exactly_as_the_live_host_held_it(tmp_path):
+    async with trio.open_nursery() as n:
+        first = await start_host(n, tmp_path)
+        a = await first.client()
+        sid = await new_session(a, seats=3, bots=1, rounds=2)
+        ja = await a.call("join", session=sid)
+        await a.call("join", session=sid)  # seat 1 on the same connection
+        live = first.host.sessions[sid].state
+        first.host.request_shutdown()
+    async with trio.open_nursery() as n:
+        second = await start_host(n, tmp_path)
+        rebuilt = second.host.sessions[sid].state
+        assert rebuilt == live
+        c = await second.client()
+        resumed = await c.call("resume", session=sid, token=ja["token"])
+        assert resumed["seq"] == live.seq
+        second.host.request_shutdown()
+
+
+async def test_shutdown_tells_clients_why_they_are_closed(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path)
+        c = await running.client()
+        await c.call("ping")
+        running.host.request_shutdown()
+        p = await c.next_push()
+        assert p == {"push": "closed", "reason": "shutdown"}
