@@ -1,0 +1,195 @@
+"""Seven Twenty-Seven (game id ``seven-twenty-seven``): a betting game for chips, 4–10 players.
+
+Rule spec: ``rules/seven-twenty-seven.md``. Each hand: antes, one card up and one (or two) down,
+a draw round, betting, a unanimous vote on one extra card (then more betting), and the showdown:
+the hand closest to 7 or 27 takes the pot (``pot: split``: half each). Classic variants are
+options. Values are integer half-points (J/Q/K = 1, 7 = 14, 27 = 54).
+
+The modules:
+
+- :mod:`plugins.seven_twenty_seven_model` — options, actions, events, state
+- :mod:`plugins.seven_twenty_seven_hands` — totals and distances in half-points
+- :mod:`plugins.seven_twenty_seven_pots` — main/side pots, odd chips, uncalled bets
+- :mod:`plugins.seven_twenty_seven_evolve` — ``evolve``
+- :mod:`plugins.seven_twenty_seven_flow` — ``decide``, ``legal_actions``, the automatic steps
+- :mod:`plugins.seven_twenty_seven_view` — ``view``, ``redact``, ``render``, ``describe``
+
+Decisions where the spec is silent (also in the docs):
+
+- Betting is spread-limit: a bet or raise is ``min_bet`` .. ``max_bet`` chips. The opening bet
+  is not a raise; up to ``max_raises`` raises follow it in a round. ``fold`` is only allowed
+  facing a bet (spec step 3: check or bet while nobody has bet).
+- A player may not bet or raise all-in for less than ``min_bet``: a bet or raise must be a full
+  ``min_bet`` the stack covers. A player who cannot cover a *call* calls all-in for what is
+  left. Nobody may bet or raise when every other player still in is all-in.
+- At the end of a betting round the part of the top bet nobody matched goes back to its owner
+  (``bet_returned``); pots are then built from what each seat put in, as in poker.
+- A player whose stack is below the ante sits the hand out (and deals no hand). The session ends
+  when one player holds every chip, after ``hands`` hands, or when fewer than two players can
+  post the ante (possible only with ``ante`` > 1). ``ante`` is at least 1, so chips move every
+  hand.
+- The dealer passes clockwise to the next seat that is dealt into the hand.
+- The extra-card vote is simultaneous; the first ``no`` ends it. All-in players vote and draw.
+  After an agreed extra card there is a second betting round (spec step 4).
+- ``until_all_stand``: rounds of draw-then-bet, no vote; a betting round follows every draw
+  round, and the hand goes to showdown after the betting of a round in which nobody drew or in
+  which the stock ran out (then nobody else is offered a card).
+- ``pot: split``: a total qualifies for the 7-half if it is at most 17 and for the 27-half if it
+  is at least 17; a hand competes for a half with its qualifying totals only. If no hand
+  qualifies for a half, the other half takes the whole pot. The odd chip of an odd pot goes to
+  the half holding the winner nearest the dealer's left. Each side pot is split the same way.
+- ``bust_over_27``: a hand whose lowest total passes 27 (on the deal, a draw or the extra card)
+  is out at once like a fold: announced, never shown, its chips stay in the pot.
+- The outcome holds stacks and net results only: no cards at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from host.game import GameInfo, OptionError, Rng, Viewer, hookimpl
+from plugins import seven_twenty_seven_flow as flow
+from plugins import seven_twenty_seven_hands as hv
+from plugins import seven_twenty_seven_view as views
+from plugins.seven_twenty_seven_evolve import evolve
+from plugins.seven_twenty_seven_model import (
+    ACTIONS,
+    EVENTS,
+    Bet,
+    Call,
+    Check,
+    Draw,
+    Fold,
+    Options,
+    Raise,
+    Stand,
+    State,
+    Vote,
+)
+
+__all__ = ["SevenTwentySeven", "gamehost_register_games"]
+
+
+class SevenTwentySeven:
+    """The Seven Twenty-Seven decider (see the module docstring and the rule spec)."""
+
+    info = GameInfo(
+        id="seven-twenty-seven",
+        title="Seven Twenty-Seven",
+        version="1",
+        min_seats=4,
+        max_seats=10,
+        options=Options,
+        action_types=ACTIONS,
+        event_types=EVENTS,
+        description=(
+            "A betting game for chips: get closest to 7 or 27 points (J/Q/K count 1/2, aces 1"
+            " or 11). Antes, one card up and one down, a draw round, betting, a unanimous vote"
+            " on an extra card, showdown; side pots as in poker."
+        ),
+    )
+
+    def check_options(self, options: Options, seats: int) -> None:
+        """Range rules for the options.
+
+        Raises:
+            OptionError: ``seats`` outside 4–10, ``stack`` < 1, ``ante`` outside 1..stack,
+                ``min_bet`` < 1, ``max_bet`` < ``min_bet``, ``max_raises`` < 0, ``hands`` < 1.
+        """
+        if not 4 <= seats <= 10:
+            raise OptionError("seats", "Seven Twenty-Seven is for 4 to 10 players")
+        if options.stack < 1:
+            raise OptionError("stack", "a stack is at least 1 chip")
+        if not 1 <= options.ante <= options.stack:
+            raise OptionError("ante", "the ante is at least 1 chip and at most the stack")
+        if options.min_bet < 1:
+            raise OptionError("min_bet", "the smallest bet is at least 1 chip")
+        if options.max_bet < options.min_bet:
+            raise OptionError("max_bet", "the largest bet is at least min_bet")
+        if options.max_raises < 0:
+            raise OptionError("max_raises", "max_raises is 0 or more")
+        if options.hands != "unlimited" and options.hands < 1:
+            raise OptionError("hands", "at least 1 hand, or 'unlimited'")
+
+    def initial_state(self, options: Options, seats: int) -> State:
+        """Everyone seated with ``stack`` chips, no hand dealt yet."""
+        return State(options=options, seats=seats, stacks=(options.stack,) * seats)
+
+    def start(self, state: State, rng: Rng) -> list[Any]:
+        """The first hand: antes, the deal, the first draw round (seat 0 deals)."""
+        return flow.start(state, rng)
+
+    def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list[Any]:
+        """See :func:`plugins.seven_twenty_seven_flow.decide`."""
+        return flow.decide(state, seat, action, rng)
+
+    def evolve(self, state: State, event: Any) -> State:
+        return evolve(state, event)
+
+    def to_act(self, state: State) -> tuple[int, ...]:
+        return flow.to_act(state)
+
+    def legal_actions(self, state: State, seat: int) -> list[Any]:
+        return flow.legal_actions(state, seat)
+
+    def view(self, state: State, viewer: Viewer) -> dict[str, Any]:
+        return views.view(state, viewer)
+
+    def redact(self, event: Any, viewer: Viewer) -> Any:
+        return views.redact(event, viewer)
+
+    def render(self, view: dict[str, Any], viewer: Viewer) -> str:
+        return views.render(view, viewer)
+
+    def describe(self, action: dict[str, Any]) -> str:
+        return views.describe(action)
+
+    def outcome(self, state: State) -> dict[str, Any] | None:
+        """``None`` while running; then ``reason``, ``hands`` played, final ``stacks``, ``net``
+        (stack minus the starting stack, per seat) and ``winners`` (the largest stacks).
+
+        No cards appear in it, so no folded hand can leak through it.
+        """
+        if state.phase != "over":
+            return None
+        top = max(state.stacks)
+        return {
+            "reason": state.end_reason,
+            "hands": state.hand_no,
+            "stacks": list(state.stacks),
+            "net": [st - state.options.stack for st in state.stacks],
+            "winners": [s for s, st in enumerate(state.stacks) if st == top],
+        }
+
+    def bot_action(self, state: State, seat: int, rng: Rng) -> Any:
+        """A plain strategy on the bot's own hand: draw while 2½ or more from 7/27, bet and raise
+        near a target, call small bets, fold far hands to big bets; now and then a bluff."""
+        legal = flow.legal_actions(state, seat)
+        hand = state.hands[seat]
+        d = hv.distance(hand)
+        if state.phase == "draw":
+            low = hv.lowest_total(hand)
+            risky = state.options.bust_over_27 and low > hv.TWENTY_SEVEN - 12
+            if d >= 5 and low < hv.TWENTY_SEVEN and not risky and Draw() in legal:
+                return Draw()
+            return Stand()
+        if state.phase == "vote":
+            return Vote(d >= 5)
+        bets = [a for a in legal if isinstance(a, Bet | Raise)]
+        bluff = rng.below(6) == 0
+        if Check() in legal:
+            if bets and (d <= 4 or bluff):
+                return bets[-1] if d <= 1 else bets[len(bets) // 2]
+            return Check()
+        need = flow.to_call(state, seat)
+        if bets and (d <= 2 or bluff):
+            return bets[-1] if d == 0 else bets[0]
+        if d <= 6 or need <= state.options.max_bet // 2 or rng.below(3) == 0:
+            return Call()
+        return Fold()
+
+
+@hookimpl
+def gamehost_register_games() -> list:
+    """The gamehost entry point: this module's one game."""
+    return [SevenTwentySeven()]
