@@ -162,7 +162,7 @@ def render(v: dict[str, Any], viewer: Viewer) -> str:
         f"Seven Twenty-Seven - hand {v['hand']}"
         + ("" if v["hands_limit"] == "unlimited" else f" of {v['hands_limit']}")
         + f", dealer seat {v['dealer']}, {v['phase']}"
-        + (f" round {v['round']}" if v["round"] else "")
+        + (f" round {v['round']}" if v["round"] and v["phase"] in RUNNING else "")
     ]
     if v["pots"]:
         names = ["main"] + [f"side {i}" for i in range(1, len(v["pots"]))]

@@ -773,7 +773,10 @@ def check_session(game: Any, options: dict[str, Any], seats: int, seed: bytes) -
     final, records = play_local(game, options, seats, seed, max_actions=200_000, engine=engine)
     state = engine.initial(records[0])
     total = seats * state.game.options.stack
+    pots: tuple[Pot, ...] = ()
+    paid: Counter[int] = Counter()
     for rec in records[1:]:
+        before: State = state.game
         state = engine.apply(state, rec)
         g: State = state.game
         assert sum(g.stacks) + g.pot_total == total, f"chips not conserved at {rec.seq}"
@@ -781,8 +784,21 @@ def check_session(game: Any, options: dict[str, Any], seats: int, seed: bytes) -
         held = [c for h in g.hands for c in h] + list(g.stock)
         if held:
             assert Counter(held) == Counter(cards.deck()), f"cards not conserved at {rec.seq}"
-        if rec.type == "event" and isinstance(rec.obj, PotAwarded):
-            assert sum(rec.obj.shares) == rec.obj.amount
+        e = rec.obj if rec.type == "event" else None
+        if isinstance(e, Showdown):
+            # side pots pay exactly: each pot's chips go to its eligible seats, all of them.
+            pots, paid = build_pots(before.contrib, before.live), Counter()
+            assert [h.seat for h in e.hands] == list(from_left(before.live, g.dealer, seats))
+        if isinstance(e, PotAwarded):
+            assert sum(e.shares) == e.amount and min(e.shares) >= 0
+            if e.uncontested:
+                assert e.amount == before.pot_total and e.winners == before.live
+            else:
+                assert set(e.winners) <= set(pots[e.pot].eligible)
+                paid[e.pot] += e.amount
+        if isinstance(e, HandEnded) and pots:
+            assert [paid[i] for i in range(len(pots))] == [p.amount for p in pots]
+            pots = ()
     outcome = GAME.outcome(final.game)
     assert outcome is not None and final.ended
     assert sum(outcome["stacks"]) == total
