@@ -81,6 +81,7 @@ class Connection:
         self.dead = False
         self.reason: str | None = None
         self.scope = trio.CancelScope()
+        self._mid_send = False
 
     def __hash__(self) -> int:
         return id(self)
@@ -124,7 +125,8 @@ class Connection:
                     await self._reader()
                     if not self.dead:
                         self._send.close()
-            if self.reason == "slow_consumer":
+            if self.reason == "slow_consumer" and not self._mid_send:
+                # best effort: a send cut off by the kill leaves the stream unusable
                 with trio.move_on_after(1):
                     await self.stream.send_all(push("closed", reason=self.reason))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -143,7 +145,19 @@ class Connection:
         try:
             async with self._recv:
                 async for line in self._recv:
-                    await self.stream.send_all(line)
+                    # coalesce what is queued already into one send (fewer syscalls)
+                    chunk = [line]
+                    size = len(line)
+                    while size < 256 * 1024:
+                        try:
+                            more = self._recv.receive_nowait()
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                        chunk.append(more)
+                        size += len(more)
+                    self._mid_send = True
+                    await self.stream.send_all(b"".join(chunk) if len(chunk) > 1 else line)
+                    self._mid_send = False
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.kill("gone")
 

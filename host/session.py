@@ -36,6 +36,9 @@ __all__ = ["Session", "SessionStatistics", "Subscriber"]
 
 log = structlog.get_logger("gamehost.session")
 
+BOT_BATCH = 64
+"""The most records consecutive host-bot moves put into one append."""
+
 
 class Subscriber(Protocol):
     """What a session needs of a connection: a non-blocking send of one line."""
@@ -225,14 +228,14 @@ class Session:
         seat = self.subscribers.get(conn)
         if seat is None:
             raise ProtocolError(ErrorCode.NOT_SEATED, "join or resume a seat first")
-        if self.state.ended:
-            raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
         if expected is not None and expected != self.state.seq:
             raise ProtocolError(
                 ErrorCode.CONFLICT,
                 f"the session is at seq {self.state.seq}, not {expected}",
                 seq=self.state.seq,
             )
+        if self.state.ended:
+            raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
         try:
             parsed = self.engine.codec.action_from_wire(action)
         except ValueError as exc:
@@ -284,7 +287,13 @@ class Session:
             out["seed"] = st.header["seed"]
         return out
 
-    async def _commit(self, new: list[Record]) -> None:
+    async def _commit(self, new: list[Record], after: SessionState | None = None) -> None:
+        """Append ``new`` durably, then make it the session's state (``after``, if the caller
+        folded it already).
+
+        Raises:
+            ProtocolError: ``unavailable`` if the append failed (the session stops).
+        """
         try:
             await self.store.append(self.id, self.state.seq + 1, [r.to_json() for r in new])
         except Exception:
@@ -294,7 +303,7 @@ class Session:
                 conn.send_nowait(push("closed", reason="store_error", session=self.id))
             self.subscribers.clear()
             raise ProtocolError(ErrorCode.UNAVAILABLE, "the session's log failed") from None
-        self.state = self.engine.apply_all(self.state, new)
+        self.state = after if after is not None else self.engine.apply_all(self.state, new)
         self.records.extend(new)
         if self.hooks is not None:
             for rec in new:
@@ -359,22 +368,33 @@ class Session:
         conn.send_nowait(push("turn", session=self.id, seq=st.seq, seat=seat, legal=legal))
 
     async def _run_bots(self) -> None:
+        """Let host bots move until a human must act. Consecutive bot moves are appended
+        together (one durable append per :data:`BOT_BATCH` records at most), then published."""
         while not self.failed:
-            move = self.engine.bot_move(self.state)
-            if move is None:
-                return
             if self.bot_delay:
                 await trio.sleep(self.bot_delay)
             else:
                 await trio.lowlevel.checkpoint()
+            batch: list[Record] = []
+            state = self.state
             try:
-                new = self.engine.act(self.state, *move)
-                await self._commit(new)
-                self.actions += 1
-                self._publish(new)
+                while len(batch) < BOT_BATCH:
+                    move = self.engine.bot_move(state)
+                    if move is None:
+                        break
+                    new = self.engine.act(state, *move)
+                    state = self.engine.apply_all(state, new)
+                    batch += new
+                    if self.bot_delay:
+                        break
+                if not batch:
+                    return
+                await self._commit(batch, state)
+                self.actions += sum(1 for r in batch if r.type == "action")
+                self._publish(batch)
             except ProtocolError:
                 return
             except Exception:
-                log.exception("bot_failed", seat=move[0])
+                log.exception("bot_failed")
                 self.failed = True
                 return

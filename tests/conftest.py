@@ -38,8 +38,9 @@ def toy_registry() -> Registry:
 async def start_host(nursery: trio.Nursery, data_dir: Path, **config: object) -> RunningHost:
     cfg = HostConfig(data_dir=data_dir, port=0, **config)  # type: ignore[arg-type]
     host, port = await nursery.start(
-        lambda task_status: run_host(cfg, toy_registry(), handle_signals=False,
-                                     task_status=task_status)
+        lambda task_status: run_host(
+            cfg, toy_registry(), handle_signals=False, task_status=task_status
+        )
     )
     return RunningHost(host, port, data_dir, nursery)
 

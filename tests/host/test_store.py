@@ -76,9 +76,7 @@ async def test_a_torn_last_line_is_truncated_on_load(tmp_path):
 
 async def test_a_bad_line_in_the_middle_stops_loading(tmp_path):
     s = FileStore(tmp_path)
-    s.path("t").write_bytes(
-        orjson.dumps(rec(0)) + b"\nnot json\n" + orjson.dumps(rec(2)) + b"\n"
-    )
+    s.path("t").write_bytes(orjson.dumps(rec(0)) + b"\nnot json\n" + orjson.dumps(rec(2)) + b"\n")
     with pytest.raises(CorruptLog):
         s.load("t")
 

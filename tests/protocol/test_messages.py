@@ -70,3 +70,14 @@ def test_every_op_is_documented_in_protocol_md():
         assert f"`{op}`" in doc, op
     for code in ErrorCode:
         assert f"`{code.value}`" in doc, code
+
+
+def test_the_json_schema_has_one_branch_per_op_with_required_fields():
+    from protocol.schema import request_schema
+
+    branches = {b["title"]: b for b in request_schema()["oneOf"]}
+    assert set(branches) == set(REQUESTS)
+    assert branches["act"]["required"] == ["op", "session", "action"]
+    assert branches["create"]["properties"]["seats"] == {
+        "anyOf": [{"type": "integer"}, {"type": "null"}]
+    }

@@ -1,0 +1,246 @@
+"""Issue acceptance over TCP with the installed Crazy Eights plugin:
+
+- SIGKILL the host while sessions are played: every log opens, its seq is gapless, and every
+  event any client was sent is in it (as that client saw it);
+- no push a seat received before the first deal was scored names a card it could not see.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+import trio
+
+from host import logs
+from host.engine import Record
+from host.registry import load_registry
+from host.server import HostConfig, run_host
+from host.store import FileStore, read_log
+from tools.client import Client
+
+REGISTRY = load_registry()
+pytestmark = pytest.mark.skipif(
+    "crazy-eights" not in REGISTRY.games, reason="the crazy-eights plugin is not installed"
+)
+CARD = re.compile(rb'"((?:10|[2-9JQKA])[CDHS])"')
+
+
+class Busy:
+    """Counts pushes received; ``reached`` is set at ``target``."""
+
+    def __init__(self, target: int) -> None:
+        self.n = 0
+        self.target = target
+        self.reached = trio.Event()
+
+    def tick(self) -> None:
+        self.n += 1
+        if self.n >= self.target:
+            self.reached.set()
+
+
+async def collect_seat(
+    c: Client, sid: str, joined: dict, rng: random.Random, seen: list, busy: Busy
+) -> None:
+    """Play random legal actions; keep every push (and the join snapshot) in ``seen``."""
+    try:
+        await _collect(c, sid, joined, rng, seen, busy)
+    finally:
+        await c.aclose()
+
+
+async def _collect(
+    c: Client, sid: str, joined: dict, rng: random.Random, seen: list, busy: Busy
+) -> None:
+    seen.append(("join", joined["seq"], orjson.dumps(joined)))
+    seat = joined["seat"]
+    while True:
+        p = await c.next_push()
+        if p is None:
+            return
+        busy.tick()
+        seen.append((p["push"], p.get("seq"), orjson.dumps(p), p))
+        if p["push"] == "turn" and p["seat"] == seat:
+            try:
+                await c.request("act", session=sid, action=rng.choice(p["legal"]), seq=p["seq"])
+            except ConnectionError:
+                return
+        elif p["push"] in ("ended", "closed"):
+            return
+
+
+async def play_ce_sessions(
+    port: int,
+    sessions: int,
+    seats: int,
+    bots: int,
+    seen: dict,
+    sids: list,
+    busy: Busy | None = None,
+) -> None:
+    busy = busy or Busy(10**9)
+    rng = random.Random(7)
+
+    async def one(k: int) -> None:
+        async with await Client.connect("127.0.0.1", port) as lobby:
+            sid = (await lobby.call("create", game="crazy-eights", seats=seats, bots=bots))[
+                "session"
+            ]
+        sids.append(sid)
+        async with trio.open_nursery() as n:
+            for i in range(seats - bots):
+                c = await Client.connect("127.0.0.1", port)
+                c.start(n)
+                joined = await c.call("join", session=sid, name=f"p{k}.{i}")
+                log = seen.setdefault((sid, joined["seat"]), [])
+                n.start_soon(collect_seat, c, sid, joined, random.Random(rng.random()), log, busy)
+
+    async with trio.open_nursery() as n:
+        for k in range(sessions):
+            n.start_soon(one, k)
+
+
+def records_of(path: Path) -> list[Record]:
+    return [
+        Record(r["seq"], r["type"], {k: v for k, v in r.items() if k not in ("seq", "type", "ts")})
+        for r in read_log(path)
+    ]
+
+
+async def test_sigkill_loses_no_event_a_client_was_sent(tmp_path):
+    proc = await trio.lowlevel.open_process(
+        [
+            sys.executable,
+            "-m",
+            "tools.cli",
+            "serve",
+            "--port",
+            "0",
+            "--data-dir",
+            str(tmp_path),
+            "--fsync",
+            "batch",
+            "--log-format",
+            "json",
+            "--log-level",
+            "info",
+        ],
+        stderr=subprocess.PIPE,
+    )
+    port = None
+    buf = b""
+    while port is None:
+        chunk = await proc.stderr.receive_some()
+        assert chunk, "the host exited before listening"
+        buf += chunk
+        for line in buf.split(b"\n")[:-1]:
+            try:
+                msg = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if msg.get("event") == "listening":
+                port = msg["port"]
+
+    async def drain() -> None:
+        while await proc.stderr.receive_some():
+            pass
+
+    seen: dict = {}
+    sids: list = []
+    busy = Busy(600)
+    async with trio.open_nursery() as n:
+        n.start_soon(drain)
+        n.start_soon(play_ce_sessions, port, 6, 3, 1, seen, sids, busy)
+        await busy.reached.wait()  # kill once the tables are busy
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+
+    engine = REGISTRY.engines["crazy-eights"]
+    store = FileStore(tmp_path)
+    checked = 0
+    for sid in store.session_ids():
+        raw = store.load(sid)  # repairs a torn tail, raises on a corrupt middle
+        assert [r["seq"] for r in raw] == list(range(len(raw)))
+        records = records_of(store.path(sid))
+        for (s, seat), pushes in seen.items():
+            if s != sid:
+                continue
+            for kind, seq, _, *rest in pushes:
+                if kind != "event":
+                    continue
+                push = rest[0]
+                assert seq < len(records), f"{sid}: seat {seat} was sent seq {seq}, log ends"
+                rec = records[seq]
+                assert rec.type == push["kind"]
+                if rec.type == "event":
+                    ev = engine.codec.event_from_wire(rec.data["event"], rec.data["v"])
+                    want = engine.codec.event_to_wire(engine.game.redact(ev, seat))
+                    assert orjson.loads(orjson.dumps(want)) == push["event"]
+                elif rec.type == "action":
+                    assert rec.data["action"] == push["event"]["action"]
+                checked += 1
+    assert checked > 300
+
+
+async def test_no_push_before_the_deal_is_scored_names_a_card_the_seat_could_not_see(tmp_path):
+    logs.configure(json=True, level="warning")
+    seen: dict = {}
+    sids: list = []
+    async with trio.open_nursery() as n:
+        host, port = await n.start(
+            lambda task_status: run_host(
+                HostConfig(tmp_path, port=0),
+                REGISTRY,
+                handle_signals=False,
+                task_status=task_status,
+            )
+        )
+        await play_ce_sessions(port, 4, 3, 0, seen, sids)  # 3 seats: one deck, cards unique
+        await play_ce_sessions(port, 3, 5, 2, seen, sids)  # 5 seats: one deck
+        host.request_shutdown()
+
+    engine = REGISTRY.engines["crazy-eights"]
+    pushes_checked = 0
+    for sid in sids:
+        records = records_of(tmp_path / "sessions" / f"{sid}.jsonl")
+        scored = next(
+            r.seq for r in records if r.type == "event" and r.data["event"]["type"] == "deal_scored"
+        )
+        first_deal = next(
+            r for r in records if r.type == "event" and r.data["event"]["type"] == "dealt"
+        )
+        turned_up = set(first_deal.data["event"]["turned_back"])
+        states = {}
+        state = engine.initial(records[0])
+        for rec in records[1:scored]:
+            state = engine.apply(state, rec)
+            states[rec.seq] = state
+        for (s, seat), pushes in seen.items():
+            if s != sid:
+                continue
+            for kind, seq, line, *_ in pushes:
+                if seq is None or seq >= scored or seq not in states:
+                    continue
+                # an action names the card it plays; the card leaves the hand in the next record
+                is_action = kind == "event" and b'"kind":"action"' in line
+                game = states.get(seq + 1, states[seq]).game if is_action else states[seq].game
+                hidden = set(game.stock)
+                for other, hand in enumerate(game.hands):
+                    if other != seat:
+                        hidden |= set(hand)
+                hidden -= turned_up  # 8s turned as starter and buried were seen by all
+                named = {m.decode() for m in CARD.findall(line)}
+                leaked = named & hidden
+                assert not leaked, (
+                    f"{kind} at seq {seq} showed seat {seat} {leaked}: {line[:600]!r}"
+                )
+                pushes_checked += 1
+    assert pushes_checked > 100
