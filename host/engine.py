@@ -58,6 +58,15 @@ class Record:
         """``{"seq": ..., "type": ..., **data}`` (the store adds ``ts``)."""
         return {"seq": self.seq, "type": self.type, **self.data}
 
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Record:
+        """A record from a log line's object (``ts`` is dropped)."""
+        return cls(
+            raw["seq"],
+            raw["type"],
+            {k: v for k, v in raw.items() if k not in ("seq", "type", "ts")},
+        )
+
 
 @attrs.frozen
 class SeatInfo:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from host.engine import Engine, Record, SessionState
 from host.game import Game
 
@@ -60,3 +62,8 @@ def play_local(
     if not state.ended:
         raise DidNotEnd(f"{game.info.id}: no end after {max_actions} actions")
     return state, records
+
+
+def roundtrip(records: list[Record]) -> list[Record]:
+    """The records as the host would read them back from its log (through JSON, no ``obj``)."""
+    return [Record.from_json(orjson.loads(orjson.dumps(r.to_json()))) for r in records]

@@ -158,6 +158,8 @@ class Connection:
                     self._mid_send = True
                     await self.stream.send_all(b"".join(chunk) if len(chunk) > 1 else line)
                     self._mid_send = False
+            if self.dead:  # closed gracefully: everything queued is sent, stop reading too
+                self.scope.cancel()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.kill("gone")
 
@@ -245,7 +247,7 @@ class Host:
         for sid in self.store.session_ids():
             try:
                 raw = self.store.load(sid)
-                records = [_record(r) for r in raw]
+                records = [Record.from_json(r) for r in raw]
                 engine = self.registry.engines.get(records[0].data.get("game", ""))
                 if engine is None:
                     log.warning(
@@ -412,11 +414,6 @@ class Host:
             log.exception("connection_failed", peer=peer)
 
     _outbox = 4096
-
-
-def _record(raw: dict[str, Any]) -> Record:
-    body = {k: v for k, v in raw.items() if k not in ("seq", "type", "ts")}
-    return Record(raw["seq"], raw["type"], body)
 
 
 async def _accept(

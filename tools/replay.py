@@ -45,10 +45,7 @@ def load(path: Path, engine: Engine | None = None) -> tuple[Engine, list[Record]
         raise ReplayError(str(exc)) from None
     if not raw or raw[0].get("type") != "header":
         raise ReplayError(f"{path}: no header record")
-    records = [
-        Record(r["seq"], r["type"], {k: v for k, v in r.items() if k not in ("seq", "type", "ts")})
-        for r in raw
-    ]
+    records = [Record.from_json(r) for r in raw]
     if engine is None:
         gid = records[0].data.get("game")
         engine = load_registry().engines.get(gid)

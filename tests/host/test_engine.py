@@ -1,14 +1,9 @@
-import orjson
 import pytest
 
-from host.engine import Engine, Record
+from host.engine import Engine
 from host.game import IllegalAction
-from host.local import play_local
+from host.local import play_local, roundtrip
 from tests.toy import HighCard, Keep
-
-
-def roundtrip(records):
-    return [Record(r.seq, r.type, orjson.loads(orjson.dumps(r.data))) for r in records]
 
 
 def test_a_local_session_replays_to_the_same_state():

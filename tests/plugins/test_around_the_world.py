@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import plugins.around_the_world as atw_module
 from host.engine import Engine, Record
 from host.game import IllegalAction, OptionError, Rng
-from host.local import play_local
+from host.local import play_local, roundtrip
 from host.registry import load_registry
 from plugins import cards
 from plugins.around_the_world import AroundTheWorld
@@ -944,14 +944,6 @@ def sessions(draw):
     seed = draw(st.binary(min_size=32, max_size=32))
     client = draw(st.sampled_from([GAME, RandomClient()]))
     return seats, opts, seed, client
-
-
-def roundtrip(records: list[Record]) -> list[Record]:
-    out = []
-    for rec in records:
-        line = orjson.loads(orjson.dumps(rec.to_json()))
-        out.append(Record(line.pop("seq"), line.pop("type"), line))
-    return out
 
 
 @given(sessions())

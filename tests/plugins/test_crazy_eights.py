@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from host.codec import GameCodec
-from host.engine import Engine, Record
+from host.engine import Engine
 from host.game import Game, IllegalAction, OptionError, Rng
-from host.local import play_local
+from host.local import play_local, roundtrip
 from host.registry import load_registry
 from plugins import cards
 from plugins import crazy_eights as ce
@@ -115,15 +115,6 @@ def deal_cards(state: State) -> list[str]:
 
 def shoe_of(state: State) -> Counter[str]:
     return Counter(cards.shoe(rules.deck_count(state.options, state.seats)))
-
-
-def roundtrip(records: list[Record]) -> list[Record]:
-    out = []
-    for rec in records:
-        data = orjson.loads(orjson.dumps(rec.to_json()))
-        seq, kind = data.pop("seq"), data.pop("type")
-        out.append(Record(seq, kind, data))
-    return out
 
 
 # -- registration, options ----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from host.codec import GameCodec
 from host.engine import Engine, Record
 from host.game import Game, IllegalAction, OptionError, Rng
-from host.local import play_local
+from host.local import play_local, roundtrip
 from host.registry import load_registry
 from plugins import cards
 from plugins import seven_twenty_seven as stt
@@ -162,15 +162,6 @@ class Mixed(RandomLegal):
         if rng.below(2):
             return rng.choice(self._game.legal_actions(state, seat))
         return self._game.bot_action(state, seat, rng)
-
-
-def roundtrip(records: list[Record]) -> list[Record]:
-    out = []
-    for rec in records:
-        data = orjson.loads(orjson.dumps(rec.to_json()))
-        seq, kind = data.pop("seq"), data.pop("type")
-        out.append(Record(seq, kind, data))
-    return out
 
 
 # -- registration, options ----------------------------------------------------------------------
