@@ -162,7 +162,6 @@ class Session:
         new = self.engine.take_seat(self.state, seat, name, False, hash_token(token))
         await self._commit(new)
         self.subscribers[conn] = seat
-        structlog.contextvars.bind_contextvars(seat=seat)
         log.info("seat_taken", seat=seat, peer=conn.peer)
         conn.send_nowait(encode_ok(rid, {"seat": seat, "token": token, **self.snapshot(seat)}))
         self._publish(new, skip=conn)

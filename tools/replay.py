@@ -34,7 +34,15 @@ class ReplayError(Exception):
 
 
 def load(path: Path, engine: Engine | None = None) -> tuple[Engine, list[Record]]:
-    """Read a log and find its game.
+    """Read a log and find its game (see :func:`load_with_times`)."""
+    engine, records, _ = load_with_times(path, engine)
+    return engine, records
+
+
+def load_with_times(
+    path: Path, engine: Engine | None = None
+) -> tuple[Engine, list[Record], list[str]]:
+    """Read a log and find its game; also return each record's ``ts``.
 
     Raises:
         ReplayError: unreadable log, no header, or the game is not installed.
@@ -46,12 +54,13 @@ def load(path: Path, engine: Engine | None = None) -> tuple[Engine, list[Record]
     if not raw or raw[0].get("type") != "header":
         raise ReplayError(f"{path}: no header record")
     records = [Record.from_json(r) for r in raw]
+    times = [str(r.get("ts", "")) for r in raw]
     if engine is None:
         gid = records[0].data.get("game")
         engine = load_registry().engines.get(gid)
         if engine is None:
             raise ReplayError(f"{path}: game {gid!r} is not installed")
-    return engine, records
+    return engine, records, times
 
 
 def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
@@ -108,7 +117,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the command; exit status 0, 1 (verify found a difference) or 2 (unusable input)."""
     try:
-        engine, records = load(args.log)
+        engine, records, times = load_with_times(args.log)
     except ReplayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -160,7 +169,7 @@ def main(args: argparse.Namespace) -> int:
             }
         print(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
         return 0
-    for rec in records:
-        line = f"{rec.seq:>5}  {rec.type:<10}  {_summary(engine, rec)}"
+    for rec, ts in zip(records, times, strict=True):
+        line = f"{rec.seq:>5}  {ts[11:23]}  {rec.type:<10}  {_summary(engine, rec)}"
         print(line if len(line) <= args.width else line[: args.width - 1] + "…")
     return 0

@@ -45,3 +45,30 @@ def test_an_action_from_a_seat_not_to_act_is_refused_and_changes_nothing():
     with pytest.raises(IllegalAction) as info:
         engine.act(state, 1, Keep())
     assert info.value.reason == "not_your_turn"
+
+
+def test_events_of_an_older_schema_are_upcast_on_read_never_rewritten():
+    import attrs
+
+    from host.game import GameInfo
+
+    class HighCardV2(HighCard):
+        """Version 2 renamed nothing on the wire but reads v1 'kept' events named 'stood'."""
+
+        info = attrs.evolve(HighCard.info, event_version=2)
+
+        def upcast(self, event: dict, version: int) -> dict:
+            assert version == 1
+            return {**event, "type": "kept"} if event["type"] == "stood" else event
+
+    old_game = HighCard()
+    _, records = play_local(old_game, {}, 2, seed=b"u" * 32)
+    logged = roundtrip(records)
+    for r in logged:  # make it look like a v1 log that called the event "stood"
+        if r.type == "event" and r.data["event"]["type"] == "kept":
+            r.data["event"]["type"] = "stood"
+    assert isinstance(HighCardV2.info, GameInfo)
+    state = Engine(HighCardV2()).rebuild(logged)
+    assert state.ended and state.game == Engine(old_game).rebuild(roundtrip(records)).game
+    with pytest.raises(ValueError):
+        Engine(old_game).rebuild(logged)  # v1 code does not know "stood"
