@@ -20,6 +20,12 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", type=Path, default=Path("data"), help="where session logs go")
     p.add_argument("--fsync", choices=["always", "batch", "never"], default="batch")
     p.add_argument("--bot-delay", type=float, default=0.0, help="seconds a host bot waits")
+    p.add_argument(
+        "--turn-timeout",
+        type=float,
+        default=None,
+        help="seconds a player may take to act before the host plays the bot's choice for them",
+    )
     p.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=serve_main)
@@ -34,6 +40,7 @@ def serve_main(args: argparse.Namespace) -> int:
         bind=args.bind,
         fsync=args.fsync,
         bot_delay=args.bot_delay,
+        turn_timeout=args.turn_timeout,
     )
     trio.run(run_host, config, load_registry())
     return 0

@@ -218,8 +218,14 @@ class Engine:
             out += self._events(after, self.game.start(after.game, rng))
         return out
 
-    def act(self, state: SessionState, seat: Seat, action: Any) -> list[Record]:
+    def act(
+        self, state: SessionState, seat: Seat, action: Any, timed_out: bool = False
+    ) -> list[Record]:
         """Records for an accepted action: the action, its events, ``ended`` if it ended the game.
+
+        Args:
+            timed_out: the host chose the action for a seat whose turn timer ran out (recorded
+                as ``"timed_out": true`` in the action record).
 
         Raises:
             IllegalAction: the game refuses it (reason ``not_your_turn`` if the seat is not in
@@ -231,9 +237,10 @@ class Engine:
             raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
         seq = state.seq + 1
         events = self.game.decide(state.game, seat, action, Rng(state.seed, seq))
-        rec = Record(
-            seq, "action", {"seat": seat, "action": self.codec.action_to_wire(action)}, action
-        )
+        data: dict[str, Any] = {"seat": seat, "action": self.codec.action_to_wire(action)}
+        if timed_out:
+            data["timed_out"] = True
+        rec = Record(seq, "action", data, action)
         return [rec, *self._events(self.apply(state, rec), events)]
 
     def bot_move(self, state: SessionState) -> tuple[Seat, Any] | None:
@@ -247,12 +254,16 @@ class Engine:
         for seat in self.game.to_act(state.game):
             info = state.seats[seat]
             if info is not None and info.bot:
-                rng = Rng(state.seed, state.seq, f"bot{seat}")
-                chooser = getattr(self.game, "bot_action", None)
-                if chooser is not None:
-                    return seat, chooser(state.game, seat, rng)
-                return seat, rng.choice(self.game.legal_actions(state.game, seat))
+                return seat, self.bot_action(state, seat)
         return None
+
+    def bot_action(self, state: SessionState, seat: Seat) -> Any:
+        """What a host bot would do in ``seat`` now (also used when a turn timer runs out)."""
+        rng = Rng(state.seed, state.seq, f"bot{seat}")
+        chooser = getattr(self.game, "bot_action", None)
+        if chooser is not None:
+            return chooser(state.game, seat, rng)
+        return rng.choice(self.game.legal_actions(state.game, seat))
 
     def _events(self, state: SessionState, events: list[Any]) -> list[Record]:
         out = []
@@ -307,7 +318,9 @@ class Engine:
             elif rec.type == "action":
                 try:
                     action = self.codec.action_from_wire(rec.data["action"])
-                    produced = self.act(state, rec.data["seat"], action)
+                    produced = self.act(
+                        state, rec.data["seat"], action, rec.data.get("timed_out", False)
+                    )
                 except (IllegalAction, ValueError) as exc:
                     return (rec.seq, f"action refused on replay: {exc}")
             else:

@@ -58,6 +58,8 @@ class HostConfig:
         bot_delay: seconds a host bot waits before acting.
         outbox: lines a connection may have queued before it is dropped as too slow.
         grace: seconds sessions get to finish on shutdown.
+        turn_timeout: seconds a human seat may take to act before the host plays the bot's
+            choice for it (None: no turn timer).
     """
 
     data_dir: Path
@@ -67,6 +69,7 @@ class HostConfig:
     bot_delay: float = 0.0
     outbox: int = 4096
     grace: float = 5.0
+    turn_timeout: float | None = None
 
 
 class Connection:
@@ -212,12 +215,18 @@ class Host:
     """
 
     def __init__(
-        self, registry: Registry, store: FileStore, nursery: trio.Nursery, bot_delay: float = 0.0
+        self,
+        registry: Registry,
+        store: FileStore,
+        nursery: trio.Nursery,
+        bot_delay: float = 0.0,
+        turn_timeout: float | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
         self.nursery = nursery
         self.bot_delay = bot_delay
+        self.turn_timeout = turn_timeout
         self.sessions: dict[str, Session] = {}
         self.connections: set[Connection] = set()
         self.shutdown = trio.Event()
@@ -255,7 +264,13 @@ class Host:
                     )
                     continue
                 session = Session(
-                    sid, engine, self.store, records, self.registry.hook, self.bot_delay
+                    sid,
+                    engine,
+                    self.store,
+                    records,
+                    self.registry.hook,
+                    self.bot_delay,
+                    self.turn_timeout,
                 )
             except Exception:
                 log.exception("session_load_failed", session=sid)
@@ -375,7 +390,9 @@ class Host:
         self.registry.hook.gamehost_session_created(
             session=sid, game=game_id, header=header.to_json()
         )
-        session = Session(sid, engine, self.store, [header], self.registry.hook, self.bot_delay)
+        session = Session(
+            sid, engine, self.store, [header], self.registry.hook, self.bot_delay, self.turn_timeout
+        )
         self.sessions[sid] = session
         await self.nursery.start(session.run)
         structlog.contextvars.bind_contextvars(session=sid)
@@ -455,7 +472,7 @@ async def run_host(
         await outer.start(store.run)
         try:
             async with trio.open_nursery() as sessions:
-                host = Host(registry, store, sessions, config.bot_delay)
+                host = Host(registry, store, sessions, config.bot_delay, config.turn_timeout)
                 host._outbox = config.outbox
                 await host.load_sessions()
                 async with trio.open_nursery() as conns:

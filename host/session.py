@@ -12,6 +12,7 @@ full is disconnected (it can ``resume``), so a slow client never stalls a table.
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -75,6 +76,8 @@ class Session:
         records: the records so far (at least the header).
         hooks: the plugin manager's hook relay (observers), or None.
         bot_delay: seconds a host bot waits before acting (0: at once).
+        turn_timeout: seconds a human seat may take to act; then the host plays the bot's choice
+            for it (recorded with ``"timed_out": true``). ``None``: wait forever.
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class Session:
         records: list[Record],
         hooks: Any = None,
         bot_delay: float = 0.0,
+        turn_timeout: float | None = None,
     ) -> None:
         self.id = sid
         self.engine = engine
@@ -94,6 +98,8 @@ class Session:
         self.state: SessionState = engine.rebuild(records)
         self.hooks = hooks
         self.bot_delay = bot_delay
+        self.turn_timeout = turn_timeout
+        self._changed_at = trio.current_time()
         self.subscribers: dict[Subscriber, Viewer] = {}
         self._send, self._recv = trio.open_memory_channel[tuple[Any, ...]](256)
         self.failed = False
@@ -106,7 +112,16 @@ class Session:
         task_status.started()
         await self._run_bots()
         async with self._recv:
-            async for conn, rid, method, args in self._recv:
+            while True:
+                with trio.move_on_at(self._turn_deadline()) as timer:
+                    try:
+                        conn, rid, method, args = await self._recv.receive()
+                    except trio.EndOfChannel:
+                        return
+                if timer.cancelled_caught:
+                    await self._time_out_turns()
+                    await self._run_bots()
+                    continue
                 try:
                     if self.failed:
                         raise ProtocolError(ErrorCode.UNAVAILABLE, "the session's log failed")
@@ -117,6 +132,32 @@ class Session:
                     log.exception("command_failed", op=method.__name__)
                     conn.send_nowait(encode_error(rid, ErrorCode.INTERNAL, "internal error"))
                 await self._run_bots()
+
+    def _turn_deadline(self) -> float:
+        """When the seats now to act run out of time (``inf`` without a turn timer)."""
+        if self.turn_timeout is None or self.failed or not self.state.started or self.state.ended:
+            return math.inf
+        return self._changed_at + self.turn_timeout
+
+    async def _time_out_turns(self) -> None:
+        """Play the host bot's choice for every human seat still to act (turn timer ran out)."""
+        for seat in self.game.to_act(self.state.game):
+            if self.failed or self.state.ended or seat not in self.game.to_act(self.state.game):
+                continue
+            try:
+                new = self.engine.act(
+                    self.state, seat, self.engine.bot_action(self.state, seat), timed_out=True
+                )
+                await self._commit(new)
+            except ProtocolError:
+                return
+            except Exception:
+                log.exception("timeout_move_failed", seat=seat)
+                self.failed = True
+                return
+            log.info("turn_timed_out", seat=seat)
+            self.actions += 1
+            self._publish(new)
 
     def close(self) -> None:
         """Stop taking commands; :meth:`run` returns after the queued ones."""
@@ -303,6 +344,7 @@ class Session:
             self.subscribers.clear()
             raise ProtocolError(ErrorCode.UNAVAILABLE, "the session's log failed") from None
         self.state = after if after is not None else self.engine.apply_all(self.state, new)
+        self._changed_at = trio.current_time()
         self.records.extend(new)
         if self.hooks is not None:
             for rec in new:
@@ -323,6 +365,8 @@ class Session:
             body = self.engine.codec.event_to_wire(self.game.redact(event, viewer))
         elif rec.type == "action":
             body = {"seat": rec.data["seat"], "action": rec.data["action"]}
+            if rec.data.get("timed_out"):
+                body["timed_out"] = True
         elif rec.type == "seat_taken":
             body = {"seat": rec.data["seat"], "name": rec.data["name"], "bot": rec.data["bot"]}
         elif rec.type == "ended":

@@ -221,3 +221,26 @@ async def test_shutdown_tells_clients_why_they_are_closed(tmp_path):
         running.host.request_shutdown()
         p = await c.next_push()
         assert p == {"push": "closed", "reason": "shutdown"}
+
+
+async def test_a_turn_timer_plays_for_a_seat_that_does_not_act(tmp_path, autojump_clock):
+    from host.engine import Record
+    from host.store import read_log
+    from tools.replay import verify_log
+
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, turn_timeout=30.0)
+        a, b = await running.client(), await running.client()
+        sid = await new_session(a, rounds=2)
+        await a.call("join", session=sid)
+        await b.call("join", session=sid)
+        t0 = trio.current_time()
+        ended = await pushes_until(a, "ended")  # nobody acts: the timer plays every turn
+        assert trio.current_time() - t0 >= 4 * 30.0
+        actions = [p for p in ended if p["push"] == "event" and p["kind"] == "action"]
+        assert len(actions) == 4
+        running.host.request_shutdown()
+    records = [Record.from_json(r) for r in read_log(tmp_path / "sessions" / f"{sid}.jsonl")]
+    assert [r.data.get("timed_out") for r in records if r.type == "action"] == [True] * 4
+    engine = running.host.registry.engines["high-card"]
+    assert verify_log(engine, records) is None
