@@ -13,22 +13,15 @@ from typing import Any
 
 import attrs
 import cattrs
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 from host.game import Game, OptionError, tag_of
-from protocol.convert import make_converter
+from protocol.convert import error_text, make_converter
 
 __all__ = ["BadAction", "GameCodec", "make_converter"]
 
 
 class BadAction(ValueError):
     """An action object that does not have the shape of any of the game's actions."""
-
-
-def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, ClassValidationError | ForbiddenExtraKeysError):
-        return "; ".join(cattrs.transform_error(exc))
-    return str(exc)
 
 
 def _describe_type(tp: Any) -> tuple[str, list[Any] | None]:
@@ -129,7 +122,7 @@ class GameCodec:
         try:
             options = self.conv.structure(data, self.game.info.options)
         except Exception as exc:  # noqa: BLE001 - validators raise ValueError/TypeError
-            raise OptionError("options", _error_text(exc)) from exc
+            raise OptionError("options", error_text(exc)) from exc
         check = getattr(self.game, "check_options", None)
         if check is not None:
             check(options, seats)
@@ -179,4 +172,4 @@ class GameCodec:
         try:
             return self.conv.structure(body, cls)
         except Exception as exc:  # noqa: BLE001 - cattrs raises many kinds
-            raise error(f"bad {what} {tag!r}: {_error_text(exc)}") from exc
+            raise error(f"bad {what} {tag!r}: {error_text(exc)}") from exc

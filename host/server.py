@@ -24,6 +24,7 @@ import trio
 
 from host import __version__
 from host.engine import Record
+from host.game import OptionError
 from host.registry import Registry
 from host.session import Session
 from host.store import FileStore, FsyncMode
@@ -212,6 +213,8 @@ class Host:
         store: the event store (its writer running).
         nursery: where session actors run.
         bot_delay: seconds a host bot waits before acting.
+        turn_timeout: seconds before the host acts for a seat (None: never).
+        outbox: lines a connection may have queued before it is dropped as too slow.
     """
 
     def __init__(
@@ -221,12 +224,14 @@ class Host:
         nursery: trio.Nursery,
         bot_delay: float = 0.0,
         turn_timeout: float | None = None,
+        outbox: int = 4096,
     ) -> None:
         self.registry = registry
         self.store = store
         self.nursery = nursery
         self.bot_delay = bot_delay
         self.turn_timeout = turn_timeout
+        self.outbox = outbox
         self.sessions: dict[str, Session] = {}
         self.connections: set[Connection] = set()
         self.shutdown = trio.Event()
@@ -377,8 +382,6 @@ class Host:
             )
         if not 0 <= bots <= n:
             raise ProtocolError(ErrorCode.BAD_REQUEST, f"bots must be 0..{n}, not {bots}")
-        from host.game import OptionError
-
         try:
             opts = engine.codec.options_from_wire(options, n)
         except OptionError as exc:
@@ -420,7 +423,7 @@ class Host:
             peer = f"{addr[0]}:{addr[1]}"
         except OSError:
             peer = "?"
-        conn = Connection(self, stream, peer, self._outbox)
+        conn = Connection(self, stream, peer, self.outbox)
         if self.shutdown.is_set():
             await stream.aclose()
             return
@@ -429,8 +432,6 @@ class Host:
             await conn.run()
         except Exception:
             log.exception("connection_failed", peer=peer)
-
-    _outbox = 4096
 
 
 async def _accept(
@@ -472,8 +473,9 @@ async def run_host(
         await outer.start(store.run)
         try:
             async with trio.open_nursery() as sessions:
-                host = Host(registry, store, sessions, config.bot_delay, config.turn_timeout)
-                host._outbox = config.outbox
+                host = Host(
+                    registry, store, sessions, config.bot_delay, config.turn_timeout, config.outbox
+                )
                 await host.load_sessions()
                 async with trio.open_nursery() as conns:
                     accepting = trio.CancelScope()

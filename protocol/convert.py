@@ -6,8 +6,9 @@ from typing import Any
 
 import cattrs
 import cattrs.preconf.orjson
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
-__all__ = ["make_converter"]
+__all__ = ["error_text", "make_converter"]
 
 
 def _strict(kind: type, name: str) -> Any:
@@ -27,3 +28,10 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook(bool, _strict(bool, "true or false"))
     conv.register_structure_hook(float, _strict(float, "a number"))
     return conv
+
+
+def error_text(exc: BaseException) -> str:
+    """A one-line account of a structuring error, naming the paths that failed."""
+    if isinstance(exc, ClassValidationError | ForbiddenExtraKeysError):
+        return "; ".join(cattrs.transform_error(exc))
+    return str(exc)

@@ -12,9 +12,8 @@ from typing import Any
 
 import attrs
 import orjson
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
-from protocol.convert import make_converter
+from protocol.convert import error_text, make_converter
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -168,14 +167,6 @@ class Request:
 _conv = make_converter()
 
 
-def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, ClassValidationError | ForbiddenExtraKeysError):
-        import cattrs
-
-        return "; ".join(cattrs.transform_error(exc))
-    return str(exc)
-
-
 def parse_request(line: bytes) -> Request:
     """Parse one line (without terminator) into a :class:`Request`.
 
@@ -204,7 +195,7 @@ def parse_request(line: bytes) -> Request:
     try:
         params = _conv.structure(msg, cls)
     except Exception as exc:  # noqa: BLE001 - cattrs raises many kinds
-        raise ProtocolError(ErrorCode.BAD_REQUEST, f"{op}: {_error_text(exc)}", id=rid) from None
+        raise ProtocolError(ErrorCode.BAD_REQUEST, f"{op}: {error_text(exc)}", id=rid) from None
     return Request(rid, op, params)
 
 

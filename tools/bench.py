@@ -52,12 +52,12 @@ def _start_host(fsync: str, data_dir: str) -> tuple[subprocess.Popen[bytes], int
             continue
         if msg.get("event") == "listening":
             # stop reading: let the host write its log to a sink so it never blocks on a pipe
-            threading_drain(proc)
+            _drain_in_thread(proc)
             return proc, int(msg["port"])
     raise RuntimeError("the host exited before listening")
 
 
-def threading_drain(proc: subprocess.Popen[bytes]) -> None:
+def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:
     """Read and drop the rest of the host's stderr in a thread."""
     import threading
 
