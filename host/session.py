@@ -191,7 +191,16 @@ class Session:
 
     # -- commands (run inside the actor) ---------------------------------------------------------
     async def join(self, conn: Subscriber, rid: Any, name: str, seat: Seat | None) -> None:
-        """Take a free seat (the lowest, or ``seat``); reply with seat, token, seq, view."""
+        """Take a free seat (the lowest, or ``seat``); reply with seat, token, seq, view.
+
+        One connection holds at most one seat of a session (open another connection to play
+        two seats).
+        """
+        held = self.subscribers.get(conn)
+        if held is not None:
+            raise ProtocolError(
+                ErrorCode.BAD_REQUEST, f"this connection holds seat {held} here already"
+            )
         free = self.state.free_seats
         if seat is None:
             if not free:

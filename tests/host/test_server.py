@@ -200,7 +200,9 @@ async def test_a_session_is_rebuilt_from_its_log_exactly_as_the_live_host_held_i
         a = await first.client()
         sid = await new_session(a, seats=3, bots=1, rounds=2)
         ja = await a.call("join", session=sid)
-        await a.call("join", session=sid)  # seat 1 on the same connection
+        again = await a.request("join", session=sid)
+        assert again["error"]["code"] == "bad_request"  # one seat per connection
+        await (await first.client()).call("join", session=sid)
         live = first.host.sessions[sid].state
         first.host.request_shutdown()
     async with trio.open_nursery() as n:
