@@ -24,7 +24,9 @@ __all__ = ["add_parser", "main"]
 
 
 def _parse_option(text: str) -> tuple[str, Any]:
-    key, _, value = text.partition("=")
+    key, eq, value = text.partition("=")
+    if not eq or not key:
+        raise argparse.ArgumentTypeError(f"--option wants K=V, not {text!r}")
     try:
         return key, orjson.loads(value)
     except orjson.JSONDecodeError:
@@ -76,7 +78,11 @@ async def _choose(legal: list[dict[str, Any]], r: Renderer, auto: bool, rng: ran
     for i, a in enumerate(legal):
         print(f"  [{i}] {r.action(a)}")
     while True:
-        text = (await trio.to_thread.run_sync(input, "your move> ")).strip()
+        try:
+            text = await trio.to_thread.run_sync(input, "your move> ", abandon_on_cancel=True)
+        except EOFError:
+            raise KeyboardInterrupt from None
+        text = text.strip()
         if text.isdigit() and int(text) < len(legal):
             return legal[int(text)]
         if text.startswith("{"):
@@ -95,8 +101,11 @@ async def play(args: argparse.Namespace) -> int:
         await c.call("hello", protocol=1, client="gamehost-play")
         sid = args.session
         if sid is None:
-            options = dict(_parse_option(o) for o in args.option)
+            options = dict(args.option)
             seats = args.seats if args.seats is not None else args.bots + 1
+            listed = {g["id"]: g for g in (await c.call("games"))["games"]}
+            if args.game in listed and args.seats is None:
+                seats = max(seats, listed[args.game]["min_seats"])
             created = await c.call(
                 "create", game=args.game, seats=seats, bots=args.bots, options=options
             )
@@ -106,12 +115,15 @@ async def play(args: argparse.Namespace) -> int:
         seat = joined["seat"]
         r = Renderer(joined["game"])
         print(f"you are seat {seat}; token {joined['token']} (use it to resume)")
+        free = [i for i, s in enumerate(joined["seats"]) if s is None]
+        if free:
+            print(f"waiting for {len(free)} more player(s): gamehost play --session {sid}")
         while True:
             p = await c.next_push()
             if p is None:
                 print("the host closed the connection")
                 return 1
-            if p["push"] == "event" and not args.quiet:
+            if p["push"] == "event" and not args.quiet and (args.events or p["kind"] != "event"):
                 line = r.event(p)
                 if line:
                     print(line)
@@ -148,22 +160,43 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--game", default="crazy-eights")
     p.add_argument("--seats", type=int, help="seats (default: bots + 1)")
     p.add_argument("--bots", type=int, default=3, help="seats filled by host bots")
-    p.add_argument("--option", action="append", default=[], metavar="K=V", help="a game option")
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        type=_parse_option,
+        metavar="K=V",
+        help="a game option (V is JSON, or else a string)",
+    )
     p.add_argument("--session", help="join this session instead of creating one")
     p.add_argument("--name", default="player")
     p.add_argument("--auto", action="store_true", help="pick random legal actions")
     p.add_argument("--quiet", action="store_true", help="print only the end")
+    p.add_argument("--events", action="store_true", help="also print each game event as JSON")
     p.add_argument("--seed", type=int, default=None, help="seed of --auto's choices")
     p.set_defaults(func=main)
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
+
+
 def main(args: argparse.Namespace) -> int:
-    """Run the client; exit status 0 when the session ended, 1 otherwise."""
+    """Run the client; exit status 0 when the session ended, 1 otherwise (130 on Ctrl-C/D)."""
     try:
         return trio.run(play, args)
-    except HostError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"cannot reach {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 1
+    except BaseException as exc:  # noqa: BLE001 - trio wraps what the client raised in groups
+        leaf = _leaf(exc)
+        if isinstance(leaf, KeyboardInterrupt):
+            print("\nbye: your seat stays yours; resume it with the token printed above")
+            return 130
+        if isinstance(leaf, HostError):
+            print(f"error from the host: {leaf}", file=sys.stderr)
+            return 1
+        if isinstance(leaf, OSError | ConnectionError):
+            print(f"cannot talk to {args.host}:{args.port}: {leaf}", file=sys.stderr)
+            return 1
+        raise

@@ -5,8 +5,12 @@
   for what that viewer saw (the game's ``view``);
 - ``--verify``: re-run every recorded cause (seats taken, actions) through the current code and
   report the first record that differs (exit status 1), and check the seed against its commitment;
-- ``--fork-at SEQ --out FILE``: write the log's records up to SEQ as a new session log (a new id,
-  the ``ended`` record dropped) that a host started on that data dir will pick up and continue.
+- ``--fork-at SEQ [--out DIR]``: write the log's records up to SEQ as a new session log
+  ``DIR/<new id>.jsonl`` (default DIR: the log's own folder, so a host on that data dir picks it
+  up and play continues). SEQ must end a cause (the last event of an action, or a seat taken),
+  so the fork replays. The fork keeps the session's seed: if the original session ended, its
+  seed is public and the fork's future deals can be predicted — forks are for debugging.
+- ``--as SEAT`` / ``--spectator`` without ``--at``: the timeline as that viewer saw it.
 
 The game comes from the installed plugins (the header names it).
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import secrets
 import sys
 from pathlib import Path
@@ -99,6 +104,41 @@ def _state_at(engine: Engine, records: list[Record], seq: int) -> Any:
     return engine.rebuild(r for r in records if r.seq <= seq)
 
 
+def _fork(args: argparse.Namespace, records: list[Record]) -> int:
+    n = args.fork_at
+    last = records[-1].seq
+    if not 0 <= n <= last:
+        print(f"error: --fork-at must be 0..{last}", file=sys.stderr)
+        return 2
+    after = records[n + 1] if n < last else None
+    if after is not None and after.type not in ("seat_taken", "action"):
+        ends = [r.seq - 1 for r in records[1:] if r.type in ("seat_taken", "action")]
+        before = max((e for e in ends if e < n), default=0)
+        print(
+            f"error: seq {n} is inside a cause (record {n + 1} is its {after.type});"
+            f" fork at {before} or at the end of that cause",
+            file=sys.stderr,
+        )
+        return 2
+    folder = args.out if args.out is not None else args.log.parent
+    new_id = secrets.token_hex(8)
+    path = folder / f"{new_id}.jsonl"
+    lines = []
+    for r in records[: n + 1]:
+        if r.type == "ended":
+            continue
+        data = dict(r.data)
+        if r.type == "header":
+            data["session"] = new_id
+            data["forked_from"] = {"session": r.data["session"], "seq": n}
+        lines.append(orjson.dumps({"seq": r.seq, "type": r.type, **data}))
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+        f.write(b"\n".join(lines) + b"\n")
+    print(f"forked {len(lines)} records into {path} (session {new_id})")
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``replay`` sub-command."""
     p = sub.add_parser("replay", help="show, inspect, verify or fork a session log")
@@ -109,7 +149,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     who.add_argument("--spectator", action="store_true", help="as a spectator sees it")
     p.add_argument("--verify", action="store_true", help="re-run every action on current code")
     p.add_argument("--fork-at", type=int, metavar="SEQ", help="write records 0..SEQ as a new log")
-    p.add_argument("--out", type=Path, help="with --fork-at: the new log's path")
+    p.add_argument("--out", type=Path, help="with --fork-at: the folder (default: the log's)")
     p.add_argument("--width", type=int, default=160, help="cut timeline lines to this width")
     p.set_defaults(func=main)
 
@@ -130,22 +170,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"ok: {args.log.name}: {len(records)} records replay to the same events")
         return 0
     if args.fork_at is not None:
-        if args.out is None or not 0 <= args.fork_at <= last:
-            print(f"error: --fork-at needs 0..{last} and --out", file=sys.stderr)
-            return 2
-        new_id = secrets.token_hex(8)
-        out = [r for r in records if r.seq <= args.fork_at and r.type != "ended"]
-        lines = []
-        for r in out:
-            data = dict(r.data)
-            if r.type == "header":
-                data["session"] = new_id
-                data["forked_from"] = {"session": r.data["session"], "seq": args.fork_at}
-            lines.append(orjson.dumps({"seq": r.seq, "type": r.type, **data}))
-        args.out.write_bytes(b"\n".join(lines) + b"\n")
-        args.out.chmod(0o600)
-        print(f"forked {len(out)} records into {args.out} (session {new_id})")
-        return 0
+        return _fork(args, records)
     if args.at is not None:
         if not 0 <= args.at <= last:
             print(f"error: --at must be 0..{last}", file=sys.stderr)
@@ -169,7 +194,17 @@ def main(args: argparse.Namespace) -> int:
             }
         print(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
         return 0
+    viewer: int | None | str = "all"
+    if args.seat is not None or args.spectator:
+        viewer = None if args.spectator else args.seat
     for rec, ts in zip(records, times, strict=True):
-        line = f"{rec.seq:>5}  {ts[11:23]}  {rec.type:<10}  {_summary(engine, rec)}"
+        shown = rec
+        if viewer != "all" and rec.type == "event":
+            event = engine.codec.event_from_wire(rec.data["event"], rec.data.get("v"))
+            redacted = engine.codec.event_to_wire(engine.game.redact(event, viewer))
+            shown = Record(rec.seq, rec.type, {**rec.data, "event": redacted})
+        if viewer != "all" and rec.type == "header":
+            shown = Record(rec.seq, rec.type, {**rec.data, "seed": None})
+        line = f"{rec.seq:>5}  {ts[11:23]}  {rec.type:<10}  {_summary(engine, shown)}"
         print(line if len(line) <= args.width else line[: args.width - 1] + "…")
     return 0
