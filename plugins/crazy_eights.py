@@ -17,8 +17,10 @@ Decisions where the spec is silent or ambiguous:
 
 - **Dealing**: one card at a time from the top of the shuffled shoe, starting at the dealer's left.
 - **Wild starter** (Setup 4): the rule covers every rank wild for someone this deal (8s; in
-  countdown the ranks of all players' numbers). ``bury`` reinserts the card at index
-  ``len(stock) // 2`` of the stock left after turning it, then turns the next card; ``redraw``
+  countdown the ranks of all players' numbers). ``bury`` reinserts the card at a random place
+  in the middle half of the stock left after turning it (so nobody can count to it; the
+  position comes from the Rng and is recorded in the dealt stock), then turns the next card;
+  ``redraw``
   shuffles it into the stock and turns the top card again. The cards turned back are public
   (``Dealt.turned_back``). Should burying cycle through the whole stock, or a redraw stock hold
   wild cards only (possible only in countdown), the card last turned is kept. A kept wild starter

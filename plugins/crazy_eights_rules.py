@@ -214,8 +214,10 @@ def turn_starter(
 
     Returns:
         ``(starter, stock, turned_back)``: the first discard, the stock left (top first), and
-        the wild cards turned and put back, in order. ``bury`` puts a wild card at index
-        ``len(stock) // 2`` of the stock left after turning it; if burying has gone round the
+        the wild cards turned and put back, in order. ``bury`` puts a wild card at a random
+        place in the middle half of the stock left after turning it (uniform over indexes
+        ``len // 4`` to ``len - len // 4``), so nobody can count where it lies; if burying has
+        gone round the
         whole stock, or a ``redraw`` stock holds wild cards only, the card turned is kept.
     """
     stock = list(stock)
@@ -231,7 +233,8 @@ def turn_starter(
             break
         turned_back.append(starter)
         if mode == "bury":
-            stock.insert(len(stock) // 2, starter)
+            quarter = len(stock) // 4
+            stock.insert(quarter + rng.below(len(stock) - 2 * quarter + 1), starter)
         else:
             stock = rng.shuffled([*stock, starter])
         starter = stock.pop(0)

@@ -219,12 +219,19 @@ def test_dealer_rotates_one_seat_each_deal() -> None:
     assert after.deal == 3 and after.dealer == 1 and after.turn == 2
 
 
-def test_turn_starter_buries_an_eight_in_the_middle() -> None:
-    starter, stock, back = rules.turn_starter(
-        ["8C", "3D", "4H", "5S", "6C"], frozenset({"8"}), "bury", Rng(RNG_SEED, 1)
-    )
-    # 8C leaves [3D 4H 5S 6C]; it goes in at index 2; 3D is turned.
-    assert (starter, stock, back) == ("3D", ("4H", "8C", "5S", "6C"), ("8C",))
+def test_turn_starter_buries_an_eight_somewhere_in_the_middle_half() -> None:
+    rest = [f"{r}{s}" for s in "CDHS" for r in ("2", "3", "4", "5", "6", "7")][:20]
+    places = set()
+    for i in range(200):
+        starter, stock, back = rules.turn_starter(
+            ["8C", *rest], frozenset({"8"}), "bury", Rng(RNG_SEED, i)
+        )
+        # 8C leaves 20 cards; it goes back at index 5..15 of them; the first of them is turned
+        assert (starter, back) == (rest[0], ("8C",))
+        where = (rest[0], *stock).index("8C")
+        assert 5 <= where <= 15
+        places.add(where)
+    assert len(places) >= 8  # not a fixed place anyone could count to
 
 
 def test_starter_eight_bury_never_starts_with_a_wild_card() -> None:
@@ -263,10 +270,10 @@ def test_starter_eight_keep_lets_the_first_player_play_any_card() -> None:
 
 def test_burying_that_goes_round_the_stock_keeps_the_card() -> None:
     starter, stock, back = rules.turn_starter(
-        ["8C", "8D", "8H", "3S"], frozenset({"8"}), "bury", Rng(RNG_SEED, 1)
+        ["8C", "8D", "8H", "8S"], frozenset({"8"}), "bury", Rng(RNG_SEED, 1)
     )
-    assert cards.rank(starter) == "8"  # 3S sits below the middle and never comes up
-    assert sorted([starter, *stock]) == ["3S", "8C", "8D", "8H"]
+    assert cards.rank(starter) == "8"  # only wild cards: the loop gives up and keeps one
+    assert sorted([starter, *stock]) == ["8C", "8D", "8H", "8S"]
     assert len(back) >= 3
 
 
