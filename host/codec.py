@@ -24,6 +24,75 @@ class BadAction(ValueError):
     """An action object that does not have the shape of any of the game's actions."""
 
 
+MAX_ITEMS = 256
+"""The most elements a list or object in a client's action or options may hold."""
+MAX_DEPTH = 8
+"""How deeply a client's action or options may nest."""
+MAX_INT = 2**53
+"""The largest integer magnitude a client may send (what every JSON reader holds exactly)."""
+
+
+def check_size(value: Any, depth: int = 0) -> None:
+    """Refuse client data too big or too deep to be an honest action or option, cheaply,
+    before any structuring work is done.
+
+    Raises:
+        ValueError: naming the limit passed.
+    """
+    if depth > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH}")
+    if isinstance(value, dict | list):
+        if len(value) > MAX_ITEMS:
+            raise ValueError(f"more than {MAX_ITEMS} items in one list or object")
+        for item in value.values() if isinstance(value, dict) else value:
+            check_size(item, depth + 1)
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        raise ValueError(f"an integer beyond +-2**53: {value}")
+
+
+def admits(tp: Any, value: Any) -> bool:
+    """Whether a JSON value fits a type hint without coercion (``true`` fits only ``bool``).
+
+    Handles the hints games use: scalars, ``Literal``, unions, ``None``, ``tuple[...]``/lists;
+    anything else (attrs classes, dicts) is left to the converter.
+    """
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        return any(same_json(value, choice) for choice in typing.get_args(tp))
+    if origin in (typing.Union, types.UnionType):
+        return any(admits(arg, value) for arg in typing.get_args(tp))
+    if tp is type(None):
+        return value is None
+    if tp in (int, str, bool, float):
+        return type(value) is tp
+    if origin in (tuple, list):
+        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        if not isinstance(value, list):
+            return False
+        if len(args) == 1 or (origin is tuple and Ellipsis in typing.get_args(tp)):
+            return all(admits(args[0], v) for v in value) if args else True
+        return len(args) == len(value) and all(
+            admits(a, v) for a, v in zip(args, value, strict=True)
+        )
+    return True
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values are equal *and* of the same JSON types (``true`` is not ``1``,
+    ``1.0`` is not ``1``); tuples count as lists."""
+    if isinstance(a, tuple):
+        a = list(a)
+    if isinstance(b, tuple):
+        b = list(b)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    return a == b
+
+
 def _describe_type(tp: Any) -> tuple[str, list[Any] | None]:
     """A readable type and, when the values are a finite list, that list."""
     origin = typing.get_origin(tp)
@@ -56,6 +125,7 @@ class GameCodec:
         self.conv = conv or make_converter()
         self._actions = {tag_of(c): c for c in game.info.action_types}
         self._events = {tag_of(c): c for c in game.info.event_types}
+        self._action_hints = {c: typing.get_type_hints(c) for c in game.info.action_types}
         opts = game.info.options
         self._hints = typing.get_type_hints(opts)
         self._option_fields = attrs.fields(opts)
@@ -67,7 +137,16 @@ class GameCodec:
         Raises:
             BadAction: not an object, unknown ``type``, missing/extra/mistyped fields.
         """
-        return self._structure(data, self._actions, "action", BadAction)
+        try:
+            check_size(data)
+        except ValueError as exc:
+            raise BadAction(f"action too large: {exc}") from None
+        action = self._structure(data, self._actions, "action", BadAction)
+        hints = self._action_hints[type(action)]
+        for key, value in data.items():
+            if key != "type" and not admits(hints[key], value):
+                raise BadAction(f"bad action field {key!r}: {value!r} is not of the field's type")
+        return action
 
     def action_to_wire(self, action: Any) -> dict[str, Any]:
         """``{"type": tag, **fields}``."""
@@ -105,6 +184,10 @@ class GameCodec:
             data = {}
         if not isinstance(data, dict):
             raise OptionError("options", "must be an object")
+        try:
+            check_size(data)
+        except ValueError as exc:
+            raise OptionError("options", str(exc)) from None
         names = {f.name for f in self._option_fields}
         for key in data:
             if key not in names:
@@ -123,6 +206,11 @@ class GameCodec:
             options = self.conv.structure(data, self.game.info.options)
         except Exception as exc:  # noqa: BLE001 - validators raise ValueError/TypeError
             raise OptionError("options", error_text(exc)) from exc
+        for key, value in data.items():
+            if not admits(self._hints[key], value):
+                text, choices = _describe_type(self._hints[key])
+                allowed = choices if choices is not None else text
+                raise OptionError(key, f"{value!r} is not allowed (allowed: {allowed})")
         check = getattr(self.game, "check_options", None)
         if check is not None:
             check(options, seats)

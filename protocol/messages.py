@@ -29,6 +29,9 @@ __all__ = [
 
 PROTOCOL_VERSION = 1
 
+MAX_MESSAGE = 500
+"""The longest error ``message`` sent, in characters (longer ones are cut)."""
+
 
 class ErrorCode(enum.StrEnum):
     """The closed list of error codes a reply may carry."""
@@ -212,6 +215,8 @@ def encode_ok(rid: Id, result: Any) -> bytes:
 
 def encode_error(rid: Id, code: ErrorCode | str, message: str, **extra: Any) -> bytes:
     """``{"id": rid, "ok": false, "error": {"code": code, "message": message, **extra}}``."""
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 1] + "…"
     return encode(
         {"id": rid, "ok": False, "error": {"code": str(code), "message": message, **extra}}
     )

@@ -72,3 +72,22 @@ def test_events_of_an_older_schema_are_upcast_on_read_never_rewritten():
     assert state.ended and state.game == Engine(old_game).rebuild(roundtrip(records)).game
     with pytest.raises(ValueError):
         Engine(old_game).rebuild(logged)  # v1 code does not know "stood"
+
+
+def test_client_values_are_never_coerced_and_oversized_ones_are_refused_cheaply():
+    from host.codec import BadAction
+    from host.game import OptionError
+
+    codec = Engine(HighCard()).codec
+    with pytest.raises(OptionError) as info:
+        codec.options_from_wire({"rounds": True}, 2)  # true is not 1
+    assert info.value.option == "rounds"
+    with pytest.raises(OptionError):
+        codec.options_from_wire({"rounds": 1.0}, 2)
+    with pytest.raises(OptionError):
+        codec.options_from_wire({"rounds": 2**64}, 2)
+    with pytest.raises(BadAction):
+        codec.action_from_wire({"type": "keep", "pad": [1] * 10_000})
+    with pytest.raises(BadAction):
+        codec.action_from_wire({"type": "keep", "x": [[[[[[[[[[1]]]]]]]]]]})
+    assert codec.options_from_wire({"rounds": 2}, 2).rounds == 2
