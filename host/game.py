@@ -123,6 +123,10 @@ class GameInfo:
         event_version: the schema version written beside each event; bump it when an event's
             shape changes and teach ``upcast`` the old shape.
         description: one paragraph for ``games``.
+        reveal_seed: whether clients get the session seed when it ends (commit-reveal). A game
+            whose rules keep some cards secret for ever (folded hands in Seven Twenty-Seven)
+            sets it False: the seed would let anyone re-deal them. The log keeps the seed, so
+            an auditor with the log can still check the commitment.
     """
 
     id: str
@@ -135,6 +139,7 @@ class GameInfo:
     event_types: tuple[type, ...]
     event_version: int = 1
     description: str = ""
+    reveal_seed: bool = True
 
 
 @runtime_checkable

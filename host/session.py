@@ -333,8 +333,12 @@ class Session:
         }
         if st.ended:
             out["outcome"] = self.records[-1].data["outcome"]
-            out["seed"] = st.header["seed"]
+            out["seed"] = self._public_seed()
         return out
+
+    def _public_seed(self) -> str | None:
+        """The seed for clients once the session ended, or None if the game keeps it secret."""
+        return self.state.header["seed"] if self.game.info.reveal_seed else None
 
     async def _commit(self, new: list[Record], after: SessionState | None = None) -> None:
         """Append ``new`` durably, then make it the session's state (``after``, if the caller
@@ -379,7 +383,7 @@ class Session:
         elif rec.type == "seat_taken":
             body = {"seat": rec.data["seat"], "name": rec.data["name"], "bot": rec.data["bot"]}
         elif rec.type == "ended":
-            body = {"outcome": rec.data["outcome"], "seed": rec.data["seed"]}
+            body = {"outcome": rec.data["outcome"], "seed": self._public_seed()}
         else:
             return None
         return push("event", session=self.id, seq=rec.seq, kind=rec.type, event=body)

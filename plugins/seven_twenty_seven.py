@@ -87,6 +87,9 @@ class SevenTwentySeven:
             " or 11). Antes, one card up and one down, a draw round, betting, a unanimous vote"
             " on an extra card, showdown; side pots as in poker."
         ),
+        # folded hands stay secret for ever (Hidden information): the revealed seed would let
+        # anyone re-deal them, so clients get the commitment only; the log keeps the seed
+        reveal_seed=False,
     )
 
     def check_options(self, options: Options, seats: int) -> None:

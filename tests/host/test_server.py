@@ -246,3 +246,43 @@ async def test_a_turn_timer_plays_for_a_seat_that_does_not_act(tmp_path, autojum
     assert [r.data.get("timed_out") for r in records if r.type == "action"] == [True] * 4
     engine = running.host.registry.engines["high-card"]
     assert verify_log(engine, records) is None
+
+
+async def test_a_game_that_keeps_its_seed_secret_never_sends_it(tmp_path):
+    import attrs
+
+    from host.registry import load_registry
+    from host.server import HostConfig, run_host
+    from tests.toy import HighCard
+
+    class SecretHighCard(HighCard):
+        info = attrs.evolve(HighCard.info, id="secret-high-card", reveal_seed=False)
+
+    class Plugin:
+        from host.game import hookimpl
+
+        @hookimpl
+        def gamehost_register_games(self):
+            return [SecretHighCard()]
+
+    registry = load_registry([("secret", Plugin())], entrypoints=False)
+    async with trio.open_nursery() as n:
+        host, port = await n.start(
+            lambda task_status: run_host(
+                HostConfig(tmp_path, port=0),
+                registry,
+                handle_signals=False,
+                task_status=task_status,
+            )
+        )
+        c = await Client.connect("127.0.0.1", port)
+        c.start(n)
+        sid = (await c.call("create", game="secret-high-card", seats=2, bots=2))["session"]
+        snap = await c.call("watch", session=sid)
+        while not snap["ended"]:
+            await c.next_push()
+            snap = await c.call("view", session=sid)
+        assert snap["seed"] is None and len(snap["seed_commitment"]) == 64
+        log = (tmp_path / "sessions" / f"{sid}.jsonl").read_bytes().splitlines()
+        assert orjson.loads(log[-1])["seed"] == orjson.loads(log[0])["seed"]  # kept for audit
+        host.request_shutdown()
