@@ -293,6 +293,34 @@ class Engine:
             state = self.apply(state, rec)
         return state
 
+    def complete_prefix(self, records: list[Record]) -> int:
+        """How many leading records form whole causes (a crash can leave the last append half
+        written: an action without all its events). Appends are acknowledged only once whole,
+        so the records past this count were never acknowledged to anyone.
+
+        Raises:
+            ValueError: the log does not fold (see :meth:`rebuild`).
+        """
+        state = self.initial(records[0])
+        last_cause, before = None, state
+        for i, rec in enumerate(records[1:], start=1):
+            if rec.type in ("seat_taken", "action"):
+                last_cause, before = i, state
+            state = self.apply(state, rec)
+        if last_cause is None:
+            return len(records)
+        rec = records[last_cause]
+        d = rec.data
+        try:
+            if rec.type == "seat_taken":
+                want = self.take_seat(before, d["seat"], d["name"], d["bot"], d.get("token_hash"))
+            else:
+                action = self.codec.action_from_wire(d["action"])
+                want = self.act(before, d["seat"], action, d.get("timed_out", False))
+        except (IllegalAction, ValueError):
+            return len(records)  # not for this check to judge: verify reports it
+        return len(records) if len(records) - last_cause >= len(want) else last_cause
+
     # -- replay checking -----------------------------------------------------------------------
     def verify(self, records: list[Record]) -> tuple[int, str] | None:
         """Re-run every cause in a log on the current code.

@@ -268,6 +268,16 @@ class Host:
                         "session_game_missing", session=sid, game=records[0].data.get("game")
                     )
                     continue
+                whole = engine.complete_prefix(records)
+                if whole < len(records):
+                    log.warning(
+                        "half_written_cause_dropped",
+                        session=sid,
+                        kept=whole,
+                        dropped=len(records) - whole,
+                    )
+                    self.store.truncate(sid, whole)
+                    records = records[:whole]
                 session = Session(
                     sid,
                     engine,

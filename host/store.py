@@ -177,6 +177,19 @@ class FileStore:
         self._next[session] = len(records)
         return records
 
+    def truncate(self, session: str, keep: int) -> None:
+        """Cut a (loaded, not yet appended-to) log after its first ``keep`` records, durably."""
+        path = self.path(session)
+        data = path.read_bytes()
+        end = 0
+        for _ in range(keep):
+            end = data.index(b"\n", end) + 1
+        with open(path, "r+b") as f:
+            f.truncate(end)
+            f.flush()
+            os.fsync(f.fileno())
+        self._next[session] = keep
+
     # -- writing -------------------------------------------------------------------------------
     async def create(self, session: str, header: dict[str, Any]) -> None:
         """Create a session's log with its header record (seq 0), durably.

@@ -286,3 +286,30 @@ async def test_a_game_that_keeps_its_seed_secret_never_sends_it(tmp_path):
         log = (tmp_path / "sessions" / f"{sid}.jsonl").read_bytes().splitlines()
         assert orjson.loads(log[-1])["seed"] == orjson.loads(log[0])["seed"]  # kept for audit
         host.request_shutdown()
+
+
+async def test_a_half_written_last_cause_is_dropped_on_restart(tmp_path):
+    from host.store import read_log
+
+    async with trio.open_nursery() as n:
+        first = await start_host(n, tmp_path)
+        a, b = await first.client(), await first.client()
+        sid = await new_session(a)
+        ja = await a.call("join", session=sid)
+        jb = await b.call("join", session=sid)
+        await a.call("act", session=sid, action={"type": "swap"}, seq=jb["seq"])
+        first.host.request_shutdown()
+    path = tmp_path / "sessions" / f"{sid}.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert orjson.loads(lines[-2])["type"] == "action"
+    path.write_bytes(b"".join(lines[:-1]))  # the crash lost the action's event
+    async with trio.open_nursery() as n:
+        second = await start_host(n, tmp_path)
+        state = second.host.sessions[sid].state
+        assert state.seq == jb["seq"]  # back to before the unacknowledged action
+        assert len(read_log(path)) == jb["seq"] + 1
+        c = await second.client()
+        await c.call("resume", session=sid, token=ja["token"])
+        done = await c.call("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
+        assert done["seq"] == jb["seq"] + 2
+        second.host.request_shutdown()
