@@ -26,6 +26,10 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="seconds a player may take to act before the host plays the bot's choice for them",
     )
+    p.add_argument("--max-sessions", type=int, default=10_000, help="live sessions at most")
+    p.add_argument(
+        "--max-records", type=int, default=500_000, help="records at most in one session"
+    )
     p.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=serve_main)
@@ -41,6 +45,8 @@ def serve_main(args: argparse.Namespace) -> int:
         fsync=args.fsync,
         bot_delay=args.bot_delay,
         turn_timeout=args.turn_timeout,
+        max_sessions=args.max_sessions,
+        max_records=args.max_records,
     )
     trio.run(run_host, config, load_registry())
     return 0

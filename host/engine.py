@@ -293,6 +293,19 @@ class Engine:
             state = self.apply(state, rec)
         return state
 
+    def abort(self, state: SessionState, reason: str) -> list[Record]:
+        """The ``ended`` record that stops a session the game did not end (a host limit).
+
+        Its ``outcome`` is ``None`` and ``aborted`` says why.
+        """
+        return [
+            Record(
+                state.seq + 1,
+                "ended",
+                {"outcome": None, "aborted": reason, "seed": state.header["seed"]},
+            )
+        ]
+
     def complete_prefix(self, records: list[Record]) -> int:
         """How many leading records form whole causes (a crash can leave the last append half
         written: an action without all its events). Appends are acknowledged only once whole,
@@ -351,6 +364,8 @@ class Engine:
                     )
                 except (IllegalAction, ValueError) as exc:
                     return (rec.seq, f"action refused on replay: {exc}")
+            elif rec.type == "ended" and "aborted" in rec.data:
+                produced = self.abort(state, rec.data["aborted"])
             else:
                 return (rec.seq, f"a {rec.type!r} record that no cause produced")
             for j, want in enumerate(produced):

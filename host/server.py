@@ -23,7 +23,7 @@ import structlog
 import trio
 
 from host import __version__
-from host.engine import Record
+from host.engine import Engine, Record
 from host.game import OptionError
 from host.registry import Registry
 from host.session import Session
@@ -61,6 +61,8 @@ class HostConfig:
         grace: seconds sessions get to finish on shutdown.
         turn_timeout: seconds a human seat may take to act before the host plays the bot's
             choice for it (None: no turn timer).
+        max_sessions: live sessions at most (``create`` answers ``overloaded`` past it).
+        max_records: records at most in one session; the host ends it there (``aborted``).
     """
 
     data_dir: Path
@@ -71,6 +73,8 @@ class HostConfig:
     outbox: int = 4096
     grace: float = 5.0
     turn_timeout: float | None = None
+    max_sessions: int = 10_000
+    max_records: int = 500_000
 
 
 class Connection:
@@ -189,6 +193,7 @@ class Connection:
                     )
                     continue
                 await self._handle(item)
+                await trio.lowlevel.checkpoint()  # one busy client must not starve the others
 
     async def _handle(self, line: bytes) -> None:
         rid: Any = None
@@ -212,30 +217,35 @@ class Host:
         registry: the loaded games.
         store: the event store (its writer running).
         nursery: where session actors run.
-        bot_delay: seconds a host bot waits before acting.
-        turn_timeout: seconds before the host acts for a seat (None: never).
-        outbox: lines a connection may have queued before it is dropped as too slow.
+        config: the limits and timers (:class:`HostConfig`).
     """
 
     def __init__(
-        self,
-        registry: Registry,
-        store: FileStore,
-        nursery: trio.Nursery,
-        bot_delay: float = 0.0,
-        turn_timeout: float | None = None,
-        outbox: int = 4096,
+        self, registry: Registry, store: FileStore, nursery: trio.Nursery, config: HostConfig
     ) -> None:
         self.registry = registry
         self.store = store
         self.nursery = nursery
-        self.bot_delay = bot_delay
-        self.turn_timeout = turn_timeout
-        self.outbox = outbox
+        self.config = config
+        self.max_sessions = config.max_sessions
         self.sessions: dict[str, Session] = {}
         self.connections: set[Connection] = set()
         self.shutdown = trio.Event()
+        self._games: dict[str, Any] | None = None
         self._conns_changed = trio.Event()
+
+    def _session(self, sid: str, engine: Engine, records: list[Record]) -> Session:
+        c = self.config
+        return Session(
+            sid,
+            engine,
+            self.store,
+            records,
+            self.registry.hook,
+            bot_delay=c.bot_delay,
+            turn_timeout=c.turn_timeout,
+            max_records=c.max_records,
+        )
 
     async def wait_disconnected(self) -> None:
         """Wait until no connection is open."""
@@ -278,22 +288,14 @@ class Host:
                     )
                     self.store.truncate(sid, whole)
                     records = records[:whole]
-                session = Session(
-                    sid,
-                    engine,
-                    self.store,
-                    records,
-                    self.registry.hook,
-                    self.bot_delay,
-                    self.turn_timeout,
-                )
+                session = self._session(sid, engine, records)
             except Exception:
                 log.exception("session_load_failed", session=sid)
                 continue
             if session.state.ended:
                 continue
             self.sessions[sid] = session
-            await self.nursery.start(session.run)
+            await self.nursery.start(self._run_session, session)
             n += 1
         log.info("sessions_loaded", live=n)
         return n
@@ -328,7 +330,9 @@ class Host:
         if req.op == "ping":
             return {"pong": True}
         if req.op == "games":
-            return {"games": self.registry.describe()}
+            if self._games is None:
+                self._games = {"games": self.registry.describe()}
+            return self._games
         if req.op == "sessions":
             return {
                 "sessions": [
@@ -344,7 +348,7 @@ class Host:
         if session is None:
             raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no live session {p.session!r}")
         if req.op == "join":
-            name = (p.name or "player")[:64]
+            name = "".join(ch for ch in (p.name or "") if ch.isprintable())[:64] or "player"
             conn.sessions.add(session)
             session.submit(conn, req.id, session.join, name, p.seat)
         elif req.op == "watch":
@@ -377,6 +381,10 @@ class Host:
         Raises:
             ProtocolError: ``unknown_game``, ``bad_request`` (seats/bots) or ``bad_option``.
         """
+        if len(self.sessions) >= self.max_sessions:
+            raise ProtocolError(
+                ErrorCode.OVERLOADED, f"this host holds {self.max_sessions} live sessions already"
+            )
         engine = self.registry.engines.get(game_id)
         if engine is None:
             raise ProtocolError(
@@ -399,20 +407,34 @@ class Host:
         sid = secrets.token_hex(8)
         bot_seats = list(range(n - bots, n))
         header = engine.header(sid, opts, n, bot_seats, secrets.token_bytes(32))
-        await self.store.create(sid, header.to_json())
+        try:
+            await self.store.create(sid, header.to_json())
+        except OSError as exc:
+            log.error("create_failed", error=str(exc))
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, "the host cannot write a new log now"
+            ) from None
         self.registry.hook.gamehost_session_created(
             session=sid, game=game_id, header=header.to_json()
         )
-        session = Session(
-            sid, engine, self.store, [header], self.registry.hook, self.bot_delay, self.turn_timeout
-        )
+        session = self._session(sid, engine, [header])
         self.sessions[sid] = session
-        await self.nursery.start(session.run)
+        await self.nursery.start(self._run_session, session)
         structlog.contextvars.bind_contextvars(session=sid)
         log.info("session_created", game=game_id, seats=n, bots=bots)
         structlog.contextvars.unbind_contextvars("session")
         session.submit(conn, rid, session.seat_bots, bot_seats)
         return session
+
+    async def _run_session(
+        self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        try:
+            await session.run(task_status=task_status)
+        finally:
+            if self.sessions.get(session.id) is session:
+                del self.sessions[session.id]
+            self.store.release(session.id)
 
     def _summary(self, s: Session) -> dict[str, Any]:
         st = s.state
@@ -433,7 +455,7 @@ class Host:
             peer = f"{addr[0]}:{addr[1]}"
         except OSError:
             peer = "?"
-        conn = Connection(self, stream, peer, self.outbox)
+        conn = Connection(self, stream, peer, self.config.outbox)
         if self.shutdown.is_set():
             await stream.aclose()
             return
@@ -483,9 +505,7 @@ async def run_host(
         await outer.start(store.run)
         try:
             async with trio.open_nursery() as sessions:
-                host = Host(
-                    registry, store, sessions, config.bot_delay, config.turn_timeout, config.outbox
-                )
+                host = Host(registry, store, sessions, config)
                 await host.load_sessions()
                 async with trio.open_nursery() as conns:
                     accepting = trio.CancelScope()

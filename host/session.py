@@ -39,6 +39,8 @@ log = structlog.get_logger("gamehost.session")
 
 BOT_BATCH = 64
 """The most records consecutive host-bot moves put into one append."""
+PER_CONNECTION = 32
+"""The most requests one connection may have waiting on one session (``overloaded`` past it)."""
 
 
 class Subscriber(Protocol):
@@ -78,6 +80,10 @@ class Session:
         bot_delay: seconds a host bot waits before acting (0: at once).
         turn_timeout: seconds a human seat may take to act; then the host plays the bot's choice
             for it (recorded with ``"timed_out": true``). ``None``: wait forever.
+        max_records: once a session holds this many records (bot moves stop there; one human
+            action may pass it), the host ends it with one more: ``ended`` with ``outcome``
+            null and ``aborted: "too_long"``, so no table grows for ever.
+        linger: seconds a finished session stays (for ``view``/``resume``) once idle.
     """
 
     def __init__(
@@ -89,6 +95,8 @@ class Session:
         hooks: Any = None,
         bot_delay: float = 0.0,
         turn_timeout: float | None = None,
+        max_records: int = 500_000,
+        linger: float = 60.0,
     ) -> None:
         self.id = sid
         self.engine = engine
@@ -99,6 +107,9 @@ class Session:
         self.hooks = hooks
         self.bot_delay = bot_delay
         self.turn_timeout = turn_timeout
+        self.max_records = max_records
+        self.linger = linger
+        self._inflight: dict[Subscriber, int] = {}
         self._changed_at = trio.current_time()
         self.subscribers: dict[Subscriber, Viewer] = {}
         self._send, self._recv = trio.open_memory_channel[tuple[Any, ...]](256)
@@ -108,6 +119,7 @@ class Session:
     # -- the actor -----------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve commands until :meth:`close`; finish the command under way first."""
+        structlog.contextvars.clear_contextvars()  # not the creating connection's peer
         structlog.contextvars.bind_contextvars(session=self.id, game=self.game.info.id)
         task_status.started()
         await self._run_bots()
@@ -119,9 +131,16 @@ class Session:
                     except trio.EndOfChannel:
                         return
                 if timer.cancelled_caught:
+                    if self.state.ended:
+                        return  # finished and idle for `linger` seconds: the host forgets it
                     await self._time_out_turns()
                     await self._run_bots()
                     continue
+                left = self._inflight.get(conn, 1) - 1
+                if left:
+                    self._inflight[conn] = left
+                else:
+                    self._inflight.pop(conn, None)
                 try:
                     if self.failed:
                         raise ProtocolError(ErrorCode.UNAVAILABLE, "the session's log failed")
@@ -135,7 +154,9 @@ class Session:
 
     def _turn_deadline(self) -> float:
         """When the seats now to act run out of time (``inf`` without a turn timer)."""
-        if self.turn_timeout is None or self.failed or not self.state.started or self.state.ended:
+        if self.state.ended:
+            return self._changed_at + self.linger
+        if self.turn_timeout is None or self.failed or not self.state.started:
             return math.inf
         return self._changed_at + self.turn_timeout
 
@@ -173,8 +194,14 @@ class Session:
         Raises:
             ProtocolError: ``overloaded`` if the queue is full, ``unavailable`` if closed.
         """
+        if self._inflight.get(conn, 0) >= PER_CONNECTION:
+            raise ProtocolError(
+                ErrorCode.OVERLOADED,
+                f"at most {PER_CONNECTION} requests per connection wait on one session; retry",
+            )
         try:
             self._send.send_nowait((conn, rid, method, args))
+            self._inflight[conn] = self._inflight.get(conn, 0) + 1
         except trio.WouldBlock:
             raise ProtocolError(ErrorCode.OVERLOADED, "the session is busy; retry") from None
         except (trio.ClosedResourceError, trio.BrokenResourceError):
@@ -206,6 +233,10 @@ class Session:
             if not free:
                 raise ProtocolError(ErrorCode.SESSION_FULL, "every seat is taken")
             seat = free[0]
+        elif not 0 <= seat < len(self.state.seats):
+            raise ProtocolError(
+                ErrorCode.BAD_REQUEST, f"seats are 0..{len(self.state.seats) - 1}, not {seat}"
+            )
         elif seat not in free:
             raise ProtocolError(ErrorCode.SESSION_FULL, f"seat {seat} is not free", free=free)
         token = secrets.token_urlsafe(24)
@@ -259,11 +290,11 @@ class Session:
         for other, viewer in list(self.subscribers.items()):
             if viewer == seat and other is not conn:
                 del self.subscribers[other]
-        if after is not None:
-            for rec in self.records[after + 1 :]:
-                line = self._push_line(rec, seat)
-                if line is not None:
-                    conn.send_nowait(line)
+        if after is not None:  # one queued chunk, however far behind the seat is
+            missed = (self._push_line(rec, seat) for rec in self.records[after + 1 :])
+            chunk = b"".join(line for line in missed if line is not None)
+            if chunk:
+                conn.send_nowait(chunk)
         self.subscribers[conn] = seat
         conn.send_nowait(encode_ok(rid, {"seat": seat, **self.snapshot(seat)}))
         self._send_turn(conn, seat)
@@ -312,6 +343,7 @@ class Session:
     def drop(self, conn: Subscriber) -> None:
         """Forget a connection that went away (not a command: safe from any task)."""
         self.subscribers.pop(conn, None)
+        self._inflight.pop(conn, None)
 
     # -- internals -----------------------------------------------------------------------------
     def snapshot(self, viewer: Viewer) -> dict[str, Any]:
@@ -359,6 +391,13 @@ class Session:
         self.state = after if after is not None else self.engine.apply_all(self.state, new)
         self._changed_at = trio.current_time()
         self.records.extend(new)
+        if not self.state.ended and self.state.seq + 1 >= self.max_records:
+            stop = self.engine.abort(self.state, "too_long")
+            log.warning("session_aborted", reason="too_long", seq=self.state.seq)
+            await self.store.append(self.id, self.state.seq + 1, [r.to_json() for r in stop])
+            self.state = self.engine.apply_all(self.state, stop)
+            self.records.extend(stop)
+            new.extend(stop)
         if self.hooks is not None:
             for rec in new:
                 self.hooks.gamehost_event_appended(session=self.id, record=rec.to_json())
@@ -434,7 +473,7 @@ class Session:
             batch: list[Record] = []
             state = self.state
             try:
-                while len(batch) < BOT_BATCH:
+                while len(batch) < BOT_BATCH and state.seq + 1 < self.max_records:
                     move = self.engine.bot_move(state)
                     if move is None:
                         break

@@ -33,6 +33,8 @@ import trio
 __all__ = ["Conflict", "CorruptLog", "FileStore", "FsyncMode", "StoreStatistics", "read_log"]
 
 FsyncMode = Literal["always", "batch", "never"]
+MAX_OPEN = 256
+"""Log files the writer keeps open at once; others are reopened when appended to."""
 log = structlog.get_logger("gamehost.store")
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -204,9 +206,13 @@ class FileStore:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
         except FileExistsError:
             raise Conflict(f"session {session} exists") from None
-        self._fds[session] = fd
+        os.close(fd)
         self._next[session] = 0
-        await self.append(session, 0, [header])
+        try:
+            await self.append(session, 0, [header])
+        except OSError:
+            path.unlink(missing_ok=True)  # no half-made log to trip over on the next start
+            raise
         if self.fsync != "never":
             await trio.to_thread.run_sync(self._fsync_dir)
 
@@ -278,10 +284,16 @@ class FileStore:
             self._stopped.set()
 
     def _fd(self, session: str) -> int:
-        fd = self._fds.get(session)
+        """The session's open file (the :data:`MAX_OPEN` most recently used stay open)."""
+        fd = self._fds.pop(session, None)
         if fd is None:
             fd = os.open(self.path(session), os.O_WRONLY | os.O_APPEND)
-            self._fds[session] = fd
+        self._fds[session] = fd  # most recently used last
+        while len(self._fds) > MAX_OPEN:
+            oldest = next(iter(self._fds))
+            old = self._fds.pop(oldest, None)
+            if old is not None:
+                os.close(old)
         return fd
 
     def _write_batch(self, batch: list[_Append]) -> None:

@@ -313,3 +313,49 @@ async def test_a_half_written_last_cause_is_dropped_on_restart(tmp_path):
         done = await c.call("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
         assert done["seq"] == jb["seq"] + 2
         second.host.request_shutdown()
+
+
+async def test_the_host_ends_a_session_that_reaches_its_record_limit(tmp_path):
+    from host.engine import Record
+    from host.store import read_log
+    from tools.replay import verify_log
+
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, max_records=12)
+        c = await running.client()
+        sid = await new_session(c, seats=4, bots=4, rounds=2)  # 4 seats + deal + 8 moves > 12
+        snap = await c.call("watch", session=sid)
+        while not snap["ended"]:
+            await c.next_push()
+            snap = await c.call("view", session=sid)
+        assert snap["outcome"] is None and snap["seq"] == 12  # 12 records, then the end
+        running.host.request_shutdown()
+    records = [Record.from_json(r) for r in read_log(tmp_path / "sessions" / f"{sid}.jsonl")]
+    assert records[-1].data["aborted"] == "too_long"
+    assert verify_log(running.host.registry.engines["high-card"], records) is None
+
+
+async def test_names_lose_control_characters_and_seats_out_of_range_are_bad_requests(toy_host):
+    c = await toy_host.client()
+    sid = await new_session(c)
+    r = await c.request("join", session=sid, seat=7)
+    assert r["error"]["code"] == "bad_request"
+    joined = await c.call("join", session=sid, name="\x1b[2J\x1b[31mEVIL\x07")
+    assert joined["seats"][0]["name"] == "[2J[31mEVIL"
+
+
+async def test_a_finished_session_is_forgotten_once_idle(tmp_path, autojump_clock):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path)
+        c = await running.client()
+        sid = await new_session(c, bots=2)
+        snap = await c.call("watch", session=sid)
+        while not snap["ended"]:
+            await c.next_push()
+            snap = await c.call("view", session=sid)
+        assert sid in running.host.sessions
+        await trio.sleep(61)  # the linger time passes (autojump clock: no real wait)
+        assert sid not in running.host.sessions
+        r = await c.request("view", session=sid)
+        assert r["error"]["code"] == "unknown_session"
+        running.host.request_shutdown()
