@@ -16,6 +16,15 @@ async def new_session(c: Client, seats: int = 2, bots: int = 0, **options) -> st
     return created["session"]
 
 
+async def watch_to_end(c: Client, sid: str) -> dict:
+    """Watch a session until it has ended; its last snapshot."""
+    snap = await c.call("watch", session=sid)
+    while not snap["ended"]:
+        await c.next_push()
+        snap = await c.call("view", session=sid)
+    return snap
+
+
 async def pushes_until(c: Client, kind: str) -> list[dict]:
     out = []
     while True:
@@ -278,10 +287,7 @@ async def test_a_game_that_keeps_its_seed_secret_never_sends_it(tmp_path):
         c = await Client.connect("127.0.0.1", port)
         c.start(n)
         sid = (await c.call("create", game="secret-high-card", seats=2, bots=2))["session"]
-        snap = await c.call("watch", session=sid)
-        while not snap["ended"]:
-            await c.next_push()
-            snap = await c.call("view", session=sid)
+        snap = await watch_to_end(c, sid)
         assert snap["seed"] is None and len(snap["seed_commitment"]) == 64
         log = (tmp_path / "sessions" / f"{sid}.jsonl").read_bytes().splitlines()
         assert orjson.loads(log[-1])["seed"] == orjson.loads(log[0])["seed"]  # kept for audit
@@ -324,10 +330,7 @@ async def test_the_host_ends_a_session_that_reaches_its_record_limit(tmp_path):
         running = await start_host(n, tmp_path, max_records=12)
         c = await running.client()
         sid = await new_session(c, seats=4, bots=4, rounds=2)  # 4 seats + deal + 8 moves > 12
-        snap = await c.call("watch", session=sid)
-        while not snap["ended"]:
-            await c.next_push()
-            snap = await c.call("view", session=sid)
+        snap = await watch_to_end(c, sid)
         assert snap["outcome"] is None and snap["seq"] == 12  # 12 records, then the end
         running.host.request_shutdown()
     records = [Record.from_json(r) for r in read_log(tmp_path / "sessions" / f"{sid}.jsonl")]
@@ -349,10 +352,7 @@ async def test_a_finished_session_is_forgotten_once_idle(tmp_path, autojump_cloc
         running = await start_host(n, tmp_path)
         c = await running.client()
         sid = await new_session(c, bots=2)
-        snap = await c.call("watch", session=sid)
-        while not snap["ended"]:
-            await c.next_push()
-            snap = await c.call("view", session=sid)
+        snap = await watch_to_end(c, sid)
         assert sid in running.host.sessions
         await trio.sleep(61)  # the linger time passes (autojump clock: no real wait)
         assert sid not in running.host.sessions

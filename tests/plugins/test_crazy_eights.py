@@ -37,6 +37,7 @@ from plugins.crazy_eights_model import (
     Reshuffled,
     State,
 )
+from tests.bots import Mixed, RandomLegal
 
 GAME = CrazyEights()
 CODEC = GameCodec(GAME)
@@ -85,28 +86,6 @@ def refused(state: State, seat: int, action: Any) -> str:
 
 def plays(state: State, seat: int) -> set[tuple[str, str | None]]:
     return {(a.card, a.suit) for a in GAME.legal_actions(state, seat) if isinstance(a, Play)}
-
-
-class RandomLegal:
-    """The game without ``bot_action``: host bots pick uniformly among ``legal_actions``."""
-
-    bot_action = None
-
-    def __init__(self, game: CrazyEights) -> None:
-        self.info = game.info
-        self._game = game
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._game, name)
-
-
-class Mixed(RandomLegal):
-    """Half uniform random legal actions, half the smart bot: shorter deals, same coverage."""
-
-    def bot_action(self, state: State, seat: int, rng: Rng) -> Any:  # type: ignore[override]
-        if rng.below(2):
-            return rng.choice(self._game.legal_actions(state, seat))
-        return self._game.bot_action(state, seat, rng)
 
 
 def deal_cards(state: State) -> list[str]:

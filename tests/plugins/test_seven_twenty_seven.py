@@ -51,6 +51,7 @@ from plugins.seven_twenty_seven_model import (
     VoteDecided,
 )
 from plugins.seven_twenty_seven_pots import Pot, build_pots, from_left, share
+from tests.bots import Mixed, RandomLegal
 
 GAME = SevenTwentySeven()
 CODEC = GameCodec(GAME)
@@ -140,28 +141,6 @@ def showdown_of(hands: list[list[str]], **options: Any) -> tuple[list[Any], Stat
     """Four seats stand, check, vote no: the hand goes to showdown with a pot of 4 antes."""
     s = table(hands, **options)
     return run(s, *FOUR_STAND, *FOUR_CHECK, (1, Vote(False)))
-
-
-class RandomLegal:
-    """The game without ``bot_action``: host bots pick uniformly among ``legal_actions``."""
-
-    bot_action = None
-
-    def __init__(self, game: SevenTwentySeven) -> None:
-        self.info = game.info
-        self._game = game
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._game, name)
-
-
-class Mixed(RandomLegal):
-    """Half uniform random legal actions, half the smart bot."""
-
-    def bot_action(self, state: State, seat: int, rng: Rng) -> Any:  # type: ignore[override]
-        if rng.below(2):
-            return rng.choice(self._game.legal_actions(state, seat))
-        return self._game.bot_action(state, seat, rng)
 
 
 # -- registration, options ----------------------------------------------------------------------
