@@ -352,7 +352,7 @@ async def test_a_finished_session_is_forgotten_once_idle(tmp_path, autojump_cloc
         running = await start_host(n, tmp_path)
         c = await running.client()
         sid = await new_session(c, bots=2)
-        snap = await watch_to_end(c, sid)
+        await watch_to_end(c, sid)
         assert sid in running.host.sessions
         await trio.sleep(61)  # the linger time passes (autojump clock: no real wait)
         assert sid not in running.host.sessions
