@@ -90,6 +90,9 @@ class Connection:
         self.reason: str | None = None
         self.scope = trio.CancelScope()
         self._mid_send = False
+        self._waiting = 0  # requests submitted to sessions and not answered yet
+        self._answered = trio.Event()
+        self._answered.set()
 
     def __hash__(self) -> int:
         return id(self)
@@ -107,6 +110,19 @@ class Connection:
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             self.dead = True
         return False
+
+    def submit(self, session: Session, rid: Any, method: Any, *args: Any) -> None:
+        """Hand a request to a session's actor, which answers it (see :meth:`Session.submit`)."""
+        session.submit(self, rid, method, *args)
+        if not self._waiting:
+            self._answered = trio.Event()
+        self._waiting += 1
+
+    def settled(self) -> None:
+        """A session answered one of this connection's requests."""
+        self._waiting -= 1
+        if not self._waiting:
+            self._answered.set()
 
     def kill(self, reason: str) -> None:
         """Hang up now (the writer stops; a ``closed`` push is attempted)."""
@@ -132,6 +148,9 @@ class Connection:
                     nursery.start_soon(self._writer)
                     await self._reader()
                     if not self.dead:
+                        # the client closed its side: answer what it asked first (at most 5 s)
+                        with trio.move_on_after(5):
+                            await self._answered.wait()
                         self._send.close()
             if self.reason == "slow_consumer" and not self._mid_send:
                 # best effort: a send cut off by the kill leaves the stream unusable
@@ -178,8 +197,10 @@ class Connection:
                 data = await self.stream.receive_some(65536)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
-            if not data:
-                return
+            if not data:  # end of input: a last line without its newline still counts
+                data = b"\n" if framer.pending else b""
+                if not data:
+                    return
             for item in framer.feed(data):
                 if self.dead:
                     return
@@ -350,19 +371,19 @@ class Host:
         if req.op == "join":
             name = "".join(ch for ch in (p.name or "") if ch.isprintable())[:64] or "player"
             conn.sessions.add(session)
-            session.submit(conn, req.id, session.join, name, p.seat)
+            conn.submit(session, req.id, session.join, name, p.seat)
         elif req.op == "watch":
             conn.sessions.add(session)
-            session.submit(conn, req.id, session.watch)
+            conn.submit(session, req.id, session.watch)
         elif req.op == "resume":
             conn.sessions.add(session)
-            session.submit(conn, req.id, session.resume, p.token, p.after)
+            conn.submit(session, req.id, session.resume, p.token, p.after)
         elif req.op == "view":
-            session.submit(conn, req.id, session.view)
+            conn.submit(session, req.id, session.view)
         elif req.op == "act":
-            session.submit(conn, req.id, session.act, p.action, p.seq)
+            conn.submit(session, req.id, session.act, p.action, p.seq)
         elif req.op == "leave":
-            session.submit(conn, req.id, session.leave)
+            conn.submit(session, req.id, session.leave)
         return None
 
     async def create(
@@ -423,7 +444,7 @@ class Host:
         structlog.contextvars.bind_contextvars(session=sid)
         log.info("session_created", game=game_id, seats=n, bots=bots)
         structlog.contextvars.unbind_contextvars("session")
-        session.submit(conn, rid, session.seat_bots, bot_seats)
+        conn.submit(session, rid, session.seat_bots, bot_seats)
         return session
 
     async def _run_session(

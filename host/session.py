@@ -52,6 +52,10 @@ class Subscriber(Protocol):
         """Queue a line; False if the connection is too slow and is being dropped."""
         ...
 
+    def settled(self) -> None:
+        """The session has answered one of this connection's requests."""
+        ...
+
 
 @attrs.frozen
 class SessionStatistics:
@@ -150,6 +154,7 @@ class Session:
                 except Exception:
                     log.exception("command_failed", op=method.__name__)
                     conn.send_nowait(encode_error(rid, ErrorCode.INTERNAL, "internal error"))
+                conn.settled()
                 await self._run_bots()
 
     def _turn_deadline(self) -> float:

@@ -359,3 +359,21 @@ async def test_a_finished_session_is_forgotten_once_idle(tmp_path, autojump_cloc
         r = await c.request("view", session=sid)
         assert r["error"]["code"] == "unknown_session"
         running.host.request_shutdown()
+
+
+async def test_a_client_that_closes_its_side_still_gets_its_answers(toy_host):
+    c = await toy_host.client()
+    sid = await new_session(c)
+    s = await trio.open_tcp_stream("127.0.0.1", toy_host.port)
+    # the last request has no newline: the end of input ends the line
+    await s.send_all(
+        b'{"id": 1, "op": "join", "session": "%s"}\n{"id": 2, "op": "ping"}' % sid.encode()
+    )
+    await s.send_eof()
+    buf = b""
+    while chunk := await s.receive_some():
+        buf += chunk
+    replies = {m["id"]: m for m in map(orjson.loads, buf.splitlines()) if "id" in m}
+    assert replies[1]["ok"] and replies[1]["result"]["token"]
+    assert replies[2]["result"] == {"pong": True}
+    await s.aclose()
