@@ -43,12 +43,14 @@ def toy_registry() -> Registry:
     return load_registry([("toy", Plugin())], entrypoints=False)
 
 
-async def start_host(nursery: trio.Nursery, data_dir: Path, **config: object) -> RunningHost:
+async def start_host(
+    nursery: trio.Nursery, data_dir: Path, registry: Registry | None = None, **config: object
+) -> RunningHost:
+    """An in-process host on 127.0.0.1 port 0 (the test game only, unless ``registry``)."""
     cfg = HostConfig(data_dir=data_dir, port=0, **config)  # type: ignore[arg-type]
+    registry = registry or toy_registry()
     host, port = await nursery.start(
-        lambda task_status: run_host(
-            cfg, toy_registry(), handle_signals=False, task_status=task_status
-        )
+        lambda task_status: run_host(cfg, registry, handle_signals=False, task_status=task_status)
     )
     return RunningHost(host, port, data_dir, nursery)
 

@@ -26,8 +26,9 @@ from tools.autoplay import play_session
 __all__ = ["add_parser", "main"]
 
 
-def _start_host(fsync: str, data_dir: str) -> tuple[subprocess.Popen[bytes], int]:
-    cmd = [
+def serve_command(fsync: str, data_dir: str) -> list[str]:
+    """The command line of a host on any free port that logs JSON (``listening`` has the port)."""
+    return [
         sys.executable,
         "-m",
         "tools.cli",
@@ -43,17 +44,26 @@ def _start_host(fsync: str, data_dir: str) -> tuple[subprocess.Popen[bytes], int
         "--log-level",
         "info",
     ]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
+
+
+def listening_port(line: bytes) -> int | None:
+    """The port of a host's ``listening`` log line, None for any other line."""
+    try:
+        msg = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return int(msg["port"]) if isinstance(msg, dict) and msg.get("event") == "listening" else None
+
+
+def _start_host(fsync: str, data_dir: str) -> tuple[subprocess.Popen[bytes], int]:
+    proc = subprocess.Popen(serve_command(fsync, data_dir), stderr=subprocess.PIPE)
     assert proc.stderr is not None
     for line in proc.stderr:
-        try:
-            msg = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        if msg.get("event") == "listening":
+        port = listening_port(line)
+        if port is not None:
             # stop reading: let the host write its log to a sink so it never blocks on a pipe
             _drain_in_thread(proc)
-            return proc, int(msg["port"])
+            return proc, port
     raise RuntimeError("the host exited before listening")
 
 

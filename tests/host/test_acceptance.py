@@ -11,7 +11,6 @@ import random
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -21,8 +20,9 @@ import trio
 from host import logs
 from host.engine import Record
 from host.registry import load_registry
-from host.server import HostConfig, run_host
 from host.store import FileStore, read_log
+from tests.conftest import start_host
+from tools.bench import listening_port, serve_command
 from tools.client import Client
 
 REGISTRY = load_registry()
@@ -116,23 +116,7 @@ def records_of(path: Path) -> list[Record]:
 
 async def test_sigkill_loses_no_event_a_client_was_sent(tmp_path):
     proc = await trio.lowlevel.open_process(
-        [
-            sys.executable,
-            "-m",
-            "tools.cli",
-            "serve",
-            "--port",
-            "0",
-            "--data-dir",
-            str(tmp_path),
-            "--fsync",
-            "batch",
-            "--log-format",
-            "json",
-            "--log-level",
-            "info",
-        ],
-        stderr=subprocess.PIPE,
+        serve_command("batch", str(tmp_path)), stderr=subprocess.PIPE
     )
     port = None
     buf = b""
@@ -140,13 +124,8 @@ async def test_sigkill_loses_no_event_a_client_was_sent(tmp_path):
         chunk = await proc.stderr.receive_some()
         assert chunk, "the host exited before listening"
         buf += chunk
-        for line in buf.split(b"\n")[:-1]:
-            try:
-                msg = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if msg.get("event") == "listening":
-                port = msg["port"]
+        *lines, buf = buf.split(b"\n")
+        port = next((p for p in map(listening_port, lines) if p is not None), None)
 
     async def drain() -> None:
         while await proc.stderr.receive_some():
@@ -195,19 +174,13 @@ async def test_no_push_before_the_deal_is_scored_names_a_card_the_seat_could_not
     seen: dict = {}
     sids: list = []
     async with trio.open_nursery() as n:
-        host, port = await n.start(
-            lambda task_status: run_host(
-                HostConfig(tmp_path, port=0),
-                REGISTRY,
-                handle_signals=False,
-                task_status=task_status,
-            )
-        )
+        running = await start_host(n, tmp_path, REGISTRY)
+        port = running.port
         # one deck (up to 5 seats): every card is unique; only the first deal is checked, so a
         # match of one deal (target 1) is enough
         await play_ce_sessions(port, 6, 3, 0, seen, sids, options={"target": 1})
         await play_ce_sessions(port, 4, 5, 2, seen, sids, options={"target": 1})
-        host.request_shutdown()
+        running.host.request_shutdown()
 
     engine = REGISTRY.engines["crazy-eights"]
     pushes_checked = 0

@@ -261,7 +261,6 @@ async def test_a_game_that_keeps_its_seed_secret_never_sends_it(tmp_path):
     import attrs
 
     from host.registry import load_registry
-    from host.server import HostConfig, run_host
     from tests.toy import HighCard
 
     class SecretHighCard(HighCard):
@@ -276,22 +275,14 @@ async def test_a_game_that_keeps_its_seed_secret_never_sends_it(tmp_path):
 
     registry = load_registry([("secret", Plugin())], entrypoints=False)
     async with trio.open_nursery() as n:
-        host, port = await n.start(
-            lambda task_status: run_host(
-                HostConfig(tmp_path, port=0),
-                registry,
-                handle_signals=False,
-                task_status=task_status,
-            )
-        )
-        c = await Client.connect("127.0.0.1", port)
-        c.start(n)
+        running = await start_host(n, tmp_path, registry)
+        c = await running.client()
         sid = (await c.call("create", game="secret-high-card", seats=2, bots=2))["session"]
         snap = await watch_to_end(c, sid)
         assert snap["seed"] is None and len(snap["seed_commitment"]) == 64
         log = (tmp_path / "sessions" / f"{sid}.jsonl").read_bytes().splitlines()
         assert orjson.loads(log[-1])["seed"] == orjson.loads(log[0])["seed"]  # kept for audit
-        host.request_shutdown()
+        running.host.request_shutdown()
 
 
 async def test_a_half_written_last_cause_is_dropped_on_restart(tmp_path):
