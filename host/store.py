@@ -1,6 +1,7 @@
 """The embedded event store: one append-only JSON-lines file per session.
 
-Layout: ``<data-dir>/sessions/<session>.jsonl``, mode 0600 (logs hold hands and the seed). Each
+Layout: ``<data-dir>/sessions/<session>.jsonl``, mode 0600 (logs hold hands and the seed), in a
+``sessions`` folder of mode 0700 (set on every start, also when the folder existed before). Each
 line is one record ``{"seq": n, "ts": "2026-11-30T10:00:00.123Z", "type": ..., ...}`` with a
 gapless ``seq`` from 0 (see ``host.engine`` for the record types).
 
@@ -12,39 +13,103 @@ touched file once (group commit) before acknowledging them all:
 - ``batch`` (default): one fsync per file per batch covers every append queued meanwhile;
 - ``never``: write and flush only (survives a crash of the host, not of the machine).
 
+Descriptors: the writer keeps at most ``max_open`` log files open (least recently used closed
+first). A descriptor written in the current batch is fsynced before it is closed to make room, so
+every acknowledged append was synced on its own file, never on a reused descriptor number.
+:meth:`FileStore.release` never closes a file under the writer thread: while a batch is being
+written it is only noted, and done between batches. When opening a log fails for want of
+descriptors (EMFILE/ENFILE), the writer closes its cached files and tries once more.
+
+Failed appends: an append that raises (a write, fsync or open error) leaves the session *not
+open*: the store forgets its next seq, so every later append of it raises :class:`Conflict` —
+including appends already queued behind the failed one (no record is ever written after a gap)
+— until :meth:`FileStore.load` re-reads the log. A write that fails half way is cut off again
+where possible; whatever is left (a torn last line) is truncated by that ``load``. Records of a
+failed append may still be in the log (e.g. written but not synced), so the caller must carry on
+from what ``load`` returns, not from what it meant to write.
+
 Optimistic concurrency: an append names the seq it expects to write first; any other value is a
-:class:`Conflict`, never an overwrite. Loading truncates a torn last line (no newline, or not
-JSON) with a warning; a bad line in the middle raises :class:`CorruptLog`.
+:class:`Conflict`, never an overwrite.
+
+Damage: loading tells a torn tail from a damaged log. Only a torn *last* line (no newline at its
+end, or not JSON) is dropped — truncated in place, with a warning, when repairing; it was never
+acknowledged. Anything else raises :class:`CorruptLog` naming the file and the seq: an empty file,
+a first record that is not a valid header (its ``seed`` must hash to its ``seed_commitment``), a
+bad line before the last one, a seq out of order. :func:`fold_log` does the same for records that
+read but do not fold (an unknown card, an inconsistent record).
+
+Links: logs are opened without following symbolic links and must be regular files; anything else
+in ``sessions/`` is refused (:class:`CorruptLog`) and left untouched, and not listed by
+:meth:`FileStore.session_ids`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
 import os
 import re
+import stat
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import orjson
 import structlog
 import trio
 
-__all__ = ["Conflict", "CorruptLog", "FileStore", "FsyncMode", "StoreStatistics", "read_log"]
+from host.game import seed_commitment
+
+if TYPE_CHECKING:
+    from host.engine import Engine, Record, SessionState
+
+__all__ = [
+    "Conflict",
+    "CorruptLog",
+    "FileStore",
+    "FsyncMode",
+    "StoreStatistics",
+    "fold_log",
+    "read_log",
+]
 
 FsyncMode = Literal["always", "batch", "never"]
 MAX_OPEN = 256
-"""Log files the writer keeps open at once; others are reopened when appended to."""
+"""Default of ``FileStore(max_open=...)``: log files the writer keeps open at once; others are
+reopened when appended to."""
 log = structlog.get_logger("gamehost.store")
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+HEADER_FIELDS = ("game", "options", "seats", "seed", "seed_commitment")
+"""Fields every header record must have (``host.engine`` writes more)."""
 
 
 class Conflict(Exception):
-    """An append expected a different next seq, or a create found the session already there."""
+    """An append expected a different next seq, a create found the session already there, or the
+    session is not open (never loaded, or an earlier append of it failed: load it again)."""
 
 
 class CorruptLog(Exception):
-    """A log line in the middle of a file is not a record, or seqs are not gapless."""
+    """A log that cannot be read as a session: damaged, not a regular file, or not foldable.
+
+    ``str()`` is ``"<path>: seq <seq>: <message>"``.
+
+    Attributes:
+        path: the log file.
+        seq: the seq of the first record that is wrong (where it should be; 0 for the header
+            or a file that cannot be opened as a log).
+        message: what is wrong, in words.
+    """
+
+    def __init__(self, path: Path | str, seq: int, message: str) -> None:
+        super().__init__(path, seq, message)
+        self.path = Path(path)
+        self.seq = seq
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.path}: seq {self.seq}: {self.message}"
 
 
 class StoreClosed(Exception):
@@ -76,8 +141,75 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _open_log(path: Path, flags: int) -> int:
+    """Open a log without following a symbolic link; refuse anything but a regular file.
+
+    Raises:
+        CorruptLog: ``path`` is a symbolic link or not a regular file (nothing is changed).
+        OSError: any other failure to open it (e.g. ``FileNotFoundError``, EMFILE).
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CorruptLog(path, 0, "a symbolic link, not a log file: refused") from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise CorruptLog(path, 0, "not a regular file: refused")
+        if flags & os.O_ACCMODE == os.O_RDONLY:
+            return fd
+        os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_all(path: Path) -> bytes:
+    fd = _open_log(path, os.O_RDONLY)
+    with open(fd, "rb") as f:
+        return f.read()
+
+
+def _truncate(path: Path, size: int) -> None:
+    """Cut a log to ``size`` bytes, durably (links are not followed)."""
+    fd = _open_log(path, os.O_RDWR)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _check_header(path: Path, rec: dict[str, Any]) -> None:
+    if rec["type"] != "header":
+        raise CorruptLog(path, 0, f"the first record is a {rec['type']!r}, not the header")
+    missing = [f for f in HEADER_FIELDS if f not in rec]
+    if missing:
+        raise CorruptLog(path, 0, f"the header lacks {', '.join(missing)}")
+    seed, commitment = rec["seed"], rec["seed_commitment"]
+    try:
+        if not isinstance(seed, str):
+            raise ValueError
+        raw = bytes.fromhex(seed)
+    except ValueError:
+        raise CorruptLog(path, 0, "the header's seed is not a hex string") from None
+    if not raw or seed_commitment(raw) != commitment:
+        raise CorruptLog(path, 0, "the header's seed does not match its seed_commitment")
+    if not isinstance(rec["game"], str):
+        raise CorruptLog(path, 0, "the header's game is not a string")
+    if type(rec["seats"]) is not int or rec["seats"] < 1:
+        raise CorruptLog(path, 0, "the header's seats is not a positive integer")
+
+
 def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
-    """Read a session log.
+    """Read a session log, telling a torn tail from damage.
+
+    Only a torn last line — no newline at its end, or not JSON — is dropped (an append the crash
+    cut short, never acknowledged); with ``repair`` it is also truncated from the file, durably.
+    Links are not followed.
 
     Args:
         path: the ``.jsonl`` file.
@@ -85,40 +217,86 @@ def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
             is just skipped.
 
     Returns:
-        The records in order, as dicts.
+        The records in order, as dicts (each with an int ``seq`` and a str ``type``); the first
+        is a header whose ``seed`` matches its ``seed_commitment``.
 
     Raises:
-        CorruptLog: a bad line before the last one, or a seq out of order.
+        CorruptLog: naming the file and seq: an empty file or one with no complete header, a
+            first record that is not a valid header, a bad line before the last one, a seq out
+            of order, a second header; or ``path`` is a link or not a regular file.
         OSError: the file cannot be read.
     """
-    data = path.read_bytes()
+    data = _read_all(path)
+    if not data:
+        raise CorruptLog(path, 0, "the file is empty (no header record)")
     records: list[dict[str, Any]] = []
     pos = 0
-    good_end = 0
+    torn = False
     while pos < len(data):
+        seq = len(records)
         nl = data.find(b"\n", pos)
-        last = nl < 0 or nl == len(data) - 1
-        line = data[pos:] if nl < 0 else data[pos:nl]
-        try:
-            if nl < 0:
-                raise ValueError("no newline at the end")
-            rec = orjson.loads(line)
-            if not isinstance(rec, dict) or rec.get("seq") != len(records):
-                raise ValueError(f"expected a record with seq {len(records)}")
-        except ValueError as exc:
-            if not last:
-                raise CorruptLog(f"{path}: bad record at byte {pos}: {exc}") from None
-            log.warning("torn_tail", path=str(path), offset=pos, dropped=len(data) - pos)
-            if repair:
-                with open(path, "r+b") as f:
-                    f.truncate(good_end)
-                    f.flush()
-                    os.fsync(f.fileno())
+        if nl < 0:
+            torn = True
             break
+        try:
+            rec = orjson.loads(data[pos:nl])
+        except orjson.JSONDecodeError as exc:
+            if nl == len(data) - 1:
+                torn = True
+                break
+            raise CorruptLog(path, seq, f"the line at byte {pos} is not JSON ({exc})") from None
+        if not isinstance(rec, dict):
+            raise CorruptLog(path, seq, f"the line at byte {pos} is not a JSON object")
+        got = rec.get("seq")
+        if type(got) is not int or got != seq:
+            raise CorruptLog(path, seq, f"found seq {got!r} where seq {seq} belongs (a gap)")
+        if not isinstance(rec.get("type"), str):
+            raise CorruptLog(path, seq, "the record has no type")
+        if seq == 0:
+            _check_header(path, rec)
+        elif rec["type"] == "header":
+            raise CorruptLog(path, seq, "a second header record")
         records.append(rec)
         pos = nl + 1
-        good_end = pos
+    if torn:
+        if not records:
+            raise CorruptLog(path, 0, "no complete header record (only a torn line)")
+        log.warning("torn_tail", path=str(path), offset=pos, dropped=len(data) - pos)
+        if repair:
+            _truncate(path, pos)
     return records
+
+
+def fold_log(path: Path | str, engine: Engine, records: Sequence[Record]) -> SessionState:
+    """Fold a log's records (header first, as :func:`read_log` returns them, made
+    :class:`~host.engine.Record`) with the game's engine, and decode every ``action`` record's
+    action, so a log whose records read but do not make sense is told as damage.
+
+    Any exception the engine, codec or game plugin raises while folding a record (a ``KeyError``,
+    ``ValueError``, ``IndexError``, a plugin's own error on an unknown card, ...) becomes one
+    :class:`CorruptLog` with that record's seq.
+
+    Returns:
+        The session state after the last record.
+
+    Raises:
+        CorruptLog: no records, or the first record (by seq) that does not fold.
+    """
+    if not records:
+        raise CorruptLog(path, 0, "no header record")
+    seq = records[0].seq
+    try:
+        if records[0].type != "header" or seq != 0:
+            raise ValueError("the first record is not the header at seq 0")
+        state = engine.initial(records[0])
+        for rec in records[1:]:
+            seq = rec.seq
+            if rec.type == "action" and rec.obj is None:
+                engine.codec.action_from_wire(rec.data["action"])
+            state = engine.apply(state, rec)
+    except Exception as exc:  # noqa: BLE001 - whatever the plugin raises is damage here
+        raise CorruptLog(path, seq, f"does not fold: {type(exc).__name__}: {exc}") from exc
+    return state
 
 
 @attrs.define
@@ -129,21 +307,41 @@ class _Append:
     error: BaseException | None = None
 
 
+def _not_open(session: str) -> Conflict:
+    return Conflict(
+        f"session {session} is not open in this store (an earlier append of it failed:"
+        " load it again)"
+    )
+
+
 class FileStore:
     """The file-backed store. Start :meth:`run` in a nursery before appending.
 
     Args:
-        root: the data dir; logs go to ``root/sessions``.
+        root: the data dir; logs go to ``root/sessions`` (made, or set to, mode 0700).
         fsync: ``always``, ``batch`` or ``never`` (see the module docstring).
+        max_open: how many log files the writer keeps open at once (at least 1).
+
+    Raises:
+        ValueError: ``max_open`` below 1.
     """
 
-    def __init__(self, root: Path | str, fsync: FsyncMode = "batch") -> None:
+    def __init__(
+        self, root: Path | str, fsync: FsyncMode = "batch", *, max_open: int = MAX_OPEN
+    ) -> None:
+        if max_open < 1:
+            raise ValueError(f"max_open must be at least 1, not {max_open}")
         self.dir = Path(root) / "sessions"
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.dir, 0o700)  # also when it existed before, with a looser mode
         self.fsync = fsync
+        self.max_open = max_open
         self._next: dict[str, int] = {}
         self._fds: dict[str, int] = {}
         self._queue: list[_Append] = []
+        self._writing: set[str] = set()  # sessions of the batch the writer thread is writing
+        self._busy = False  # the writer thread is working: only it may touch ``_fds``
+        self._releases: set[str] = set()  # release() calls to do once the batch is done
         self._wake = trio.Event()
         self._closed = False
         self._stopped = trio.Event()
@@ -154,8 +352,18 @@ class FileStore:
         return self.dir / f"{session}.jsonl"
 
     def session_ids(self) -> list[str]:
-        """Every session with a log file, sorted."""
-        return sorted(p.stem for p in self.dir.glob("*.jsonl"))
+        """Every session with a log file, sorted. Entries that are not regular files (symbolic
+        links, folders, ...) are skipped with a warning."""
+        ids = []
+        with os.scandir(self.dir) as it:
+            for entry in it:
+                if not entry.name.endswith(".jsonl"):
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    log.warning("not_a_log_file", path=entry.path, reason="not a regular file")
+                    continue
+                ids.append(entry.name[: -len(".jsonl")])
+        return sorted(ids)
 
     def statistics(self) -> StoreStatistics:
         """The counters now."""
@@ -169,27 +377,42 @@ class FileStore:
         )
 
     # -- reading -------------------------------------------------------------------------------
+    def _check_idle(self, session: str) -> None:
+        if session in self._writing or any(job.session == session for job in self._queue):
+            raise Conflict(f"session {session} has appends in progress")
+
     def load(self, session: str) -> list[dict[str, Any]]:
-        """Read a session's records (repairing a torn tail) and make it appendable.
+        """Read a session's records (repairing a torn tail) and make it appendable at the next
+        seq. This is also how a session whose append failed is opened again.
 
         Raises:
-            CorruptLog, OSError: see :func:`read_log`.
+            Conflict: appends of the session are still queued or being written.
+            CorruptLog, OSError: see :func:`read_log` (the session stays not open).
         """
+        self._check_idle(session)
+        self._next.pop(session, None)
         records = read_log(self.path(session), repair=True)
         self._next[session] = len(records)
         return records
 
     def truncate(self, session: str, keep: int) -> None:
-        """Cut a (loaded, not yet appended-to) log after its first ``keep`` records, durably."""
+        """Cut a (loaded, not yet appended-to) log after its first ``keep`` records, durably.
+
+        Raises:
+            Conflict: appends of the session are in progress.
+            CorruptLog: the log has fewer than ``keep`` records, or is not a regular file.
+            OSError: the file cannot be read or cut.
+        """
+        self._check_idle(session)
         path = self.path(session)
-        data = path.read_bytes()
+        data = _read_all(path)
         end = 0
-        for _ in range(keep):
-            end = data.index(b"\n", end) + 1
-        with open(path, "r+b") as f:
-            f.truncate(end)
-            f.flush()
-            os.fsync(f.fileno())
+        for i in range(keep):
+            nl = data.find(b"\n", end)
+            if nl < 0:
+                raise CorruptLog(path, i, f"cannot keep {keep} records: the log ends here")
+            end = nl + 1
+        _truncate(path, end)
         self._next[session] = keep
 
     # -- writing -------------------------------------------------------------------------------
@@ -233,9 +456,13 @@ class FileStore:
                 adds ``ts``.
 
         Raises:
-            Conflict: ``expected_seq`` is not the log's next seq, or the records' seqs are wrong.
+            Conflict: ``expected_seq`` is not the log's next seq, the records' seqs are wrong,
+                or the session is not open (never loaded, or an earlier append of it failed —
+                also one queued just before this one). Nothing was written.
             StoreClosed: the store is shutting down.
-            OSError: the write or fsync failed (the session must stop: its state is unknown).
+            OSError, CorruptLog: the open, write or fsync failed. The session is then not open:
+                later appends raise ``Conflict`` until :meth:`load` re-reads the log, which may
+                or may not hold this append's records (a torn tail is cut on load).
         """
         if self._closed:
             raise StoreClosed("the store is closed")
@@ -272,9 +499,8 @@ class FileStore:
                 self._wake = trio.Event()
                 if self._queue:
                     batch, self._queue = self._queue, []
-                    await trio.to_thread.run_sync(self._write_batch, batch, abandon_on_cancel=False)
-                    for job in batch:
-                        job.done.set()
+                    await self._commit(batch)
+                self._do_releases()
                 if self._closed and not self._queue:
                     break
         finally:
@@ -283,49 +509,139 @@ class FileStore:
             self._fds.clear()
             self._stopped.set()
 
-    def _fd(self, session: str) -> int:
-        """The session's open file (the :data:`MAX_OPEN` most recently used stay open)."""
+    async def _commit(self, batch: list[_Append]) -> None:
+        """Write one batch in the writer thread; then fail the sessions that failed."""
+        self._writing = {job.session for job in batch}
+        self._busy = True
+        try:
+            failed = await trio.to_thread.run_sync(
+                self._write_batch, batch, abandon_on_cancel=False
+            )
+        except Exception as exc:  # noqa: BLE001 - a bug here must not hang every appender
+            log.exception("store_batch_failed")
+            for job in batch:
+                job.error = job.error or exc
+            failed = set(self._writing)
+        finally:
+            self._busy = False
+            self._writing = set()
+        for session in failed:
+            self._next.pop(session, None)
+        if failed:  # appends queued meanwhile behind a failed one: never write after a gap
+            keep = []
+            for job in self._queue:
+                if job.session in failed:
+                    job.error = _not_open(job.session)
+                    job.done.set()
+                else:
+                    keep.append(job)
+            self._queue = keep
+        for job in batch:
+            job.done.set()
+
+    def _do_releases(self) -> None:
+        while self._releases:
+            fd = self._fds.pop(self._releases.pop(), None)
+            if fd is not None:
+                os.close(fd)
+
+    def _fd(
+        self, session: str, unsynced: dict[str, list[_Append]], failed: dict[str, BaseException]
+    ) -> int:
+        """The session's open file (the ``max_open`` most recently used stay open). Writer
+        thread only."""
         fd = self._fds.pop(session, None)
         if fd is None:
-            fd = os.open(self.path(session), os.O_WRONLY | os.O_APPEND)
+            while len(self._fds) >= self.max_open:
+                self._close(next(iter(self._fds)), unsynced, failed)
+            flags = os.O_WRONLY | os.O_APPEND
+            try:
+                fd = _open_log(self.path(session), flags)
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE) or not self._fds:
+                    raise
+                log.warning("store_out_of_descriptors", open=len(self._fds), session=session)
+                for other in list(self._fds):
+                    self._close(other, unsynced, failed)
+                fd = _open_log(self.path(session), flags)
         self._fds[session] = fd  # most recently used last
-        while len(self._fds) > MAX_OPEN:
-            oldest = next(iter(self._fds))
-            old = self._fds.pop(oldest, None)
-            if old is not None:
-                os.close(old)
         return fd
 
-    def _write_batch(self, batch: list[_Append]) -> None:
-        touched: dict[str, int] = {}
+    def _sync(
+        self,
+        session: str,
+        fd: int,
+        unsynced: dict[str, list[_Append]],
+        failed: dict[str, BaseException],
+    ) -> None:
+        """fsync a file written in this batch; a failure fails the appends it was to cover."""
+        jobs = unsynced.pop(session, None)
+        if not jobs:
+            return
+        try:
+            os.fsync(fd)
+            self._n_fsyncs += 1
+        except OSError as exc:
+            for job in jobs:
+                job.error = exc
+            failed[session] = exc
+
+    def _close(
+        self, session: str, unsynced: dict[str, list[_Append]], failed: dict[str, BaseException]
+    ) -> None:
+        """Close a cached file, fsyncing it first if this batch wrote to it. Writer thread."""
+        fd = self._fds.pop(session, None)
+        if fd is None:
+            return
+        self._sync(session, fd, unsynced, failed)
+        try:
+            os.close(fd)
+        except OSError as exc:
+            log.warning("store_close_failed", session=session, error=str(exc))
+
+    def _write_batch(self, batch: list[_Append]) -> set[str]:
+        """Write (and sync) a batch; returns the sessions whose appends failed."""
+        unsynced: dict[str, list[_Append]] = {}  # batch mode: written, fsync still owed
+        failed: dict[str, BaseException] = {}
         for job in batch:
+            if job.session in failed:
+                job.error = _not_open(job.session)
+                continue
             try:
-                fd = self._fd(job.session)
-                view = memoryview(job.data)
-                while view:
-                    n = os.write(fd, view)
-                    view = view[n:]
+                fd = self._fd(job.session, unsynced, failed)
+                start = os.lseek(fd, 0, os.SEEK_END)
+                try:
+                    view = memoryview(job.data)
+                    while view:
+                        n = os.write(fd, view)
+                        if n <= 0:
+                            raise OSError(errno.EIO, "write wrote nothing")
+                        view = view[n:]
+                except OSError:
+                    with contextlib.suppress(OSError):  # else load cuts the torn tail
+                        os.ftruncate(fd, start)  # the half-written append, cut off again
+                    raise
                 if self.fsync == "always":
                     os.fsync(fd)
                     self._n_fsyncs += 1
-                else:
-                    touched[job.session] = fd
-            except OSError as exc:
+                elif self.fsync == "batch":
+                    unsynced.setdefault(job.session, []).append(job)
+            except (OSError, CorruptLog) as exc:
                 job.error = exc
-        if self.fsync == "batch":
-            for session, fd in touched.items():
-                try:
-                    os.fsync(fd)
-                    self._n_fsyncs += 1
-                except OSError as exc:
-                    for job in batch:
-                        if job.session == session:
-                            job.error = exc
+                failed[job.session] = exc
+                self._close(job.session, unsynced, failed)  # a fresh open after the reload
+        for session in list(unsynced):
+            self._sync(session, self._fds[session], unsynced, failed)
         self._n_batches += 1
         self._n_appends += sum(1 for job in batch if job.error is None)
+        return set(failed)
 
     def release(self, session: str) -> None:
-        """Close a session's file when it will not be appended to again (it ended)."""
+        """Close a session's file when it will not be appended to again (it ended). While the
+        writer thread works, the file is closed once its batch is done."""
+        if self._busy:
+            self._releases.add(session)
+            return
         fd = self._fds.pop(session, None)
         if fd is not None:
             os.close(fd)

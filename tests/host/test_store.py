@@ -1,3 +1,4 @@
+import hashlib
 import os
 import stat
 
@@ -7,9 +8,21 @@ import trio
 
 from host.store import Conflict, CorruptLog, FileStore, read_log
 
+SEED = "5e" * 32
+HEADER = {
+    "game": "g",
+    "options": {},
+    "seats": 2,
+    "seed": SEED,
+    "seed_commitment": hashlib.sha256(bytes.fromhex(SEED)).hexdigest(),
+}
+
 
 def rec(seq: int, **kw):
-    return {"seq": seq, "type": "event" if seq else "header", **kw}
+    """A record; seq 0 is a valid header."""
+    if seq == 0:
+        return {"seq": 0, "type": "header", **HEADER, **kw}
+    return {"seq": seq, "type": "event", **kw}
 
 
 @pytest.fixture

@@ -1,0 +1,385 @@
+"""The store's writer and its descriptors: every acknowledged append is fsynced on its own file,
+``release`` never closes a file under the writer, running out of descriptors is survived, and a
+failed append leaves the session not open until it is loaded again."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from host.store import Conflict, FileStore, read_log
+from tests.host.test_store import rec
+
+REAL_WRITE, REAL_FSYNC, REAL_OPEN = os.write, os.fsync, os.open
+
+
+def target(fd: int) -> str | None:
+    """The file a descriptor is open on, or None if it is not open."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except FileNotFoundError:
+        return None
+
+
+class Trace:
+    """Records, in order, each write and fsync the store makes and the file each one hit."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.events: list[tuple[str, str | None]] = []
+        self.errors: list[OSError] = []
+        monkeypatch.setattr(os, "write", self.write)
+        monkeypatch.setattr(os, "fsync", self.fsync)
+
+    def write(self, fd: int, data: bytes) -> int:
+        self.events.append(("write", target(fd)))
+        return REAL_WRITE(fd, data)
+
+    def fsync(self, fd: int) -> None:
+        self.events.append(("fsync", target(fd)))
+        try:
+            REAL_FSYNC(fd)
+        except OSError as exc:
+            self.errors.append(exc)
+            raise
+
+    def unsynced(self) -> set[str | None]:
+        """Files whose last write was not followed by an fsync of that same file."""
+        pending: set[str | None] = set()
+        for kind, path in self.events:
+            if kind == "write":
+                pending.add(path)
+            else:
+                pending.discard(path)
+        return pending
+
+    def written(self) -> set[str | None]:
+        return {p for kind, p in self.events if kind == "write"}
+
+
+async def make_logs(root: Path, n: int) -> list[str]:
+    ids = [f"s{i}" for i in range(n)]
+    setup = FileStore(root, "never")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(setup.run)
+        for sid in ids:
+            await setup.create(sid, rec(0))
+        await setup.aclose()
+    return ids
+
+
+async def queue_then_run(
+    store: FileStore, appends: list[list[tuple[str, int]]], results: dict, then=None
+) -> None:
+    """Queue every append (phase by phase, so a session's appends queue in seq order) before the
+    writer runs, so they all land in one batch; run the writer until they are done, then
+    ``await then()`` (if given) and close the store."""
+
+    async def one(sid: str, seq: int) -> None:
+        try:
+            await store.append(sid, seq, [rec(seq)])
+            results[sid, seq] = "ok"
+        except (OSError, Conflict) as exc:
+            results[sid, seq] = exc
+
+    async with trio.open_nursery() as nursery:
+        async with trio.open_nursery() as appenders:
+            for phase in appends:
+                for sid, seq in phase:
+                    appenders.start_soon(one, sid, seq)
+                await trio.testing.wait_all_tasks_blocked()
+            assert store.statistics().queued == sum(map(len, appends))
+            await nursery.start(store.run)
+        if then is not None:
+            await then()
+        await store.aclose()
+
+
+@pytest.mark.parametrize(("sessions", "max_open"), [(12, 2), (300, 256)])
+async def test_every_file_a_batch_wrote_gets_its_own_fsync_when_the_cache_evicts(
+    tmp_path, monkeypatch, sessions, max_open
+):
+    ids = await make_logs(tmp_path, sessions)
+    store = FileStore(tmp_path, "batch", max_open=max_open)
+    for sid in ids:
+        store.load(sid)
+    trace = Trace(monkeypatch)
+    results: dict = {}
+    # two appends per session in one batch: the cache evicts files between their writes
+    phases = [[(sid, 1) for sid in ids], [(sid, 2) for sid in ids]]
+    await queue_then_run(store, phases, results)
+
+    assert store.statistics().batches == 1
+    assert results == {(sid, seq): "ok" for sid in ids for seq in (1, 2)}
+    assert trace.errors == []
+    assert trace.written() == {str(store.path(sid)) for sid in ids}
+    assert trace.unsynced() == set()
+    for sid in ids:
+        assert [r["seq"] for r in read_log(store.path(sid))] == [0, 1, 2]
+
+
+async def test_the_open_file_cache_never_exceeds_max_open(tmp_path):
+    ids = await make_logs(tmp_path, 6)
+    store = FileStore(tmp_path, "batch", max_open=2)
+    for sid in ids:
+        store.load(sid)
+    results: dict = {}
+    await queue_then_run(store, [[(sid, 1) for sid in ids]], results)
+    assert set(results.values()) == {"ok"}
+    assert store.statistics().fsyncs == 6
+
+
+def test_max_open_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="max_open"):
+        FileStore(tmp_path, max_open=0)
+
+
+async def test_release_while_the_writer_works_waits_for_the_batch(tmp_path, monkeypatch):
+    ids = await make_logs(tmp_path, 2)
+    store = FileStore(tmp_path, "batch")
+    for sid in ids:
+        store.load(sid)
+    trace = Trace(monkeypatch)
+    released = []
+
+    def write(fd: int, data: bytes) -> int:
+        n = trace.write(fd, data)
+        if not released:  # the session actors release both files mid-batch
+            released.extend(ids)
+            for sid in ids:
+                trio.from_thread.run_sync(store.release, sid)
+        return n
+
+    monkeypatch.setattr(os, "write", write)
+    results: dict = {}
+    await queue_then_run(store, [[(sid, 1) for sid in ids]], results)
+
+    assert released == ids
+    assert results == {(sid, 1): "ok" for sid in ids}
+    assert trace.errors == []
+    assert trace.written() == {str(store.path(sid)) for sid in ids}
+    assert trace.unsynced() == set()
+    assert store.statistics().sessions_open == 0
+
+
+async def test_release_between_batches_closes_the_file_and_a_later_append_reopens_it(tmp_path):
+    (sid,) = await make_logs(tmp_path, 1)
+    store = FileStore(tmp_path, "batch")
+    store.load(sid)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        await store.append(sid, 1, [rec(1)])
+        assert store.statistics().sessions_open == 1
+        store.release(sid)
+        assert store.statistics().sessions_open == 0
+        await store.append(sid, 2, [rec(2)])
+        await store.aclose()
+    assert [r["seq"] for r in read_log(store.path(sid))] == [0, 1, 2]
+
+
+def fail_open_of(monkeypatch, path: Path, times: int, err: int = errno.EMFILE) -> list[int]:
+    """Make the next ``times`` opens of ``path`` fail with ``err``; returns the failures made."""
+    made: list[int] = []
+
+    def fake_open(p, flags, *args, **kw):
+        if os.fspath(p) == os.fspath(path) and len(made) < times:
+            made.append(err)
+            raise OSError(err, os.strerror(err), os.fspath(p))
+        return REAL_OPEN(p, flags, *args, **kw)
+
+    monkeypatch.setattr(os, "open", fake_open)
+    return made
+
+
+async def test_out_of_descriptors_closes_the_cached_files_and_opens_again(tmp_path, monkeypatch):
+    ids = await make_logs(tmp_path, 4)
+    store = FileStore(tmp_path, "batch", max_open=8)
+    for sid in ids:
+        store.load(sid)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        for sid in ids[:3]:
+            await store.append(sid, 1, [rec(1)])
+        assert store.statistics().sessions_open == 3
+        made = fail_open_of(monkeypatch, store.path(ids[3]), 1, errno.ENFILE)
+        await store.append(ids[3], 1, [rec(1)])
+        assert made == [errno.ENFILE]
+        assert store.statistics().sessions_open == 1  # the others were closed to make room
+        await store.append(ids[0], 2, [rec(2)])  # and are reopened when needed
+        await store.aclose()
+    assert [r["seq"] for r in read_log(store.path(ids[3]))] == [0, 1]
+    assert [r["seq"] for r in read_log(store.path(ids[0]))] == [0, 1, 2]
+
+
+async def test_an_append_that_cannot_open_its_log_leaves_it_unchanged_and_not_open(
+    tmp_path, monkeypatch
+):
+    ids = await make_logs(tmp_path, 2)
+    store = FileStore(tmp_path, "batch")
+    for sid in ids:
+        store.load(sid)
+    path = store.path(ids[1])
+    before = path.read_bytes()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        await store.append(ids[0], 1, [rec(1)])
+        fail_open_of(monkeypatch, path, 2)  # the retry fails too
+        with pytest.raises(OSError) as info:
+            await store.append(ids[1], 1, [rec(1)])
+        assert info.value.errno == errno.EMFILE
+        assert path.read_bytes() == before
+        for seq in (1, 2):
+            with pytest.raises(Conflict, match="not open"):
+                await store.append(ids[1], seq, [rec(seq)])
+        assert [r["seq"] for r in store.load(ids[1])] == [0]
+        await store.append(ids[1], 1, [rec(1)])
+        await store.aclose()
+    assert [r["seq"] for r in read_log(path)] == [0, 1]
+
+
+def fail_write_of(monkeypatch, path: Path, half: bool = True) -> list[int]:
+    """Make the first write to ``path`` write half its bytes (if ``half``), then fail ENOSPC."""
+    failed: list[int] = []
+
+    def write(fd: int, data: bytes) -> int:
+        if target(fd) == os.fspath(path) and not failed:
+            failed.append(fd)
+            if half:
+                REAL_WRITE(fd, bytes(data[: len(data) // 2]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return REAL_WRITE(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    return failed
+
+
+async def test_a_half_written_append_is_cut_off_and_the_session_must_be_loaded_again(
+    tmp_path, monkeypatch
+):
+    (sid,) = await make_logs(tmp_path, 1)
+    store = FileStore(tmp_path, "batch")
+    store.load(sid)
+    path = store.path(sid)
+    before = path.read_bytes()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        fail_write_of(monkeypatch, path)
+        with pytest.raises(OSError):
+            await store.append(sid, 1, [rec(1, x="y" * 100), rec(2)])
+        assert path.read_bytes() == before
+        # the optimistic next seq is gone: neither the old nor the hoped-for seq is accepted
+        for seq in (1, 3):
+            with pytest.raises(Conflict, match="not open"):
+                await store.append(sid, seq, [rec(seq)])
+        assert [r["seq"] for r in store.load(sid)] == [0]
+        await store.append(sid, 1, [rec(1)])
+        await store.aclose()
+    assert [r["seq"] for r in read_log(path)] == [0, 1]
+
+
+async def test_a_torn_write_that_could_not_be_cut_off_is_repaired_by_load(tmp_path, monkeypatch):
+    (sid,) = await make_logs(tmp_path, 1)
+    store = FileStore(tmp_path, "batch")
+    store.load(sid)
+    path = store.path(sid)
+    before = path.read_bytes()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        fail_write_of(monkeypatch, path)
+        with monkeypatch.context() as m:
+            m.setattr(os, "ftruncate", lambda fd, size: (_ for _ in ()).throw(OSError(errno.EIO)))
+            with pytest.raises(OSError):
+                await store.append(sid, 1, [rec(1, x="y" * 100)])
+        assert path.read_bytes() != before  # the torn half is there
+        with pytest.raises(Conflict, match="not open"):  # nothing is written after it
+            await store.append(sid, 2, [rec(2)])
+        assert [r["seq"] for r in store.load(sid)] == [0]
+        assert path.read_bytes() == before
+        await store.append(sid, 1, [rec(1)])
+        await store.aclose()
+
+
+async def test_appends_queued_in_the_same_batch_after_a_failed_one_are_not_written(
+    tmp_path, monkeypatch
+):
+    ids = await make_logs(tmp_path, 2)
+    store = FileStore(tmp_path, "batch")
+    for sid in ids:
+        store.load(sid)
+    fail_write_of(monkeypatch, store.path(ids[0]), half=False)
+    results: dict = {}
+    await queue_then_run(store, [[(ids[0], 1), (ids[1], 1)], [(ids[0], 2), (ids[1], 2)]], results)
+    assert isinstance(results[ids[0], 1], OSError)
+    assert isinstance(results[ids[0], 2], Conflict)
+    assert results[ids[1], 1] == results[ids[1], 2] == "ok"
+    assert [r["seq"] for r in read_log(store.path(ids[0]))] == [0]  # no record after a gap
+    assert [r["seq"] for r in read_log(store.path(ids[1]))] == [0, 1, 2]
+
+
+async def test_an_append_queued_while_the_failing_batch_is_written_is_refused(
+    tmp_path, monkeypatch
+):
+    (sid,) = await make_logs(tmp_path, 1)
+    store = FileStore(tmp_path, "batch")
+    store.load(sid)
+    path = store.path(sid)
+    results: dict = {}
+
+    async def second() -> None:
+        try:
+            await store.append(sid, 2, [rec(2)])
+            results[2] = "ok"
+        except Conflict as exc:
+            results[2] = exc
+
+    async def queue_second(nursery: trio.Nursery) -> None:
+        nursery.start_soon(second)
+        await trio.testing.wait_all_tasks_blocked()
+        assert store.statistics().queued == 1
+
+    def write(fd: int, data: bytes) -> int:
+        if target(fd) == os.fspath(path) and not results:
+            results["queued"] = True
+            trio.from_thread.run(queue_second, nursery)
+            raise OSError(errno.EIO, "Input/output error")
+        return REAL_WRITE(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        with pytest.raises(OSError):
+            await store.append(sid, 1, [rec(1)])
+        await store.aclose()
+    assert isinstance(results[2], Conflict)
+    assert "not open" in str(results[2])
+    assert [r["seq"] for r in read_log(path)] == [0]
+
+
+async def test_a_failed_fsync_fails_only_its_files_appends(tmp_path, monkeypatch):
+    ids = await make_logs(tmp_path, 2)
+    store = FileStore(tmp_path, "batch")
+    for sid in ids:
+        store.load(sid)
+    bad = os.fspath(store.path(ids[0]))
+
+    def fsync(fd: int) -> None:
+        if target(fd) == bad:
+            raise OSError(errno.EIO, "Input/output error")
+        REAL_FSYNC(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    results: dict = {}
+
+    async def then() -> None:
+        with pytest.raises(Conflict, match="not open"):
+            await store.append(ids[0], 2, [rec(2)])
+        await store.append(ids[1], 2, [rec(2)])
+
+    await queue_then_run(store, [[(sid, 1) for sid in ids]], results, then)
+    assert isinstance(results[ids[0], 1], OSError)
+    assert results[ids[1], 1] == "ok"
+    assert store.statistics().appends == 2
