@@ -29,7 +29,7 @@ import orjson
 
 from host.engine import Engine, Record
 from host.registry import load_registry
-from host.store import CorruptLog, read_log
+from host.store import CorruptLog, fold_log, read_log
 
 __all__ = ["ReplayError", "load", "main", "verify_log"]
 
@@ -50,7 +50,8 @@ def load_with_times(
     """Read a log and find its game; also return each record's ``ts``.
 
     Raises:
-        ReplayError: unreadable log, no header, or the game is not installed.
+        ReplayError: unreadable or damaged log (``"<file>: seq N: ..."``, see
+            :class:`~host.store.CorruptLog`), or the game is not installed.
     """
     try:
         raw = read_log(path)
@@ -65,6 +66,10 @@ def load_with_times(
         engine = load_registry().engines.get(gid)
         if engine is None:
             raise ReplayError(f"{path}: game {gid!r} is not installed")
+    try:
+        fold_log(path, engine, records)  # a record that reads but does not fold is damage too
+    except CorruptLog as exc:
+        raise ReplayError(str(exc)) from None
     return engine, records, times
 
 
