@@ -291,8 +291,12 @@ def fold_log(path: Path | str, engine: Engine, records: Sequence[Record]) -> Ses
         state = engine.initial(records[0])
         for rec in records[1:]:
             seq = rec.seq
-            if rec.type == "action" and rec.obj is None:
-                engine.codec.action_from_wire(rec.data["action"])
+            if rec.type == "action":
+                seat = rec.data["seat"]
+                if type(seat) is not int or not 0 <= seat < len(state.seats):
+                    raise ValueError(f"no seat {seat!r}")
+                if rec.obj is None:
+                    engine.codec.action_from_wire(rec.data["action"])
             state = engine.apply(state, rec)
     except Exception as exc:  # noqa: BLE001 - whatever the plugin raises is damage here
         raise CorruptLog(path, seq, f"does not fold: {type(exc).__name__}: {exc}") from exc

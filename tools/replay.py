@@ -5,6 +5,8 @@
   for what that viewer saw (the game's ``view``);
 - ``--verify``: re-run every recorded cause (seats taken, actions) through the current code and
   report the first record that differs (exit status 1), and check the seed against its commitment;
+  a damaged log (one that does not read or fold, see ``host.store.CorruptLog``) is one line
+  ``error: <file>: seq N: ...`` with exit status 2, in every mode;
 - ``--fork-at SEQ [--out DIR]``: write the log's records up to SEQ as a new session log
   ``DIR/<new id>.jsonl`` (default DIR: the log's own folder, so a host on that data dir picks it
   up and play continues). SEQ must end a cause (the last event of an action, or a seat taken),
@@ -45,9 +47,10 @@ def load(path: Path, engine: Engine | None = None) -> tuple[Engine, list[Record]
 
 
 def load_with_times(
-    path: Path, engine: Engine | None = None
+    path: Path, engine: Engine | None = None, *, fold: bool = True
 ) -> tuple[Engine, list[Record], list[str]]:
-    """Read a log and find its game; also return each record's ``ts``.
+    """Read a log and find its game; also return each record's ``ts``. With ``fold``, also
+    check that every record folds (:func:`host.store.fold_log`).
 
     Raises:
         ReplayError: unreadable or damaged log (``"<file>: seq N: ..."``, see
@@ -66,11 +69,37 @@ def load_with_times(
         engine = load_registry().engines.get(gid)
         if engine is None:
             raise ReplayError(f"{path}: game {gid!r} is not installed")
-    try:
-        fold_log(path, engine, records)  # a record that reads but does not fold is damage too
-    except CorruptLog as exc:
-        raise ReplayError(str(exc)) from None
+    if fold:
+        try:
+            fold_log(path, engine, records)  # a record that reads but does not fold is damage
+        except CorruptLog as exc:
+            raise ReplayError(str(exc)) from None
     return engine, records, times
+
+
+def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
+    """``--verify``: the first record the code does not re-produce (exit 1); else a record
+    that does not fold is damage (``error: <file>: seq N: ...``, exit 2); else ok (0)."""
+    try:
+        fold_log(path, engine, records)
+        damage = None
+    except CorruptLog as exc:
+        damage = exc
+    try:
+        diff = verify_log(engine, records)
+    except Exception as exc:  # noqa: BLE001 - a damaged log can trip the game's own code
+        if damage is None:
+            print(f"error: {path}: verify failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
+        diff = None
+    if diff is not None and (damage is None or diff[0] < damage.seq):
+        print(f"DIFFERS at seq {diff[0]}: {diff[1]}")
+        return 1
+    if damage is not None:
+        print(f"error: {damage}", file=sys.stderr)
+        return 2
+    print(f"ok: {path.name}: {len(records)} records replay to the same events")
+    return 0
 
 
 def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
@@ -82,8 +111,11 @@ def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
     header = records[0].data
     for rec in records:
         if rec.type == "ended":
-            seed = bytes.fromhex(rec.data["seed"])
-            if hashlib.sha256(seed).hexdigest() != header["seed_commitment"]:
+            try:
+                seed = bytes.fromhex(rec.data["seed"])
+            except (KeyError, TypeError, ValueError):
+                seed = None
+            if seed is None or hashlib.sha256(seed).hexdigest() != header["seed_commitment"]:
                 return (rec.seq, "the revealed seed does not match the header's commitment")
     return engine.verify(records)
 
@@ -162,18 +194,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the command; exit status 0, 1 (verify found a difference) or 2 (unusable input)."""
     try:
-        engine, records, times = load_with_times(args.log)
+        engine, records, times = load_with_times(args.log, fold=not args.verify)
     except ReplayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     last = records[-1].seq
     if args.verify:
-        diff = verify_log(engine, records)
-        if diff is not None:
-            print(f"DIFFERS at seq {diff[0]}: {diff[1]}")
-            return 1
-        print(f"ok: {args.log.name}: {len(records)} records replay to the same events")
-        return 0
+        return _verify(args.log, engine, records)
     if args.fork_at is not None:
         return _fork(args, records)
     if args.at is not None:

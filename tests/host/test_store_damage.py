@@ -166,6 +166,31 @@ def test_an_unknown_card_is_one_corrupt_log_error_naming_file_and_seq(tmp_path, 
 
 
 @needs_crazy_eights
+def test_an_action_without_a_seat_is_a_corrupt_log_in_every_replay_mode(tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    raw = crazy_eights_log(path)
+    i = next(i for i, r in enumerate(raw) if r["type"] == "action")
+    del raw[i]["seat"]
+    write_log(path, raw)
+    capsys.readouterr()
+    for args in (["--verify"], ["--at", "2"], [], ["--as", "0"]):
+        assert main(["replay", str(path), *args]) == 2
+        out, err = capsys.readouterr()
+        assert err.startswith(f"error: {path}: seq {i}: ") and err.count("\n") == 1
+
+
+@needs_crazy_eights
+def test_a_revealed_seed_that_is_not_hex_differs_without_a_traceback(tmp_path, capsys):
+    path = tmp_path / "s.jsonl"
+    raw = crazy_eights_log(path)
+    raw[-1]["seed"] = "not hex"
+    write_log(path, raw)
+    capsys.readouterr()
+    assert main(["replay", "--verify", str(path)]) == 1
+    assert capsys.readouterr().out.startswith(f"DIFFERS at seq {raw[-1]['seq']}: ")
+
+
+@needs_crazy_eights
 def test_fold_log_returns_the_state_of_a_good_log(tmp_path):
     path = tmp_path / "s.jsonl"
     crazy_eights_log(path)
