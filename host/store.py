@@ -40,7 +40,7 @@ read but do not fold (an unknown card, an inconsistent record).
 
 Links: logs are opened without following symbolic links and must be regular files; anything else
 in ``sessions/`` is refused (:class:`CorruptLog`) and left untouched, and not listed by
-:meth:`FileStore.session_ids`.
+:meth:`FileStore.session_ids` (nor is a file whose name is not a session id).
 """
 
 from __future__ import annotations
@@ -355,18 +355,26 @@ class FileStore:
         """The log file of a session."""
         return self.dir / f"{session}.jsonl"
 
+    def _checked_path(self, session: str) -> Path:
+        if not _SESSION_ID.match(session):
+            raise ValueError(f"bad session id {session!r}")
+        return self.path(session)
+
     def session_ids(self) -> list[str]:
         """Every session with a log file, sorted. Entries that are not regular files (symbolic
-        links, folders, ...) are skipped with a warning."""
+        links, folders, ...) or whose name is not a session id are skipped with a warning."""
         ids = []
         with os.scandir(self.dir) as it:
             for entry in it:
                 if not entry.name.endswith(".jsonl"):
                     continue
-                if not entry.is_file(follow_symlinks=False):
+                sid = entry.name[: -len(".jsonl")]
+                if not _SESSION_ID.match(sid):
+                    log.warning("not_a_log_file", path=entry.path, reason="not a session id")
+                elif not entry.is_file(follow_symlinks=False):
                     log.warning("not_a_log_file", path=entry.path, reason="not a regular file")
-                    continue
-                ids.append(entry.name[: -len(".jsonl")])
+                else:
+                    ids.append(sid)
         return sorted(ids)
 
     def statistics(self) -> StoreStatistics:
@@ -392,10 +400,12 @@ class FileStore:
         Raises:
             Conflict: appends of the session are still queued or being written.
             CorruptLog, OSError: see :func:`read_log` (the session stays not open).
+            ValueError: a bad session id.
         """
+        path = self._checked_path(session)
         self._check_idle(session)
         self._next.pop(session, None)
-        records = read_log(self.path(session), repair=True)
+        records = read_log(path, repair=True)
         self._next[session] = len(records)
         return records
 
@@ -406,9 +416,10 @@ class FileStore:
             Conflict: appends of the session are in progress.
             CorruptLog: the log has fewer than ``keep`` records, or is not a regular file.
             OSError: the file cannot be read or cut.
+            ValueError: a bad session id.
         """
+        path = self._checked_path(session)
         self._check_idle(session)
-        path = self.path(session)
         data = _read_all(path)
         end = 0
         for i in range(keep):

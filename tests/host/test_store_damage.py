@@ -300,7 +300,17 @@ def test_listing_skips_everything_but_regular_log_files(tmp_path):
     store.path("folder").mkdir()
     os.mkfifo(store.path("fifo"))
     (store.dir / "notes.txt").write_bytes(b"x")
+    (store.dir / "not an id.jsonl").write_bytes(b"x")
     assert store.session_ids() == ["good"]
+
+
+def test_a_session_id_that_is_not_one_cannot_reach_outside_the_folder(tmp_path):
+    outside = tmp_path / "outside.jsonl"
+    write_log(outside, [rec(0)])
+    store = FileStore(tmp_path / "data")
+    for op in (lambda: store.load("../../outside"), lambda: store.truncate("../../outside", 1)):
+        with pytest.raises(ValueError, match="bad session id"):
+            op()
 
 
 def test_a_folder_or_fifo_named_like_a_log_is_refused(tmp_path):
