@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,7 +14,7 @@ from host import faults
 from host.engine import BadRecord, Engine, GameFault, Record, SessionState
 from host.game import IllegalAction, hookimpl
 from host.local import DidNotEnd, play_local, roundtrip
-from host.registry import load_registry, plugin_manager
+from host.registry import BadGame, check_game, load_registry, plugin_manager
 from tests import broken_games as broken
 from tests.bots import RandomLegal
 from tests.toy import HighCard, Keep, Swap
@@ -260,6 +261,75 @@ def test_an_observer_that_raises_is_logged_and_the_next_one_still_runs(
     assert log.calls == [
         ("observer_failed", {"hook": "gamehost_event_appended", "plugin": "broken"})
     ]
+
+
+# -- registering games -----------------------------------------------------------------------------
+
+
+class RaisesOnRegister:
+    @hookimpl
+    def gamehost_register_games(self) -> list:
+        raise RuntimeError("planted bug in a plugin's registration")
+
+
+@attrs.frozen
+class Kept:
+    """Not the toy's Kept, but with its tag."""
+
+    seat: int
+
+
+class SharedTag(HighCard):
+    info = attrs.evolve(
+        HighCard.info, id="shared-tag", event_types=(*HighCard.info.event_types, Kept)
+    )
+
+
+class NotAGame:
+    info = attrs.evolve(HighCard.info, id="not-a-game")
+
+
+class Offers:
+    def __init__(self, *games: Any) -> None:
+        self.games = list(games)
+
+    @hookimpl
+    def gamehost_register_games(self) -> list:
+        return self.games
+
+
+def test_a_broken_plugin_or_game_is_left_out_and_the_others_are_served() -> None:
+    registry = load_registry(
+        [
+            ("raises", RaisesOnRegister()),
+            ("shared-tag", Offers(SharedTag(), NotAGame())),
+            ("toy", broken.Plugin(HighCard())),
+        ],
+        entrypoints=False,
+    )
+    assert sorted(registry.games) == ["high-card"]
+    reasons: dict[str, list[str]] = {}
+    for name, why in registry.refused:
+        reasons.setdefault(name, []).append(why)
+    assert len(reasons["raises"]) == 1 and "planted bug" in reasons["raises"][0]
+    tag, members = reasons["shared-tag"]
+    assert "tests.toy.Kept and tests.host.test_plugin_faults.Kept share the type tag 'kept'" in tag
+    assert "no initial_state, start, decide" in members
+
+
+def test_check_game_refuses_bad_seat_ranges_and_non_attrs_classes() -> None:
+    check_game(HighCard())
+    bad = [
+        attrs.evolve(HighCard.info, min_seats=0),
+        attrs.evolve(HighCard.info, min_seats=3, max_seats=2),
+        attrs.evolve(HighCard.info, action_types=(dict,)),
+        attrs.evolve(HighCard.info, id=""),
+    ]
+    for info in bad:
+        game = HighCard()
+        game.info = info
+        with pytest.raises(BadGame):
+            check_game(game)
 
 
 # -- every built-in game passes the guards ------------------------------------------------------
