@@ -53,8 +53,8 @@ from host.game import NOT_YOUR_TURN, Game, IllegalAction, Rng, Seat, seed_commit
 LOG_FORMAT = 1
 
 KNOWN_GOOD_MAX = 4096
-"""How many checked action and event values an engine remembers (equal values are not checked
-again; the set is emptied when full)."""
+"""How many checked actions and events an engine remembers (an equal value with the same JSON
+text is not structured again; the set is emptied when full)."""
 
 __all__ = [
     "LOG_FORMAT",
@@ -165,7 +165,7 @@ class Engine:
         self.codec = codec or GameCodec(game)
         self._event_types = frozenset(game.info.event_types)
         self._action_types = frozenset(game.info.action_types)
-        self._known_good: set[Any] = set()  # checked values (hashable ones), see _checked_wire
+        self._known_good: set[tuple[Any, bytes]] = set()  # see _checked_wire
 
     def _fault(self, seq: int, what: str, exc: BaseException | None = None) -> GameFault:
         """A :class:`GameFault` naming the game, the seq and what failed (raise it ``from exc``)."""
@@ -176,7 +176,12 @@ class Engine:
 
     def _checked_wire(self, obj: Any, seq: int, kind: str) -> dict[str, Any]:
         """The wire form of an action or event (``kind``) the game produced, after checking that
-        its class is registered and that it reads back equal to itself through codec and JSON.
+        its class is registered and that it reads back equal to itself through JSON and the
+        codec (what replay and :meth:`verify` do with it).
+
+        A value once checked is remembered with its JSON text: an equal value with the same
+        text reads back the same, so it is not structured again. (Equality alone would not do:
+        ``Kept(True) == Kept(1)``, but ``true`` is no integer to the codec.)
 
         Raises:
             GameFault: naming the type and what failed.
@@ -187,23 +192,25 @@ class Engine:
             raise self._fault(
                 seq, f"the {kind} {cls.__qualname__!r} is not one the game registered ({obj!r})"
             )
+        codec = self.codec
         try:
-            if obj in self._known_good:  # equal values of a registered class read back alike
-                return self.codec.event_to_wire(obj) if is_event else self.codec.action_to_wire(obj)
-            cacheable = True
-        except TypeError:  # unhashable: check it every time
-            cacheable = False
+            wire = codec.event_to_wire(obj) if is_event else codec.action_to_wire(obj)
+            text = orjson.dumps(wire)
+        except Exception as exc:
+            raise self._fault(seq, f"writing the {kind} {tag_of(cls)!r} ({obj!r})", exc) from exc
+        key: tuple[Any, bytes] | None = (obj, text)
         try:
-            if is_event:
-                wire = self.codec.event_to_wire(obj)
-                back = self.codec.event_from_wire(orjson.loads(orjson.dumps(wire)))
-            else:
-                wire = self.codec.action_to_wire(obj)
-                back = self.codec.action_from_wire(orjson.loads(orjson.dumps(wire)))
+            if key in self._known_good:
+                return wire
+        except Exception:  # noqa: BLE001 - unhashable (or odd) values are checked every time
+            key = None
+        try:
+            data = orjson.loads(text)
+            back = codec.event_from_wire(data) if is_event else codec.action_from_wire(data)
             same = back == obj
         except Exception as exc:
             raise self._fault(
-                seq, f"the {kind} {tag_of(cls)!r} does not survive its codec ({obj!r}):", exc
+                seq, f"reading back the {kind} {tag_of(cls)!r} ({obj!r})", exc
             ) from exc
         if not same:
             raise self._fault(
@@ -211,10 +218,10 @@ class Engine:
                 f"the {kind} {tag_of(cls)!r} reads back from its wire form as {back!r},"
                 f" not as {obj!r}",
             )
-        if cacheable:
+        if key is not None:
             if len(self._known_good) >= KNOWN_GOOD_MAX:
                 self._known_good.clear()
-            self._known_good.add(obj)
+            self._known_good.add(key)
         return wire
 
     # -- building records ----------------------------------------------------------------------

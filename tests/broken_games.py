@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from host.game import IllegalAction, Rng, hookimpl
-from tests.toy import Dealt, HighCard, Kept, State, Swap, Swapped
+from tests.toy import Dealt, HighCard, Keep, Kept, State, Swap, Swapped
 
 
 @attrs.frozen
@@ -65,6 +65,16 @@ class UnreadableEvent(MangledEvent):
         if isinstance(action, Swap):
             return [Peeked(seat, (object(),))]  # type: ignore[arg-type]
         return HighCard.decide(self, state, seat, action, rng)
+
+
+class BoolSeat(HighCard):
+    """In the second round, seat 1's ``Kept`` event names its seat as ``True``: equal to ``1`` in
+    Python, but JSON ``true``, which the codec does not read as an integer."""
+
+    def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list:
+        if isinstance(action, Keep) and state.turn >= state.seats:
+            return [Kept(True if seat == 1 else seat)]
+        return super().decide(state, seat, action, rng)
 
 
 class EvolveRaises(HighCard):
@@ -136,6 +146,7 @@ BROKEN = (
     UnregisteredEvent,
     MangledEvent,
     UnreadableEvent,
+    BoolSeat,
     EvolveRaises,
     StartRaises,
     Stalls,

@@ -78,6 +78,19 @@ def test_an_event_that_does_not_read_back_as_itself_is_a_game_fault(game: HighCa
     engine.act(state, 0, Keep())  # a registered event of the right shape passes
 
 
+def test_a_value_equal_to_a_checked_one_but_written_differently_is_still_a_fault() -> None:
+    game = broken.BoolSeat()
+    engine = Engine(game)
+    header = engine.header("s", engine.codec.options_from_wire({"rounds": 2}, 2), 2, (), SEED)
+    state = engine.initial(header)
+    for seat in range(2):
+        state = engine.apply_all(state, engine.take_seat(state, seat, "p", False, None))
+    for seat in (0, 1, 0):  # Kept(0), Kept(1), Kept(0): checked and remembered
+        state = engine.apply_all(state, engine.act(state, seat, Keep()))
+    fault = fault_of(engine.act, state, 1, Keep())  # Kept(True) == Kept(1), but writes `true`
+    assert "'kept'" in fault.message
+
+
 def test_an_evolve_that_raises_while_producing_is_a_game_fault() -> None:
     engine, state, _ = seated(broken.EvolveRaises())
     fault = fault_of(engine.act, state, 0, Keep())
