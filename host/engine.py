@@ -28,7 +28,11 @@ seq). Before an action or event becomes a :class:`Record` it must be an instance
 classes the game registered in its :class:`host.game.GameInfo`, and it must read back equal to
 itself through the game's codec and JSON (``from_wire(loads(dumps(to_wire(x)))) == x``), so the
 log never holds what replay cannot read. A cause whose events leave no seat to act and no outcome
-would freeze its table, so it is a fault too. Nothing of a cause that faulted is returned.
+would freeze its table, so it is a fault too. Nothing of a cause that faulted is returned. In a
+host-driven step (:meth:`Engine.bot_act`: a bot's move, a turn timer) ``decide`` refusing the
+action the game's own bot or ``legal_actions`` chose is a fault as well. :meth:`Engine.to_act`,
+:meth:`Engine.view_wire` and :meth:`Engine.redacted_wire` give the same guard to what the host
+shows its viewers.
 
 Folding (:meth:`Engine.apply`, :meth:`Engine.rebuild`) raises :class:`BadRecord`, a
 ``ValueError`` carrying the ``seq`` of the record that does not fold, whether the record is bad
@@ -48,7 +52,16 @@ import orjson
 from host import __version__
 from host.codec import GameCodec
 from host.faults import GameFault
-from host.game import NOT_YOUR_TURN, Game, IllegalAction, Rng, Seat, seed_commitment, tag_of
+from host.game import (
+    NOT_YOUR_TURN,
+    Game,
+    IllegalAction,
+    Rng,
+    Seat,
+    Viewer,
+    seed_commitment,
+    tag_of,
+)
 
 LOG_FORMAT = 1
 
@@ -477,6 +490,49 @@ class Engine:
             raise self._fault(
                 seq, f"decide refused the bot's action {action!r} for seat {seat}", exc
             ) from exc
+
+    # -- what viewers see ----------------------------------------------------------------------
+    def to_act(self, state: SessionState) -> tuple[Seat, ...]:
+        """The seats whose input is awaited (``()`` unless the session is running).
+
+        Raises:
+            GameFault: ``to_act`` raised.
+        """
+        if not state.started or state.ended:
+            return ()
+        try:
+            return tuple(self.game.to_act(state.game))
+        except Exception as exc:
+            raise self._fault(state.seq, "to_act", exc) from exc
+
+    def view_wire(self, state: SessionState, viewer: Viewer) -> Any:
+        """The game's view of the state for ``viewer``, as JSON-able data.
+
+        Raises:
+            GameFault: ``view`` raised or returned what the codec cannot write.
+        """
+        try:
+            return self.codec.to_wire(self.game.view(state.game, viewer))
+        except Exception as exc:
+            raise self._fault(state.seq, f"view for viewer {viewer!r}", exc) from exc
+
+    def redacted_wire(self, rec: Record, viewer: Viewer) -> dict[str, Any]:
+        """What ``viewer`` may see of an ``event`` record: the redacted event's wire form.
+
+        Raises:
+            GameFault: ``redact`` raised or returned what the codec cannot write.
+            BadRecord: the record holds an event the game cannot read.
+        """
+        event = rec.obj
+        if event is None:
+            try:
+                event = self.codec.event_from_wire(rec.data["event"], rec.data.get("v"))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise BadRecord(rec.seq, f"an event the game cannot read: {exc}") from exc
+        try:
+            return self.codec.event_to_wire(self.game.redact(event, viewer))
+        except Exception as exc:
+            raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
 
     def _events(self, state: SessionState, events: list[Any]) -> list[Record]:
         """The records of a cause's events (``state`` is the state before the first), checked,

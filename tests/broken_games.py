@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from host.game import IllegalAction, Rng, hookimpl
+from host.game import IllegalAction, Rng, Viewer, hookimpl
 from tests.toy import Dealt, HighCard, Keep, Kept, State, Swap, Swapped
 
 
@@ -115,6 +115,20 @@ class OutcomeNotJson(HighCard):
         return None if result is None else {**result, "extra": object()}
 
 
+class ViewRaises(HighCard):
+    """``view`` raises for spectators, ``redact`` for seat 1."""
+
+    def view(self, state: State, viewer: Viewer) -> dict:
+        if viewer is None:
+            raise LookupError("planted bug in view")
+        return super().view(state, viewer)
+
+    def redact(self, event: Any, viewer: Viewer) -> Any:
+        if viewer == 1:
+            raise LookupError("planted bug in redact")
+        return super().redact(event, viewer)
+
+
 class BotRaises(HighCard):
     """The game's own ``bot_action`` raises ``ValueError``."""
 
@@ -151,6 +165,7 @@ BROKEN = (
     StartRaises,
     Stalls,
     OutcomeNotJson,
+    ViewRaises,
     BotRaises,
     RefusesItsLegalAction,
     BotPicksUnregisteredAction,

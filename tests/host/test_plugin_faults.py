@@ -121,6 +121,23 @@ def test_an_outcome_that_is_not_json_is_a_game_fault() -> None:
     assert "outcome" in fault.message
 
 
+def test_view_and_redact_faults_are_game_faults_for_that_viewer_only() -> None:
+    engine, state, records = seated(broken.ViewRaises())
+    assert engine.view_wire(state, 0)["hands"][1] is None
+    assert "view" in fault_of(engine.view_wire, state, None).message
+    dealt = records[-1]
+    assert engine.redacted_wire(dealt, 0) == {
+        "type": "dealt",
+        "hands": [dealt.obj.hands[0], None],
+        "stock": None,
+    }
+    fault = fault_of(engine.redacted_wire, dealt, 1)
+    assert "redact" in fault.message and fault.seq == dealt.seq
+    assert engine.to_act(state) == (0,)
+    state = engine.apply_all(state, engine.act(state, 0, Keep()))
+    assert engine.to_act(engine.apply_all(state, engine.act(state, 1, Keep()))) == ()
+
+
 # -- host-driven steps: bots and turn timers -----------------------------------------------------
 
 
@@ -143,6 +160,18 @@ def test_a_bot_action_that_decide_refuses_is_a_game_fault(timed_out: bool) -> No
 def test_a_bot_action_of_an_unregistered_class_is_a_game_fault() -> None:
     engine, state, _ = seated(broken.BotPicksUnregisteredAction(), bots=(0,))
     assert "not one the game registered" in fault_of(engine.bot_act, state, 0).message
+
+
+def test_a_session_aborted_for_a_game_fault_verifies_and_stays_ended() -> None:
+    engine, state, records = seated(broken.RefusesItsLegalAction(), bots=(0,))
+    with pytest.raises(GameFault):
+        engine.bot_act(state, 0)
+    records += engine.abort(state, "game_error")  # what the host appends instead
+    logged = roundtrip(records)
+    assert engine.verify(logged) is None
+    final = engine.rebuild(logged)
+    assert final.ended and engine.bot_seat(final) is None and engine.to_act(final) == ()
+    assert logged[-1].data["outcome"] is None and logged[-1].data["aborted"] == "game_error"
 
 
 def test_bot_act_plays_a_good_bot_move_and_refuses_a_seat_not_to_act() -> None:
