@@ -369,8 +369,9 @@ class Engine:
         after = self.apply(state, rec)
         if not after.free_seats and not after.started:
             seq = after.seq + 1
+            rng = Rng(after.seed, seq)
             try:
-                events = list(self.game.start(after.game, Rng(after.seed, seq)))
+                events = list(self.game.start(after.game, rng))
             except Exception as exc:
                 raise self._fault(seq, "start", exc) from exc
             if not events:

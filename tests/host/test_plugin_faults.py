@@ -262,6 +262,42 @@ def test_bad_seat_records_and_records_after_the_end_are_bad_records() -> None:
     assert info.value.seq == 0
 
 
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 60) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+A_LOG = tuple(roundtrip(play_local(HighCard(), {"rounds": 2}, 3, seed=SEED)[1]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    where=st.integers(0, 10_000),
+    key=st.sampled_from(["event", "action", "seat", "name", "bot", "options", "seats", "v", "x"]),
+    value=JSON | st.just(KeyError),  # KeyError: drop the key
+    type_=st.none() | st.sampled_from(["event", "action", "seat_taken", "ended", "header", "?"]),
+)
+def test_verify_never_raises_and_rebuild_raises_only_bad_record_on_a_damaged_log(
+    where: int, key: str, value: Any, type_: str | None
+) -> None:
+    logged = list(A_LOG)
+    i = where % len(logged)
+    rec = logged[i]
+    data = _drop(rec.data, key) if value is KeyError else {**rec.data, key: value}
+    logged[i] = Record(rec.seq, type_ or rec.type, data)
+    engine = Engine(HighCard())
+    diff = engine.verify(logged)
+    assert diff is None or (isinstance(diff[0], int) and isinstance(diff[1], str))
+    try:
+        engine.rebuild(logged)
+    except BadRecord as exc:
+        assert i <= exc.seq <= len(logged)  # at the damage, or where it shows
+
+
 # -- observers -------------------------------------------------------------------------------------
 
 
