@@ -19,6 +19,26 @@ A cause (a seat being taken, an action) yields the records it produces. ``start`
 the last seat is taken; ``ended`` follows the first event after which ``outcome`` is not ``None``.
 The game's ``Rng`` for a cause is ``Rng(seed, seq)`` with ``seq`` the number of the cause's first
 game-visible record: the ``action`` record for ``decide``, the first start event for ``start``.
+
+The game is third-party code. Every call into it while producing records (``start``, ``decide``,
+``evolve``, ``outcome``, ``to_act``, ``legal_actions``, ``bot_action``) is guarded: anything it
+raises, except :class:`IllegalAction` from ``decide`` on a client's action, becomes
+:class:`GameFault` (the original chained as ``__cause__``, the message naming the game id and the
+seq). Before an action or event becomes a :class:`Record` it must be an instance of one of the
+classes the game registered in its :class:`host.game.GameInfo`, and it must read back equal to
+itself through the game's codec and JSON (``from_wire(loads(dumps(to_wire(x)))) == x``), so the
+log never holds what replay cannot read. A cause whose events leave no seat to act and no outcome
+would freeze its table, so it is a fault too. Nothing of a cause that faulted is returned. In a
+host-driven step (:meth:`Engine.bot_act`: a bot's move, a turn timer) ``decide`` refusing the
+action the game's own bot or ``legal_actions`` chose is a fault as well. :meth:`Engine.to_act`,
+:meth:`Engine.view_wire` and :meth:`Engine.redacted_wire` give the same guard to what the host
+shows its viewers.
+
+Folding (:meth:`Engine.apply`, :meth:`Engine.rebuild`) raises :class:`BadRecord`, a
+``ValueError`` carrying the ``seq`` of the record that does not fold, whether the record is bad
+(missing field, unknown type, undecodable event, a seq out of order) or the game's ``evolve``
+refuses it: a log the current code cannot fold is a corrupt log to its reader.
+:meth:`Engine.verify` never raises: it reports the first such record as ``(seq, explanation)``.
 """
 
 from __future__ import annotations
@@ -31,11 +51,50 @@ import orjson
 
 from host import __version__
 from host.codec import GameCodec
-from host.game import NOT_YOUR_TURN, Game, IllegalAction, Rng, Seat, seed_commitment
+from host.faults import GameFault
+from host.game import (
+    NOT_YOUR_TURN,
+    Game,
+    IllegalAction,
+    Rng,
+    Seat,
+    Viewer,
+    seed_commitment,
+    tag_of,
+)
 
 LOG_FORMAT = 1
 
-__all__ = ["LOG_FORMAT", "Engine", "Record", "SeatInfo", "SessionState"]
+KNOWN_GOOD_MAX = 4096
+"""How many checked actions and events an engine remembers (an equal value with the same JSON
+text is not structured again; the set is emptied when full)."""
+
+__all__ = [
+    "LOG_FORMAT",
+    "BadRecord",
+    "Engine",
+    "GameFault",
+    "Record",
+    "SeatInfo",
+    "SessionState",
+]
+
+
+class BadRecord(ValueError):
+    """A log record the engine cannot fold into the session state.
+
+    Args:
+        seq: the seq at which the log goes wrong (0 for the header or an empty log).
+        message: why.
+
+    Attributes:
+        seq, message: as given; the original error, if any, is chained as ``__cause__``.
+    """
+
+    def __init__(self, seq: int, message: str) -> None:
+        super().__init__(f"seq {seq}: {message}")
+        self.seq = seq
+        self.message = message
 
 
 @attrs.frozen
@@ -117,6 +176,66 @@ class Engine:
     def __init__(self, game: Game, codec: GameCodec | None = None) -> None:
         self.game = game
         self.codec = codec or GameCodec(game)
+        self._event_types = frozenset(game.info.event_types)
+        self._action_types = frozenset(game.info.action_types)
+        self._known_good: set[tuple[Any, bytes]] = set()  # see _checked_wire
+
+    def _fault(self, seq: int, what: str, exc: BaseException | None = None) -> GameFault:
+        """A :class:`GameFault` naming the game, the seq and what failed (raise it ``from exc``)."""
+        text = f"game {self.game.info.id!r} at seq {seq}: {what}"
+        if exc is not None:
+            text += f" raised {type(exc).__name__}: {exc}"
+        return GameFault(text, seq)
+
+    def _checked_wire(self, obj: Any, seq: int, kind: str) -> dict[str, Any]:
+        """The wire form of an action or event (``kind``) the game produced, after checking that
+        its class is registered and that it reads back equal to itself through JSON and the
+        codec (what replay and :meth:`verify` do with it).
+
+        A value once checked is remembered with its JSON text: an equal value with the same
+        text reads back the same, so it is not structured again. (Equality alone would not do:
+        ``Kept(True) == Kept(1)``, but ``true`` is no integer to the codec.)
+
+        Raises:
+            GameFault: naming the type and what failed.
+        """
+        is_event = kind == "event"
+        cls = type(obj)
+        if cls not in (self._event_types if is_event else self._action_types):
+            raise self._fault(
+                seq, f"the {kind} {cls.__qualname__!r} is not one the game registered ({obj!r})"
+            )
+        codec = self.codec
+        try:
+            wire = codec.event_to_wire(obj) if is_event else codec.action_to_wire(obj)
+            text = orjson.dumps(wire)
+        except Exception as exc:
+            raise self._fault(seq, f"writing the {kind} {tag_of(cls)!r} ({obj!r})", exc) from exc
+        key: tuple[Any, bytes] | None = (obj, text)
+        try:
+            if key in self._known_good:
+                return wire
+        except Exception:  # noqa: BLE001 - unhashable (or odd) values are checked every time
+            key = None
+        try:
+            data = orjson.loads(text)
+            back = codec.event_from_wire(data) if is_event else codec.action_from_wire(data)
+            same = back == obj
+        except Exception as exc:
+            raise self._fault(
+                seq, f"reading back the {kind} {tag_of(cls)!r} ({obj!r})", exc
+            ) from exc
+        if not same:
+            raise self._fault(
+                seq,
+                f"the {kind} {tag_of(cls)!r} reads back from its wire form as {back!r},"
+                f" not as {obj!r}",
+            )
+        if key is not None:
+            if len(self._known_good) >= KNOWN_GOOD_MAX:
+                self._known_good.clear()
+            self._known_good.add(key)
+        return wire
 
     # -- building records ----------------------------------------------------------------------
     def header(
@@ -143,11 +262,22 @@ class Engine:
         )
 
     def initial(self, header: Record | dict[str, Any]) -> SessionState:
-        """The state right after the header."""
+        """The state right after the header.
+
+        Raises:
+            BadRecord: (seq 0) the header lacks a field, its options do not fit the game, or the
+                game's ``initial_state`` raised.
+        """
         data = header.data if isinstance(header, Record) else header
-        options = self.codec.conv.structure(data["options"], self.game.info.options)
-        n = data["seats"]
-        return SessionState(data, self.game.initial_state(options, n), (None,) * n)
+        try:
+            options = self.codec.conv.structure(data["options"], self.game.info.options)
+            n = data["seats"]
+            if type(n) is not int or n < 1:
+                raise ValueError(f"seats must be a positive integer, not {n!r}")
+            game = self.game.initial_state(options, n)
+            return SessionState(data, game, (None,) * n)
+        except Exception as exc:
+            raise BadRecord(0, f"a header this game cannot start from: {exc!r}") from exc
 
     def options(self, state: SessionState) -> Any:
         """The session's options instance."""
@@ -158,38 +288,61 @@ class Engine:
         """Fold one record into the state.
 
         Raises:
-            ValueError: the record's seq is not ``state.seq + 1`` or its type is unknown.
+            BadRecord: with ``seq`` = ``state.seq + 1``: the record's seq is not that, its type
+                is unknown, it follows the ``ended`` record, it lacks a field, names a seat
+                that does not exist or is taken, holds an event the game cannot read, or the
+                game's ``evolve`` raised on it (the cause is chained).
         """
-        if rec.seq != state.seq + 1:
-            raise ValueError(f"record seq {rec.seq} does not follow {state.seq}")
+        seq = state.seq + 1
+        if rec.seq != seq:
+            raise BadRecord(seq, f"a record with seq {rec.seq!r} where {seq} should follow")
+        if state.ended:
+            raise BadRecord(seq, f"a {rec.type!r} record after the session ended")
         if rec.type == "event":
             event = rec.obj
             if event is None:
-                event = self.codec.event_from_wire(rec.data["event"], rec.data.get("v"))
-            return attrs.evolve(
-                state, game=self.game.evolve(state.game, event), seq=rec.seq, started=True
-            )
+                try:
+                    event = self.codec.event_from_wire(rec.data["event"], rec.data.get("v"))
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise BadRecord(seq, f"an event the game cannot read: {exc}") from exc
+            try:
+                game = self.game.evolve(state.game, event)
+            except Exception as exc:
+                raise BadRecord(
+                    seq, f"the game's evolve raised {type(exc).__name__} on it: {exc}"
+                ) from exc
+            return attrs.evolve(state, game=game, seq=seq, started=True)
         if rec.type == "seat_taken":
-            seats = list(state.seats)
             d = rec.data
-            seats[d["seat"]] = SeatInfo(d["name"], d["bot"], d.get("token_hash"))
-            return attrs.evolve(state, seats=tuple(seats), seq=rec.seq)
+            try:
+                seat = d["seat"]
+                if type(seat) is not int or not 0 <= seat < len(state.seats):
+                    raise ValueError(f"there is no seat {seat!r}")
+                if state.seats[seat] is not None:
+                    raise ValueError(f"seat {seat} is already taken")
+                info = SeatInfo(d["name"], d["bot"], d.get("token_hash"))
+            except (KeyError, ValueError) as exc:
+                raise BadRecord(seq, f"a bad seat_taken record: {exc!r}") from exc
+            seats = list(state.seats)
+            seats[seat] = info
+            return attrs.evolve(state, seats=tuple(seats), seq=seq)
         if rec.type == "action":
-            return attrs.evolve(state, seq=rec.seq)
+            return attrs.evolve(state, seq=seq)
         if rec.type == "ended":
-            return attrs.evolve(state, seq=rec.seq, ended=True)
-        raise ValueError(f"unknown record type {rec.type!r} at seq {rec.seq}")
+            return attrs.evolve(state, seq=seq, ended=True)
+        raise BadRecord(seq, f"unknown record type {rec.type!r}")
 
     def rebuild(self, records: Iterable[Record]) -> SessionState:
         """Fold a whole log (header first).
 
         Raises:
-            ValueError: an empty log, a first record that is not a header, or a bad record.
+            BadRecord: an empty log, a first record that is not a header, or a bad record
+                (see :meth:`initial`, :meth:`apply`).
         """
         it = iter(records)
         first = next(it, None)
         if first is None or first.type != "header" or first.seq != 0:
-            raise ValueError("a log must start with its header at seq 0")
+            raise BadRecord(0, "a log must start with its header at seq 0")
         state = self.initial(first)
         for rec in it:
             state = self.apply(state, rec)
@@ -203,6 +356,7 @@ class Engine:
 
         Raises:
             ValueError: the seat does not exist or is taken.
+            GameFault: the game's ``start`` (or what its events lead to) faulted.
         """
         if not 0 <= seat < len(state.seats) or state.seats[seat] is not None:
             raise ValueError(f"seat {seat} is not free")
@@ -214,8 +368,15 @@ class Engine:
         out = [rec]
         after = self.apply(state, rec)
         if not after.free_seats and not after.started:
-            rng = Rng(after.seed, after.seq + 1)
-            out += self._events(after, self.game.start(after.game, rng))
+            seq = after.seq + 1
+            rng = Rng(after.seed, seq)
+            try:
+                events = list(self.game.start(after.game, rng))
+            except Exception as exc:
+                raise self._fault(seq, "start", exc) from exc
+            if not events:
+                raise self._fault(seq, "start returned no events")
+            out += self._events(after, events)
         return out
 
     def act(
@@ -230,61 +391,190 @@ class Engine:
         Raises:
             IllegalAction: the game refuses it (reason ``not_your_turn`` if the seat is not in
                 ``to_act``, or the session is not running).
+            GameFault: the game faulted (see the module docstring); nothing is produced.
         """
         if not state.started or state.ended:
             raise IllegalAction("not_running", "the session is not running")
-        if seat not in self.game.to_act(state.game):
-            raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
         seq = state.seq + 1
-        events = self.game.decide(state.game, seat, action, Rng(state.seed, seq))
-        data: dict[str, Any] = {"seat": seat, "action": self.codec.action_to_wire(action)}
+        try:
+            waiting = seat in self.game.to_act(state.game)
+        except Exception as exc:
+            raise self._fault(seq, "to_act", exc) from exc
+        if not waiting:
+            raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
+        data: dict[str, Any] = {"seat": seat, "action": self._checked_wire(action, seq, "action")}
+        try:
+            events = list(self.game.decide(state.game, seat, action, Rng(state.seed, seq)))
+        except IllegalAction:
+            raise
+        except Exception as exc:
+            raise self._fault(seq, "decide", exc) from exc
         if timed_out:
             data["timed_out"] = True
         rec = Record(seq, "action", data, action)
         return [rec, *self._events(self.apply(state, rec), events)]
+
+    def bot_seat(self, state: SessionState) -> Seat | None:
+        """The first bot seat that is to act, or ``None`` if no bot is to act.
+
+        Raises:
+            GameFault: ``to_act`` raised or named a seat that does not exist.
+        """
+        if not state.started or state.ended:
+            return None
+        seq = state.seq + 1
+        try:
+            seats = tuple(self.game.to_act(state.game))
+        except Exception as exc:
+            raise self._fault(seq, "to_act", exc) from exc
+        for seat in seats:
+            if type(seat) is not int or not 0 <= seat < len(state.seats):
+                raise self._fault(seq, f"to_act named {seat!r}, which is not a seat")
+            info = state.seats[seat]
+            if info is not None and info.bot:
+                return seat
+        return None
 
     def bot_move(self, state: SessionState) -> tuple[Seat, Any] | None:
         """The action of the first bot seat that is to act, or ``None`` if no bot is to act.
 
         Bots use the game's ``bot_action`` when it has one, else a uniformly random legal action,
         drawn from ``Rng(seed, seq, "bot")`` so a session with bots replays the same way.
+
+        Raises:
+            GameFault: ``to_act``, ``bot_action`` or ``legal_actions`` faulted.
         """
-        if not state.started or state.ended:
-            return None
-        for seat in self.game.to_act(state.game):
-            info = state.seats[seat]
-            if info is not None and info.bot:
-                return seat, self.bot_action(state, seat)
-        return None
+        seat = self.bot_seat(state)
+        return None if seat is None else (seat, self.bot_action(state, seat))
 
     def bot_action(self, state: SessionState, seat: Seat) -> Any:
-        """What a host bot would do in ``seat`` now (also used when a turn timer runs out)."""
+        """What a host bot would do in ``seat`` now (also used when a turn timer runs out).
+
+        Raises:
+            GameFault: the game's ``bot_action`` or ``legal_actions`` raised, or listed nothing.
+        """
         rng = Rng(state.seed, state.seq, f"bot{seat}")
         chooser = getattr(self.game, "bot_action", None)
-        if chooser is not None:
-            return chooser(state.game, seat, rng)
-        return rng.choice(self.game.legal_actions(state.game, seat))
+        what = "bot_action" if chooser is not None else "legal_actions"
+        try:
+            if chooser is not None:
+                return chooser(state.game, seat, rng)
+            return rng.choice(self.game.legal_actions(state.game, seat))
+        except Exception as exc:
+            raise self._fault(state.seq + 1, f"{what} for seat {seat}", exc) from exc
+
+    def bot_act(self, state: SessionState, seat: Seat, timed_out: bool = False) -> list[Record]:
+        """A host-driven step: the records of the bot's action (:meth:`bot_action`) in ``seat``.
+
+        For bot seats and for seats whose turn timer ran out (``timed_out``, see :meth:`act`).
+        Whatever the game does wrong here is a :class:`GameFault`, including ``decide``
+        refusing the action the game's own bot or ``legal_actions`` chose.
+
+        Raises:
+            IllegalAction: the caller's mistake, not the game's: the session is not running or
+                ``seat`` is not to act (check :meth:`bot_seat` or ``to_act`` first).
+            GameFault: the game faulted; nothing is produced.
+        """
+        if not state.started or state.ended:
+            raise IllegalAction("not_running", "the session is not running")
+        seq = state.seq + 1
+        try:
+            waiting = seat in self.game.to_act(state.game)
+        except Exception as exc:
+            raise self._fault(seq, "to_act", exc) from exc
+        if not waiting:
+            raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
+        action = self.bot_action(state, seat)
+        try:
+            return self.act(state, seat, action, timed_out)
+        except IllegalAction as exc:
+            raise self._fault(
+                seq, f"decide refused the bot's action {action!r} for seat {seat}", exc
+            ) from exc
+
+    # -- what viewers see ----------------------------------------------------------------------
+    def to_act(self, state: SessionState) -> tuple[Seat, ...]:
+        """The seats whose input is awaited (``()`` unless the session is running).
+
+        Raises:
+            GameFault: ``to_act`` raised.
+        """
+        if not state.started or state.ended:
+            return ()
+        try:
+            return tuple(self.game.to_act(state.game))
+        except Exception as exc:
+            raise self._fault(state.seq, "to_act", exc) from exc
+
+    def view_wire(self, state: SessionState, viewer: Viewer) -> Any:
+        """The game's view of the state for ``viewer``, as JSON-able data.
+
+        Raises:
+            GameFault: ``view`` raised or returned what the codec cannot write.
+        """
+        try:
+            return self.codec.to_wire(self.game.view(state.game, viewer))
+        except Exception as exc:
+            raise self._fault(state.seq, f"view for viewer {viewer!r}", exc) from exc
+
+    def redacted_wire(self, rec: Record, viewer: Viewer) -> dict[str, Any]:
+        """What ``viewer`` may see of an ``event`` record: the redacted event's wire form.
+
+        Raises:
+            GameFault: ``redact`` raised or returned what the codec cannot write.
+            BadRecord: the record holds an event the game cannot read.
+        """
+        event = rec.obj
+        if event is None:
+            try:
+                event = self.codec.event_from_wire(rec.data["event"], rec.data.get("v"))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise BadRecord(rec.seq, f"an event the game cannot read: {exc}") from exc
+        try:
+            return self.codec.event_to_wire(self.game.redact(event, viewer))
+        except Exception as exc:
+            raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
 
     def _events(self, state: SessionState, events: list[Any]) -> list[Record]:
+        """The records of a cause's events (``state`` is the state before the first), checked,
+        with ``ended`` after the first event that yields an outcome.
+
+        Raises:
+            GameFault: a bad event, ``evolve``/``outcome``/``to_act`` raised, an outcome that is
+                not JSON, or no seat to act while the game has no outcome.
+        """
         out = []
         v = self.game.info.event_version
+        game = self.game
         game_state = state.game
         seq = state.seq
         for ev in events:
             seq += 1
-            out.append(Record(seq, "event", {"v": v, "event": self.codec.event_to_wire(ev)}, ev))
-            game_state = self.game.evolve(game_state, ev)
-            outcome = self.game.outcome(game_state)
+            wire = self._checked_wire(ev, seq, "event")
+            out.append(Record(seq, "event", {"v": v, "event": wire}, ev))
+            try:
+                game_state = game.evolve(game_state, ev)
+            except Exception as exc:
+                raise self._fault(seq, f"evolve on {wire['type']!r}", exc) from exc
+            try:
+                outcome = game.outcome(game_state)
+            except Exception as exc:
+                raise self._fault(seq, f"outcome after {wire['type']!r}", exc) from exc
             if outcome is not None:
+                try:
+                    result = self.codec.to_wire(outcome)
+                    orjson.dumps(result)
+                except Exception as exc:
+                    raise self._fault(seq, "the outcome is not JSON:", exc) from exc
                 seq += 1
-                out.append(
-                    Record(
-                        seq,
-                        "ended",
-                        {"outcome": self.codec.to_wire(outcome), "seed": state.header["seed"]},
-                    )
-                )
-                break
+                out.append(Record(seq, "ended", {"outcome": result, "seed": state.header["seed"]}))
+                return out
+        try:
+            waiting = tuple(game.to_act(game_state))
+        except Exception as exc:
+            raise self._fault(seq, "to_act", exc) from exc
+        if not waiting:
+            raise self._fault(seq, "no seat is to act and the game has no outcome (stalled)")
         return out
 
     def apply_all(self, state: SessionState, records: Iterable[Record]) -> SessionState:
@@ -312,9 +602,9 @@ class Engine:
         so the records past this count were never acknowledged to anyone.
 
         Raises:
-            ValueError: the log does not fold (see :meth:`rebuild`).
+            BadRecord: the log does not fold (see :meth:`rebuild`).
         """
-        state = self.initial(records[0])
+        state = self.rebuild(records[:1])
         last_cause, before = None, state
         for i, rec in enumerate(records[1:], start=1):
             if rec.type in ("seat_taken", "action"):
@@ -330,7 +620,7 @@ class Engine:
             else:
                 action = self.codec.action_from_wire(d["action"])
                 want = self.act(before, d["seat"], action, d.get("timed_out", False))
-        except (IllegalAction, ValueError):
+        except (IllegalAction, ValueError, GameFault):
             return len(records)  # not for this check to judge: verify reports it
         return len(records) if len(records) - last_cause >= len(want) else last_cause
 
@@ -338,47 +628,69 @@ class Engine:
     def verify(self, records: list[Record]) -> tuple[int, str] | None:
         """Re-run every cause in a log on the current code.
 
+        Never raises on a bad log: a record the code cannot read, fold or re-produce (an
+        unregistered or undecodable event, a game that faults on replay) is reported like a
+        difference.
+
         Returns:
             ``None`` if every recorded event is what the current code produces, else
             ``(seq, explanation)`` for the first record that differs.
         """
         if not records or records[0].type != "header":
             return (0, "the log does not start with a header")
-        state = self.initial(records[0])
-        i = 1
-        while i < len(records):
-            rec = records[i]
-            if rec.type == "seat_taken":
-                d = rec.data
-                try:
-                    produced = self.take_seat(
-                        state, d["seat"], d["name"], d["bot"], d.get("token_hash")
-                    )
-                except ValueError as exc:
-                    return (rec.seq, f"seat_taken refused on replay: {exc}")
-            elif rec.type == "action":
-                try:
-                    action = self.codec.action_from_wire(rec.data["action"])
-                    produced = self.act(
-                        state, rec.data["seat"], action, rec.data.get("timed_out", False)
-                    )
-                except (IllegalAction, ValueError) as exc:
-                    return (rec.seq, f"action refused on replay: {exc}")
-            elif rec.type == "ended" and "aborted" in rec.data:
-                produced = self.abort(state, rec.data["aborted"])
-            else:
-                return (rec.seq, f"a {rec.type!r} record that no cause produced")
-            for j, want in enumerate(produced):
-                if i + j >= len(records):
-                    return (want.seq, f"the log ends here but the code produces {want.to_json()}")
-                got = records[i + j]
-                want_data = orjson.loads(orjson.dumps(want.data))
-                if (got.seq, got.type, got.data) != (want.seq, want.type, want_data):
-                    return (
-                        got.seq,
-                        f"recorded {got.to_json()} but the code produces {want.to_json()}",
-                    )
-            for j in range(len(produced)):
-                state = self.apply(state, records[i + j])
-            i += len(produced)
+        at = 0
+        try:
+            state = self.initial(records[0])
+            i = 1
+            while i < len(records):
+                rec = records[i]
+                at = rec.seq
+                diff, produced = self._replay_cause(state, rec)
+                if diff is not None:
+                    return diff
+                for j, want in enumerate(produced):
+                    if i + j >= len(records):
+                        return (
+                            want.seq,
+                            f"the log ends here but the code produces {want.to_json()}",
+                        )
+                    got = records[i + j]
+                    want_data = orjson.loads(orjson.dumps(want.data))
+                    if (got.seq, got.type, got.data) != (want.seq, want.type, want_data):
+                        return (
+                            got.seq,
+                            f"recorded {got.to_json()} but the code produces {want.to_json()}",
+                        )
+                for j in range(len(produced)):
+                    at = records[i + j].seq
+                    state = self.apply(state, records[i + j])
+                i += len(produced)
+        except BadRecord as exc:
+            return (exc.seq, f"the log does not fold: {exc.message}")
+        except GameFault as exc:
+            return (exc.seq or at, f"the game faults on replay: {exc.message}")
+        except Exception as exc:  # noqa: BLE001 - a verifier reports, it does not crash
+            return (at, f"replay failed: {type(exc).__name__}: {exc}")
         return None
+
+    def _replay_cause(
+        self, state: SessionState, rec: Record
+    ) -> tuple[tuple[int, str] | None, list[Record]]:
+        """What the current code produces for the cause ``rec`` records, or why it refuses."""
+        d = rec.data
+        if rec.type == "seat_taken":
+            try:
+                return None, self.take_seat(
+                    state, d["seat"], d["name"], d["bot"], d.get("token_hash")
+                )
+            except (KeyError, ValueError) as exc:
+                return (rec.seq, f"seat_taken refused on replay: {exc}"), []
+        if rec.type == "action":
+            try:
+                action = self.codec.action_from_wire(d["action"])
+                return None, self.act(state, d["seat"], action, d.get("timed_out", False))
+            except (KeyError, IllegalAction, ValueError) as exc:
+                return (rec.seq, f"action refused on replay: {exc}"), []
+        if rec.type == "ended" and "aborted" in d:
+            return None, self.abort(state, d["aborted"])
+        return (rec.seq, f"a {rec.type!r} record that no cause produced"), []

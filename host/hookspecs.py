@@ -6,6 +6,13 @@ A plugin implements some of them with :data:`host.game.hookimpl` and is register
 
     [project.entry-points.gamehost]
     my-game = "my_package.my_game"
+
+The observer hooks (``gamehost_session_created``, ``gamehost_event_appended``,
+``gamehost_session_ended``) are told of a change only after it is durable, answered and pushed
+to every subscriber, and each implementation is called on its own
+(:func:`host.faults.notify_isolated`): one that raises is logged as ``observer_failed`` with its
+plugin's name and changes nothing, neither the change nor what the other observers see. Their
+return values are ignored.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ def gamehost_session_created(session: str, game: str, header: dict[str, Any]) ->
 def gamehost_event_appended(session: str, record: dict[str, Any]) -> None:
     """Observe a record once it is durable in the log (full truth: hands included).
 
-    Must not block: it runs inside the session's task.
+    Called after the command's reply and the pushes. Must not block: it runs inside the
+    session's task.
     """
 
 

@@ -40,7 +40,8 @@ def play_local(
         The final state and every record, header first.
 
     Raises:
-        OptionError: a bad option. DidNotEnd: the budget ran out.
+        OptionError: a bad option. DidNotEnd: the budget ran out. GameFault: the game faulted
+            (see :meth:`Engine.bot_act`).
     """
     engine = engine or Engine(game)
     n = seats if seats is not None else game.info.min_seats
@@ -53,10 +54,10 @@ def play_local(
         records += new
         state = engine.apply_all(state, new)
     for _ in range(max_actions):
-        move = engine.bot_move(state)
-        if move is None:
+        seat = engine.bot_seat(state)
+        if seat is None:
             break
-        new = engine.act(state, *move)
+        new = engine.bot_act(state, seat)
         records += new
         state = engine.apply_all(state, new)
     if not state.ended:

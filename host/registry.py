@@ -3,6 +3,13 @@
 ``PluginManager("gamehost")`` -> ``add_hookspecs`` -> ``load_setuptools_entrypoints("gamehost")``
 -> ``check_pending()``; then every plugin's ``gamehost_register_games`` is collected. The host
 never names a game: the built-in games come through the same entry-point group as anyone's.
+
+Plugins are third-party code: each plugin's ``gamehost_register_games`` is called on its own, and
+each game it offers is checked (:func:`check_game`) before the host serves it. A plugin that
+raises there, or a game that fails the check, is logged (``plugin_failed``, ``game_refused``),
+listed in :attr:`Registry.refused` and left out; the host serves the other games. Two games
+with the same id still stop the boot (:class:`DuplicateGame`): neither can be trusted to be the
+one the logs were written by.
 """
 
 from __future__ import annotations
@@ -10,18 +17,82 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
 import pluggy
+import structlog
 
 from host import hookspecs
 from host.codec import GameCodec, make_converter
 from host.engine import Engine
-from host.game import Game
+from host.game import Game, GameInfo, tag_of
 
-__all__ = ["DuplicateGame", "Registry", "load_registry"]
+__all__ = ["BadGame", "DuplicateGame", "Registry", "check_game", "load_registry"]
+
+log = structlog.get_logger("gamehost.registry")
 
 
 class DuplicateGame(ValueError):
     """Two plugins registered games with the same id."""
+
+
+GAME_METHODS = (
+    "initial_state",
+    "start",
+    "decide",
+    "evolve",
+    "to_act",
+    "legal_actions",
+    "view",
+    "redact",
+    "outcome",
+)
+"""The members of :class:`host.game.Game` besides ``info``."""
+
+
+class BadGame(ValueError):
+    """A game object the host cannot serve (see :func:`check_game`)."""
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def check_game(game: Any) -> None:
+    """Check what the host relies on before any session of ``game`` exists.
+
+    ``info`` is a :class:`GameInfo` with a non-empty string id and ``1 <= min_seats <=
+    max_seats``; every member of :class:`host.game.Game` is there; the options, action and
+    event classes are attrs classes; no two action classes (or two event classes) share a
+    ``type`` tag, since the codec could then read only one of them back.
+
+    Raises:
+        BadGame: naming the first thing wrong.
+    """
+    info = getattr(game, "info", None)
+    if not isinstance(info, GameInfo):
+        raise BadGame(f"{game!r}: info is not a GameInfo")
+    if not isinstance(info.id, str) or not info.id:
+        raise BadGame(f"{game!r}: the game id must be a non-empty string")
+    missing = [m for m in GAME_METHODS if not callable(getattr(game, m, None))]
+    if missing:
+        raise BadGame(f"{info.id}: not a game; no {', '.join(missing)}")
+    seats_ok = all(type(n) is int for n in (info.min_seats, info.max_seats))
+    if not seats_ok or not 1 <= info.min_seats <= info.max_seats:
+        raise BadGame(f"{info.id}: bad seat range {info.min_seats!r}..{info.max_seats!r}")
+    if not attrs.has(info.options):
+        raise BadGame(f"{info.id}: the options class is not an attrs class")
+    for kind, classes in (("action", info.action_types), ("event", info.event_types)):
+        tags: dict[str, type] = {}
+        for cls in classes:
+            if not isinstance(cls, type) or not attrs.has(cls):
+                raise BadGame(f"{info.id}: the {kind} type {cls!r} is not an attrs class")
+            tag = tag_of(cls)
+            if tag in tags:
+                raise BadGame(
+                    f"{info.id}: the {kind} classes {_name(tags[tag])} and {_name(cls)}"
+                    f" share the type tag {tag!r}"
+                )
+            tags[tag] = cls
 
 
 class Registry:
@@ -29,6 +100,11 @@ class Registry:
 
     Args:
         pm: a plugin manager with the host's hookspecs and the plugins registered.
+
+    Attributes:
+        games, engines: by game id.
+        refused: ``(plugin name, reason)`` for each plugin or game left out (see the module
+            docstring).
 
     Raises:
         DuplicateGame: two games share an id.
@@ -42,13 +118,29 @@ class Registry:
         conv = make_converter()
         self.games: dict[str, Game] = {}
         self.engines: dict[str, Engine] = {}
-        for games in pm.hook.gamehost_register_games():
+        self.refused: list[tuple[str, str]] = []
+        for impl in reversed(pm.hook.gamehost_register_games.get_hookimpls()):
+            if impl.hookwrapper or impl.wrapper:
+                continue
+            try:
+                games = list(impl.function())
+            except Exception as exc:
+                log.exception("plugin_failed", plugin=impl.plugin_name)
+                self.refused.append((impl.plugin_name, f"{type(exc).__name__}: {exc}"))
+                continue
             for game in games:
+                try:
+                    check_game(game)
+                    engine = Engine(game, GameCodec(game, conv))
+                except Exception as exc:
+                    log.exception("game_refused", plugin=impl.plugin_name, game=repr(game))
+                    self.refused.append((impl.plugin_name, f"{type(exc).__name__}: {exc}"))
+                    continue
                 gid = game.info.id
                 if gid in self.games:
                     raise DuplicateGame(f"game id {gid!r} is registered twice")
                 self.games[gid] = game
-                self.engines[gid] = Engine(game, GameCodec(game, conv))
+                self.engines[gid] = engine
 
     def describe(self) -> list[dict[str, Any]]:
         """The ``games`` listing: id, title, version, seat range, description, options schema."""

@@ -1,0 +1,60 @@
+"""Game plugins are third-party code: the host's two guards against them.
+
+:class:`GameFault` is what :class:`host.engine.Engine` raises when a game's own code misbehaves
+(raises, refuses an action its bot chose, returns an event it never registered or that does not
+survive its codec). What the host does with one depends on who drove the step: a client's
+command fails (``internal_error``, nothing appended); a step the host drives itself (a bot move,
+a turn timer) ends the session as ``aborted: "game_error"``.
+
+:func:`notify_isolated` calls the observer hooks (``gamehost_event_appended`` and friends) one
+implementation at a time, so one that raises is logged and changes nothing else: the other
+observers still run, and the change they observe stays committed, replied to and pushed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+import structlog
+
+__all__ = ["GameFault", "notify_isolated"]
+
+log = structlog.get_logger("gamehost.faults")
+
+
+class GameFault(Exception):
+    """The game plugin misbehaved; nothing it produced in the failing step may be appended.
+
+    The original exception (if any) is chained as ``__cause__``.
+
+    Args:
+        message: what went wrong, naming the game id, the seq of the step and the game member
+            at fault (``decide``, ``evolve``, an event type, ...).
+        seq: the seq of the record being produced when the game faulted, if known.
+    """
+
+    def __init__(self, message: str, seq: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.seq = seq
+
+
+def notify_isolated(caller: pluggy.HookCaller, **kwargs: Any) -> None:
+    """Call every implementation of an observer hook on its own, in pluggy's order.
+
+    An implementation that raises is logged (``observer_failed`` with the hook and plugin name
+    and the traceback) and the next one is called anyway; nothing is raised to the caller.
+    Hook wrappers are skipped: an observer has nothing to wrap.
+
+    Args:
+        caller: the hook, e.g. ``registry.hook.gamehost_event_appended``.
+        kwargs: the hook's arguments by name (each implementation gets those it asks for).
+    """
+    for impl in reversed(caller.get_hookimpls()):  # pluggy calls the last registered first
+        if impl.hookwrapper or impl.wrapper:
+            continue
+        try:
+            impl.function(**{name: kwargs[name] for name in impl.argnames})
+        except Exception:
+            log.exception("observer_failed", hook=caller.name, plugin=impl.plugin_name)
