@@ -55,6 +55,7 @@ import attrs
 import orjson
 import trio
 
+from host import logs
 from host.store import CorruptLog, read_log
 from tools.bench import listening_port, serve_command
 from tools.client import Client
@@ -151,7 +152,8 @@ class HostProcess:
     """One ``gamehost serve`` subprocess, restartable on the same data dir.
 
     ``port`` is None while it is down. Its stderr (JSON log lines) is appended to ``log_path``;
-    ``warnings`` and ``errors`` count its lines of those levels by event name.
+    ``warnings`` and ``errors`` count its lines of those levels by event name. ``exits`` lists
+    the statuses of exits nobody asked for (a crash), noticed when its stderr closes.
     """
 
     name: str
@@ -162,6 +164,8 @@ class HostProcess:
     starts: int = 0
     warnings: Counter[str] = attrs.field(factory=Counter)
     errors: Counter[str] = attrs.field(factory=Counter)
+    exits: list[int | None] = attrs.field(factory=list)
+    _stopping: bool = False
 
     async def start(self, nursery: trio.Nursery, timeout: float = START_TIMEOUT) -> int:
         """Start the process and wait for its ``listening`` line; return the port.
@@ -173,6 +177,7 @@ class HostProcess:
             self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         self.proc = proc
+        self._stopping = False
         self.starts += 1
         listening: trio.MemorySendChannel[int]
         listening, got = trio.open_memory_channel[int](1)
@@ -181,6 +186,7 @@ class HostProcess:
             try:
                 self.port = await got.receive()
             except trio.EndOfChannel:
+                self._stopping = True  # reported here, not as an exit nobody asked for
                 await proc.wait()
                 raise HostFailed(
                     f"{self.name} exited with status {proc.returncode} before listening"
@@ -209,6 +215,11 @@ class HostProcess:
                 for line in lines:
                     self._note(line, listening)
             out.flush()
+        if not self._stopping and self.proc is proc:
+            await proc.wait()
+            if not self._stopping and self.proc is proc:
+                self.port = None
+                self.exits.append(proc.returncode)
 
     def _note(self, line: bytes, listening: trio.MemorySendChannel[int]) -> None:
         port = listening_port(line)
@@ -232,6 +243,7 @@ class HostProcess:
         """SIGKILL the process and wait for it."""
         assert self.proc is not None
         self.port = None
+        self._stopping = True
         self.proc.send_signal(signal.SIGKILL)
         await self.proc.wait()
 
@@ -244,6 +256,7 @@ class HostProcess:
         if self.proc is None or self.proc.returncode is not None:
             return (None if self.proc is None else self.proc.returncode), 0.0
         self.port = None
+        self._stopping = True
         t0 = time.monotonic()
         self.proc.send_signal(signal.SIGTERM)
         with trio.move_on_after(timeout):
@@ -763,16 +776,18 @@ async def _kill_loop(run: _Run, tables: trio.Nursery, waves: list[list[int]]) ->
             await trio.sleep(run.rng.uniform(*cfg.kill_pause))
             with trio.move_on_after(cfg.kill_pause[1] * 3):
                 await run.progress.wait_for(run.progress.n + run.rng.randint(1, cfg.kill_pushes))
-        up = [h for h in run.hosts if h.port is not None]
-        if not up:
-            continue
-        host = run.rng.choice(up)
+        assert run.procs is not None
+        for h in run.hosts:
+            if h.port is None and h.proc is not None and h.proc.returncode is not None:
+                await h.start(run.procs)  # it exited by itself (reported): bring it back
+                run.report.restarts += 1
+                run.hosts_changed()
+        host = run.rng.choice([h for h in run.hosts if h.port is not None])
         await host.kill()
         run.report.kills += 1
         run.report.kill_moments[moment] += 1
         run.hosts_changed()
         await trio.sleep(run.rng.uniform(0, cfg.down_seconds))
-        assert run.procs is not None
         await host.start(run.procs)
         run.report.restarts += 1
         run.hosts_changed()
@@ -911,6 +926,9 @@ async def chaos(cfg: ChaosConfig) -> ChaosReport:
     for h in hosts:
         report.host_warnings.update(h.warnings)
         report.host_errors.update(h.errors)
+        report.problems.extend(
+            f"{h.name} exited by itself with status {status}" for status in h.exits
+        )
     check_logs(report, run.ledgers, sessions_dir)
     await _verify_all(report, sessions_dir)
     report.seconds = time.monotonic() - t0
@@ -975,6 +993,7 @@ def main(args: argparse.Namespace) -> int:
         settle_seconds=args.settle_seconds,
         think=args.think,
     )
+    logs.configure(json=False, level="warning")  # the checker's own findings, on stderr
     print(f"chaos: {cfg.sessions} sessions, {cfg.kills} kills, seed {cfg.seed}, data in {data_dir}")
     report = run_chaos(cfg)
     for line in report.lines():
