@@ -3,16 +3,19 @@
 It starts ``gamehost serve --port 0 --fsync batch --log-format json`` on a data dir as a
 subprocess (extra ``serve`` flags pass through with ``--serve-arg``), then plays ``--sessions``
 tables of the installed games at once. Each table is created over TCP with one to three human
-seats, played by clients of this tool with random legal actions answered from their ``turn``
-pushes, and host bots in the other seats. Tables are created in waves, one before each kill and
-one after the last, so kills land during ``create``, during ``join`` and in mid-play.
+seats, played by clients of this tool with random legal actions (:func:`pick_action`) answered
+from their ``turn`` pushes, and host bots in the other seats. Tables are created in waves, one
+before each kill and one after the last.
 
-Between waves the host is SIGKILLed at a seeded random moment (after a random pause and a random
-number of pushes seen since the last restart, both bounded) and restarted on the same data dir on a
-new port, read from its ``listening`` log line. Every client then reconnects (bounded backoff
-while no host is up) and sends ``resume`` with its token and ``after`` = the last seq it saw. A
-client whose connection died during ``create`` or ``join`` never got the reply: it creates or joins
-again on the restarted host (what the first request left behind is the host's to end).
+Between waves the host is SIGKILLed at a seeded random moment: a share of the kills
+(``create_kills``) land within ``CREATE_KILL_WINDOW`` seconds after a wave's tables start, while
+``create`` and ``join`` requests are in flight; the others after a random pause and a random number
+of pushes seen since the last restart (both bounded), in mid-play. The host is restarted on the
+same data dir on a new port, read from its ``listening`` log line. Every client then reconnects
+(bounded backoff while no host is up) and sends ``resume`` with its token and ``after`` = the last
+seq it saw. A client whose connection died during ``create`` or ``join`` never got the reply: it
+creates or joins again on the restarted host (what the first request left behind is the host's
+to end).
 
 Each client keeps a ledger of what the host acknowledged, per session:
 
@@ -32,8 +35,10 @@ Bounds: the whole play (kills and settling) stops at ``--max-seconds``; every re
 ``STOP_TIMEOUT`` seconds (then SIGKILL, reported), each ``replay --verify`` ``VERIFY_TIMEOUT``
 seconds. Everything runs on 127.0.0.1.
 
-Hosts are a list (:class:`HostProcess`), and clients connect to whichever host is up, so the same
-loop can drive several hosts on one shared store; today it starts one host on the file store.
+Hosts are a list (:class:`HostProcess`), clients connect to whichever host is up, and the
+comparison of ledgers with records (:func:`check_records`) does not care where the records were
+read, so the same loop can drive several hosts on one shared store; today it starts one host on
+the file store and reads its JSONL logs (:func:`check_logs`).
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ __all__ = [
     "add_parser",
     "chaos",
     "check_logs",
+    "check_records",
     "describe",
     "main",
     "pick_action",
@@ -126,9 +132,9 @@ class ChaosConfig:
         kill_pause: bounds (seconds) of the random pause before each kill.
         kill_pushes: a kill also waits for up to this many pushes (random) after the restart.
         down_seconds: a killed host stays down up to this long (random) before its restart.
-        create_kills: the share of kills sent at most ``CREATE_KILL_WINDOW`` seconds after a
-            wave's tables start (so ``create`` and ``join`` replies get lost); the others wait
-            for a pause and some pushes (mid-play).
+        create_kills: the share of kills (rounded; at least one of two or more) sent at most
+            ``CREATE_KILL_WINDOW`` seconds after a wave's tables start (so ``create`` and
+            ``join`` replies get lost); the others wait for a pause and some pushes (mid-play).
     """
 
     sessions: int = 50
@@ -763,12 +769,16 @@ def _all_ended(sessions_dir: Path) -> bool:
 async def _kill_loop(run: _Run, tables: trio.Nursery, waves: list[list[int]]) -> None:
     """Create each wave of tables, then kill and restart a host at a random moment."""
     cfg = run.cfg
+    share = round(cfg.kills * cfg.create_kills)
+    if cfg.create_kills > 0 and cfg.kills >= 2:
+        share = max(1, share)
+    during_create = set(run.rng.sample(range(cfg.kills), min(cfg.kills, share)))
     for i, wave in enumerate(waves):
         for k in wave:
             tables.start_soon(_table, run, k, random.Random(run.rng.getrandbits(64)), tables)
         if i == len(waves) - 1:
             return
-        if run.rng.random() < cfg.create_kills:
+        if i in during_create:
             moment = "while a wave is created"
             await trio.sleep(run.rng.uniform(0, CREATE_KILL_WINDOW))
         else:
@@ -808,12 +818,21 @@ def check_logs(report: ChaosReport, ledgers: dict[str, Ledger], sessions_dir: Pa
     ``not_ended``, ``orphans`` and ``unreadable``.
     """
     records: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(sessions_dir.glob("*.jsonl")):
+    paths = sorted(sessions_dir.glob("*.jsonl"))
+    for path in paths:
         try:
             records[path.stem] = read_log(path)
         except (OSError, CorruptLog, ValueError, KeyError) as exc:
             report.unreadable.append(f"{path.name}: {type(exc).__name__}: {exc}")
-    report.logs = len(list(sessions_dir.glob("*.jsonl")))
+    report.logs = len(paths)
+    check_records(report, ledgers, records)
+
+
+def check_records(
+    report: ChaosReport, ledgers: dict[str, Ledger], records: dict[str, list[dict[str, Any]]]
+) -> None:
+    """:func:`check_logs` on records already read: session id -> its records as dicts, in seq
+    order (from any store)."""
 
     def lose(n: int, why: str) -> None:
         report.lost += n
