@@ -100,6 +100,8 @@ VERIFY_TIMEOUT = 120.0
 """Seconds one ``replay --verify`` may take."""
 BACKOFF = (0.05, 1.0)
 """First and longest pause, in seconds, between a client's reconnection attempts."""
+MAX_CONNECTIONS = 1000
+"""Connections one human client opens at most (each kill costs it one or two)."""
 _LINK_ERRORS = (OSError, trio.BrokenResourceError, trio.ClosedResourceError)
 _TRANSIENT = ("unavailable", "overloaded")
 T = TypeVar("T")
@@ -632,10 +634,6 @@ class _Seat:
     last_seq: int = -1
     ended: bool = False
     gave_up: bool = False
-
-
-MAX_CONNECTIONS = 1000
-"""Connections one human client opens at most (each kill costs it one or two)."""
 
 
 async def _human(run: _Run, ledger: Ledger, name: str, rng: random.Random) -> None:
