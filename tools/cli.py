@@ -11,7 +11,7 @@ from host.cli import add_serve_parser
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gamehost`` console script."""
-    from tools import bench, demo, play, replay
+    from tools import bench, chaos, demo, play, replay
 
     parser = argparse.ArgumentParser(prog="gamehost", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_parser(sub)
     bench.add_parser(sub)
     demo.add_parser(sub)
+    chaos.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
