@@ -307,6 +307,41 @@ async def test_concurrent_appends_to_different_sessions(store):
         ]
 
 
+async def test_a_read_during_appends_holds_every_acknowledged_record_and_no_torn_one(store):
+    await store.create("s1", [rec(0)])
+    acked = 0
+    done = False
+
+    async def write() -> None:
+        nonlocal acked, done
+        for seq in range(1, 41):
+            await store.append("s1", seq, [rec(seq, pad="x" * (seq * 97 % 3000))])
+            acked = seq
+        done = True
+
+    async with trio.open_nursery() as n:
+        n.start_soon(write)
+        while not done:
+            floor = acked
+            got = await store.read("s1")
+            assert [r["seq"] for r in got] == list(range(len(got)))
+            assert len(got) - 1 >= floor
+    assert len(await store.read("s1")) == 41
+
+
+async def test_memory_stores_on_one_backing_see_each_others_appends_as_conflicts():
+    shared: dict[str, list[bytes]] = {}
+    one, two = MemoryStore(shared), MemoryStore(shared)
+    await one.create("s1", [rec(0)])
+    assert strip(two.load("s1")) == [rec(0)]
+    await one.append("s1", 1, [rec(1, by="one")])
+    with pytest.raises(Conflict):  # two's copy is behind: it must read again
+        await two.append("s1", 1, [rec(1, by="two")])
+    assert [r["seq"] for r in two.load("s1")] == [0, 1]
+    await two.append("s1", 2, [rec(2, by="two")])
+    assert strip(await one.read("s1", 0)) == [rec(1, by="one"), rec(2, by="two")]
+
+
 ODD_VALUES = {
     "unicode": "žluťoučký kůň ♠♥ 𝄞 \u2028 \x00",
     "float": 0.1,
