@@ -70,7 +70,9 @@ __all__ = [
     "CorruptLog",
     "FileStore",
     "FsyncMode",
+    "StoreClosed",
     "StoreStatistics",
+    "UnknownSession",
     "fold_log",
     "read_log",
 ]
@@ -114,6 +116,10 @@ class CorruptLog(Exception):
 
 class StoreClosed(Exception):
     """The store is shutting down: no new appends."""
+
+
+class UnknownSession(LookupError):
+    """No log of that session in the store (``load``, ``read``, ``truncate``)."""
 
 
 @attrs.frozen
@@ -267,6 +273,28 @@ def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
     return records
 
 
+def creation_records(
+    session: str, records: dict[str, Any] | list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The records a store's ``create`` writes: one header dict, or a list of records from seq 0
+    with the header first (the stores check their seqs as any append's).
+
+    Raises:
+        ValueError: a bad session id, no records, or a first record that is not a valid header
+            (the checks :func:`read_log` makes on load; the seed must match its commitment).
+    """
+    if not _SESSION_ID.match(session):
+        raise ValueError(f"bad session id {session!r}")
+    records = [records] if isinstance(records, dict) else list(records)
+    if not records or not isinstance(records[0], dict):
+        raise ValueError(f"session {session}: create needs a header record first")
+    try:
+        _check_header(Path(session), {"type": None, **records[0]})
+    except CorruptLog as exc:
+        raise ValueError(f"session {session}: {exc.message}") from None
+    return records
+
+
 def fold_log(path: Path | str, engine: Engine, records: Sequence[Record]) -> SessionState:
     """Fold a log's records (header first, as :func:`read_log` returns them, made
     :class:`~host.engine.Record`) with the game's engine, and decode every ``action`` record's
@@ -325,19 +353,28 @@ class FileStore:
         root: the data dir; logs go to ``root/sessions`` (made, or set to, mode 0700).
         fsync: ``always``, ``batch`` or ``never`` (see the module docstring).
         max_open: how many log files the writer keeps open at once (at least 1).
+        logs_in_root: the logs go in ``root`` itself, not ``root/sessions`` (a folder of logs
+            outside a data dir, as ``replay --fork-at --out`` writes); ``root`` is made with
+            mode 0700 if missing, an existing folder's mode is left alone.
 
     Raises:
         ValueError: ``max_open`` below 1.
     """
 
     def __init__(
-        self, root: Path | str, fsync: FsyncMode = "batch", *, max_open: int = MAX_OPEN
+        self,
+        root: Path | str,
+        fsync: FsyncMode = "batch",
+        *,
+        max_open: int = MAX_OPEN,
+        logs_in_root: bool = False,
     ) -> None:
         if max_open < 1:
             raise ValueError(f"max_open must be at least 1, not {max_open}")
-        self.dir = Path(root) / "sessions"
+        self.dir = Path(root) if logs_in_root else Path(root) / "sessions"
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(self.dir, 0o700)  # also when it existed before, with a looser mode
+        if not logs_in_root:
+            os.chmod(self.dir, 0o700)  # also when it existed before, with a looser mode
         self.fsync = fsync
         self.max_open = max_open
         self._next: dict[str, int] = {}
@@ -399,13 +436,17 @@ class FileStore:
 
         Raises:
             Conflict: appends of the session are still queued or being written.
+            UnknownSession: no log of that session.
             CorruptLog, OSError: see :func:`read_log` (the session stays not open).
             ValueError: a bad session id.
         """
         path = self._checked_path(session)
         self._check_idle(session)
         self._next.pop(session, None)
-        records = read_log(path, repair=True)
+        try:
+            records = read_log(path, repair=True)
+        except FileNotFoundError:
+            raise UnknownSession(f"no session {session}") from None
         self._next[session] = len(records)
         return records
 
@@ -414,13 +455,17 @@ class FileStore:
 
         Raises:
             Conflict: appends of the session are in progress.
+            UnknownSession: no log of that session.
             CorruptLog: the log has fewer than ``keep`` records, or is not a regular file.
             OSError: the file cannot be read or cut.
             ValueError: a bad session id.
         """
         path = self._checked_path(session)
         self._check_idle(session)
-        data = _read_all(path)
+        try:
+            data = _read_all(path)
+        except FileNotFoundError:
+            raise UnknownSession(f"no session {session}") from None
         end = 0
         for i in range(keep):
             nl = data.find(b"\n", end)
@@ -430,15 +475,38 @@ class FileStore:
         _truncate(path, end)
         self._next[session] = keep
 
-    # -- writing -------------------------------------------------------------------------------
-    async def create(self, session: str, header: dict[str, Any]) -> None:
-        """Create a session's log with its header record (seq 0), durably.
+    async def read(self, session: str, after: int | None = None) -> list[dict[str, Any]]:
+        """The session's records with a seq above ``after`` (all with None), changing nothing:
+        no repair, and the session is not opened for appends. Read in a worker thread.
+
+        Holds every acknowledged record; it may also hold records of appends not yet
+        acknowledged (written, not yet synced), never a torn one.
 
         Raises:
-            Conflict: the log exists. ValueError: a bad session id.
+            UnknownSession: no log of that session.
+            CorruptLog, OSError: see :func:`read_log`.
+            ValueError: a bad session id.
         """
-        if not _SESSION_ID.match(session):
-            raise ValueError(f"bad session id {session!r}")
+        path = self._checked_path(session)
+        try:
+            records = await trio.to_thread.run_sync(read_log, path)
+        except FileNotFoundError:
+            raise UnknownSession(f"no session {session}") from None
+        return records if after is None else records[max(after + 1, 0) :]  # seq == index
+
+    # -- writing -------------------------------------------------------------------------------
+    async def create(self, session: str, header: dict[str, Any] | list[dict[str, Any]]) -> None:
+        """Create a session's log with its records from seq 0 (one header dict, or a list with
+        the header first) in one append, durably. A create that fails leaves no log.
+
+        Raises:
+            Conflict: the log exists, or the records' seqs are not 0, 1, ...
+            ValueError: see :func:`creation_records`. StoreClosed: the store is shutting down.
+            OSError: the log cannot be made or written.
+        """
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        records = creation_records(session, header)
         path = self.path(session)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
@@ -447,8 +515,9 @@ class FileStore:
         os.close(fd)
         self._next[session] = 0
         try:
-            await self.append(session, 0, [header])
-        except OSError:
+            await self.append(session, 0, records)
+        except Exception:
+            self._next.pop(session, None)
             path.unlink(missing_ok=True)  # no half-made log to trip over on the next start
             raise
         if self.fsync != "never":

@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import secrets
 import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
+import trio
 
 from host.engine import Engine, Record
 from host.registry import load_registry
-from host.store import CorruptLog, fold_log, read_log
+from host.store import Conflict, CorruptLog, FileStore, fold_log, read_log
 
 __all__ = ["ReplayError", "load", "main", "verify_log"]
 
@@ -159,7 +159,6 @@ def _fork(args: argparse.Namespace, records: list[Record]) -> int:
         return 2
     folder = args.out if args.out is not None else args.log.parent
     new_id = secrets.token_hex(8)
-    path = folder / f"{new_id}.jsonl"
     lines = []
     for r in records[: n + 1]:
         if r.type == "ended":
@@ -168,12 +167,36 @@ def _fork(args: argparse.Namespace, records: list[Record]) -> int:
         if r.type == "header":
             data["session"] = new_id
             data["forked_from"] = {"session": r.data["session"], "seq": n}
-        lines.append(orjson.dumps({"seq": r.seq, "type": r.type, **data}))
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
-        f.write(b"\n".join(lines) + b"\n")
+        lines.append({"seq": r.seq, "type": r.type, **data})
+    try:
+        path = trio.run(_write_fork, folder, new_id, lines)
+    except (OSError, ValueError, Conflict, CorruptLog) as exc:
+        print(f"error: cannot write the fork into {folder}: {exc}", file=sys.stderr)
+        return 2
     print(f"forked {len(lines)} records into {path} (session {new_id})")
     return 0
+
+
+async def _write_fork(folder: Path, session: str, records: list[dict[str, Any]]) -> Path:
+    """Write a fork as a new log in ``folder`` through a :class:`~host.store.FileStore` (the
+    store adds ``ts``, syncs, and leaves no log if the create fails); returns its path.
+
+    Raises:
+        OSError, ValueError, Conflict, CorruptLog: see ``FileStore`` and its ``create``.
+    """
+    store = FileStore(folder, logs_in_root=True)
+    failure: Exception | None = None
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        try:
+            await store.create(session, records)
+        except (OSError, ValueError, Conflict, CorruptLog) as exc:
+            failure = exc  # raised outside the nursery, so not as an exception group
+        finally:
+            await store.aclose()
+    if failure is not None:
+        raise failure
+    return store.path(session)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import orjson
@@ -84,3 +85,28 @@ def test_the_state_at_a_seq_as_a_seat_shows_only_its_own_hand(log, capsys):
     own = truth["state"]["hands"][0]
     assert all(card in text for card in own)
     assert not any(card in text for card in other if card not in own)
+
+
+def test_a_fork_is_written_through_the_file_store(log, tmp_path, capsys):
+    out = tmp_path / "shared"
+    out.mkdir(mode=0o755)
+    out.chmod(0o755)
+    lines = [orjson.loads(x) for x in log.read_bytes().splitlines()]
+    end = max(r["seq"] for r in lines if r["type"] == "action") - 1  # ends the cause before
+    assert main(["replay", str(log), "--fork-at", str(end), "--out", str(out)]) == 0
+    (fork,) = out.glob("*.jsonl")
+    written = [orjson.loads(x) for x in fork.read_bytes().splitlines()]
+    assert [r["seq"] for r in written] == list(range(end + 1))
+    assert all(r["ts"].endswith("Z") for r in written)  # stamped by the store
+    assert stat.S_IMODE(fork.stat().st_mode) == 0o600
+    assert stat.S_IMODE(out.stat().st_mode) == 0o755  # a folder it did not make is left alone
+    assert f"(session {fork.stem})" in capsys.readouterr().out
+
+
+def test_a_fork_into_a_folder_that_cannot_be_made_is_one_error_line(log, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"not a folder")
+    assert main(["replay", str(log), "--fork-at", "0", "--out", str(blocker / "f")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write the fork into") and err.count("\n") == 1
+    assert blocker.read_bytes() == b"not a folder"
