@@ -34,7 +34,6 @@ Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tel
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import math
 import resource
@@ -429,6 +428,7 @@ class Host:
         self.config = config
         self.max_sessions = config.max_sessions
         self.max_connections = config.max_connections or default_max_connections(1024)
+        self._refusing = 0  # connections over the cap being told so
         self.create_limiter = CreateLimiter(
             config.create_burst, config.create_rate, config.create_limit_loopback
         )
@@ -680,7 +680,7 @@ class Host:
                 ErrorCode.OVERLOADED,
                 f"too many sessions created from {conn.address} (at most {c.create_burst} at"
                 f" once, then one per {1 / c.create_rate if c.create_rate else math.inf:g} s)",
-                retry_after=math.ceil(wait * 10) / 10 if math.isfinite(wait) else None,
+                retry_after=math.ceil(round(wait * 10, 6)) / 10 if math.isfinite(wait) else None,
             )
 
     def _summary(self, s: Session) -> dict[str, Any]:
@@ -695,6 +695,31 @@ class Host:
             "seq": st.seq,
         }
 
+    async def _refuse(self, stream: trio.SocketStream, peer: str) -> None:
+        """Tell a connection over the cap why it is closed, then close it.
+
+        What the client sent is read and dropped for up to a second: closing a socket with
+        unread input would reset it, and the client could lose the ``closed`` push. At most
+        ``FD_RESERVE // 2`` refusals linger at once; past that a connection is closed at once.
+        """
+        log.warning("too_many_connections", peer=peer, open=len(self.connections))
+        try:
+            if self._refusing < FD_RESERVE // 2:
+                self._refusing += 1
+                try:
+                    with trio.move_on_after(1):
+                        await stream.send_all(push("closed", reason="too_many_connections"))
+                        await stream.send_eof()
+                        while await stream.receive_some(65536):
+                            pass
+                finally:
+                    self._refusing -= 1
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        finally:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
     async def handle(self, stream: trio.SocketStream) -> None:
         """The per-connection handler given to ``serve_tcp``; never raises."""
         try:
@@ -707,12 +732,7 @@ class Host:
             await stream.aclose()
             return
         if len(self.connections) >= self.max_connections:
-            log.warning("too_many_connections", peer=peer, open=len(self.connections))
-            with trio.move_on_after(1):
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    await stream.send_all(push("closed", reason="too_many_connections"))
-            with trio.CancelScope(shield=True):
-                await stream.aclose()
+            await self._refuse(stream, peer)
             return
         self.connections.add(conn)
         try:
