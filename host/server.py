@@ -168,6 +168,7 @@ class CreateLimiter:
         self.rate = rate
         self.loopback = loopback
         self._buckets: dict[str, tuple[float, float]] = {}  # address -> (tokens, at)
+        self._prune_at = 10_000  # buckets held before full ones are forgotten
 
     def take(self, address: str, now: float) -> float:
         """Spend one token of ``address`` at time ``now`` (seconds); 0.0 when granted, else the
@@ -178,8 +179,9 @@ class CreateLimiter:
         tokens = min(float(self.burst), tokens + (now - at) * self.rate)
         if tokens >= 1.0:
             self._buckets[address] = (tokens - 1.0, now)
-            if len(self._buckets) > 100_000:  # forget full buckets: they hold no information
+            if len(self._buckets) > self._prune_at:  # forget full buckets: they tell nothing
                 self._prune(now)
+                self._prune_at = max(10_000, 2 * len(self._buckets))
             return 0.0
         self._buckets[address] = (tokens, now)
         return (1.0 - tokens) / self.rate if self.rate > 0 else math.inf
@@ -427,7 +429,11 @@ class Host:
         self.nursery = nursery
         self.config = config
         self.max_sessions = config.max_sessions
-        self.max_connections = config.max_connections or default_max_connections(1024)
+        self.max_connections = (
+            default_max_connections(1024)
+            if config.max_connections is None
+            else config.max_connections
+        )
         self._refusing = 0  # connections over the cap being told so
         self.create_limiter = CreateLimiter(
             config.create_burst, config.create_rate, config.create_limit_loopback

@@ -245,8 +245,19 @@ def test_the_create_bucket_never_grants_more_than_burst_plus_rate_times_time(bur
         if wait == 0.0:
             granted += 1
         else:  # after the wait it says, a token is there
-            assert CreateLimiter.take(limiter, "10.0.0.1", now + wait + 1e-9) == 0.0
+            assert limiter.take("10.0.0.1", now + wait + 1e-9) == 0.0
             granted += 1
             now += wait + 1e-9
     assert granted <= burst + rate * now + 1e-6
     assert limiter.take("10.0.0.2", now) == 0.0  # another address has its own bucket
+
+
+def test_the_create_buckets_of_many_addresses_are_forgotten_once_full():
+    limiter = CreateLimiter(burst=2, rate=1.0, loopback=True)
+    for i in range(20_000):
+        assert limiter.take(f"10.{i // 65536}.{i // 256 % 256}.{i % 256}", 0.0) == 0.0
+    assert limiter.take("10.0.0.1", 0.0) == 0.0 and limiter.take("10.0.0.1", 0.0) > 0
+    for i in range(50):  # later, every other bucket has filled up again
+        limiter.take(f"192.168.0.{i}", 100.0)
+    assert len(limiter._buckets) < 100  # memory held by the limiter follows recent use only
+    assert limiter.take("10.0.0.1", 100.0) == 0.0
