@@ -348,8 +348,8 @@ class Connection:
     async def _reader(self) -> None:
         framer = LineBuffer(MAX_LINE)
         cfg = self.host.config
-        last_line = trio.current_time()  # when the last complete line came (or the connection)
-        line_began: float | None = None  # when the first byte of an unfinished line came
+        last_line = trio.current_time()  # when the last complete line was handled (or connect)
+        line_began: float | None = None  # when an unfinished line was first seen
         while not self.dead:
             now = trio.current_time()
             deadline, reason = math.inf, None
@@ -370,11 +370,8 @@ class Connection:
                     self._timed_out(reason)
                     return
                 continue
-            now = trio.current_time()
-            if not data or data.endswith(b"\n"):
-                line_began = None
-            elif line_began is None or b"\n" in data:
-                line_began = now
+            ended = b"\n" in data  # a line ended (and what follows, if anything, began)
+            partial = bool(data) and not data.endswith(b"\n")
             if not data:  # end of input: a last line without its newline still counts
                 data = b"\n" if framer.pending else b""
                 if not data:
@@ -393,8 +390,14 @@ class Connection:
                     continue
                 await self._handle(item)
                 await trio.lowlevel.checkpoint()  # one busy client must not starve the others
-            if b"\n" in data:  # idle from when its last line was handled
-                last_line = trio.current_time()
+            # timed from when the lines were handled, not from when they came
+            now = trio.current_time()
+            if ended:
+                last_line = now
+            if not partial:
+                line_began = None
+            elif line_began is None or ended:
+                line_began = now
 
     async def _handle(self, line: bytes) -> None:
         rid: Any = None
