@@ -20,8 +20,8 @@ Limits, so that no client can exhaust the host (all in :class:`HostConfig`):
   player waiting for its turn is never cut for silence.
 - memory: every connection's queued outbound bytes are counted from the moment a line is queued
   until the writer has sent it; past ``outbox_bytes`` (or ``outbox`` lines) the connection is
-  dropped as ``slow_consumer``. A single reply larger than the budget is still queued when nothing
-  else is, so a big ``resume`` can be answered, but a client cannot pile several of them up.
+  dropped as ``slow_consumer``. The budget is strict: a ``resume`` whose missed events alone pass
+  it drops the connection too (a client resumes with a recent ``after``, or none: the snapshot).
 - ``create``: a token bucket per peer address (``create_burst`` tokens, ``create_rate`` more per
   second; loopback exempt unless ``create_limit_loopback``) and at most ``max_unstarted`` sessions
   per connection that it created and that have not started; past either ``create`` answers
@@ -235,12 +235,11 @@ class Connection:
 
     def send_nowait(self, line: bytes) -> bool:
         """Queue a line for the writer; past ``outbox`` lines or ``outbox_bytes`` bytes queued,
-        drop the connection as ``slow_consumer`` (False). A line larger than the byte budget is
-        queued only when nothing else is."""
+        drop the connection as ``slow_consumer`` (False)."""
         if self.dead:
             return False
         try:
-            if self.queued and self.queued + len(line) > self.outbox_bytes:
+            if self.queued + len(line) > self.outbox_bytes:
                 raise trio.WouldBlock
             self._send.send_nowait(line)
             self.queued += len(line)
@@ -324,6 +323,8 @@ class Connection:
                             break
                         chunk.append(more)
                         size += len(more)
+                    if self.scope.cancel_called:  # killed: what is queued is not sent
+                        break
                     self._mid_send = True
                     await self.stream.send_all(b"".join(chunk) if len(chunk) > 1 else line)
                     self._mid_send = False

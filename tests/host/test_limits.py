@@ -261,3 +261,29 @@ def test_the_create_buckets_of_many_addresses_are_forgotten_once_full():
         limiter.take(f"192.168.0.{i}", 100.0)
     assert len(limiter._buckets) < 100  # memory held by the limiter follows recent use only
     assert limiter.take("10.0.0.1", 100.0) == 0.0
+
+
+async def test_a_resume_whose_missed_events_pass_the_byte_budget_drops_the_connection(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, outbox_bytes=512)
+        a, b = await running.client(), await running.client()
+        sid = (await a.call("create", game="high-card", seats=2, bots=1, options={"rounds": 2}))[
+            "session"
+        ]
+        joined = await a.call("join", session=sid)
+        session = running.host.sessions[sid]
+        assert sum(len(orjson.dumps(r.to_json())) for r in session.records) > 512
+        r = await b.request("resume", session=sid, token=joined["token"], after=session.state.seq)
+        assert r["ok"]  # nothing missed: well within the budget
+        try:
+            await b.request("resume", session=sid, token=joined["token"], after=0)
+            raise AssertionError("the connection should have been dropped")
+        except ConnectionError:
+            pass
+        pushes = []
+        while (p := await b.next_push()) is not None:
+            pushes.append(p)
+        assert pushes[-1] == {"push": "closed", "reason": "slow_consumer"}
+        assert not [p for p in pushes if p["push"] == "event"]  # none of the refused ones
+        assert (await a.call("view", session=sid))["session"] == sid  # the others go on
+        running.host.request_shutdown()
