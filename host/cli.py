@@ -20,6 +20,22 @@ def _seconds(text: str) -> float | None:
     return value or None
 
 
+def _count(text: str) -> int:
+    """A limit flag: an integer, 0 or more."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
+def _rate(text: str) -> float:
+    """A rate flag: a number per second, 0 or more."""
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``serve`` sub-command."""
     p = sub.add_parser("serve", help="run the game host (TCP, JSON lines)")
@@ -40,7 +56,7 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--max-connections",
-        type=int,
+        type=_count,
         default=None,
         help="open connections at most (default: what the descriptor limit leaves after the"
         " store's open-file cache and a reserve, at most 10,000)",
@@ -59,15 +75,15 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--outbox-bytes",
-        type=int,
+        type=_count,
         default=8 * 1024 * 1024,
         help="bytes queued to a connection at most before it is dropped as too slow",
     )
     p.add_argument(
-        "--create-burst", type=int, default=20, help="creates a peer address may make at once"
+        "--create-burst", type=_count, default=20, help="creates a peer address may make at once"
     )
     p.add_argument(
-        "--create-rate", type=float, default=0.5, help="creates per second a peer address regains"
+        "--create-rate", type=_rate, default=0.5, help="creates per second a peer address regains"
     )
     p.add_argument(
         "--create-limit-loopback",
@@ -76,7 +92,7 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--max-unstarted",
-        type=int,
+        type=_count,
         default=10,
         help="sessions one connection may have created that have not started",
     )
