@@ -12,6 +12,30 @@ from host.registry import load_registry
 from host.server import HostConfig, run_host
 
 
+def _seconds(text: str) -> float | None:
+    """A timeout flag: seconds, 0 for none (None)."""
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"seconds must be 0 or more, not {text}")
+    return value or None
+
+
+def _count(text: str) -> int:
+    """A limit flag: an integer, 0 or more."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
+def _rate(text: str) -> float:
+    """A rate flag: a number per second, 0 or more."""
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``serve`` sub-command."""
     p = sub.add_parser("serve", help="run the game host (TCP, JSON lines)")
@@ -30,6 +54,48 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--max-records", type=int, default=500_000, help="records at most in one session"
     )
+    p.add_argument(
+        "--max-connections",
+        type=_count,
+        default=None,
+        help="open connections at most (default: what the descriptor limit leaves after the"
+        " store's open-file cache and a reserve, at most 10,000)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=_seconds,
+        default=300.0,
+        help="seconds a connection that plays or watches no session may stay silent (0: for ever)",
+    )
+    p.add_argument(
+        "--line-timeout",
+        type=_seconds,
+        default=30.0,
+        help="seconds a begun line may take to end (0: any)",
+    )
+    p.add_argument(
+        "--outbox-bytes",
+        type=_count,
+        default=8 * 1024 * 1024,
+        help="bytes queued to a connection at most before it is dropped as too slow",
+    )
+    p.add_argument(
+        "--create-burst", type=_count, default=20, help="creates a peer address may make at once"
+    )
+    p.add_argument(
+        "--create-rate", type=_rate, default=0.5, help="creates per second a peer address regains"
+    )
+    p.add_argument(
+        "--create-limit-loopback",
+        action="store_true",
+        help="apply the create rate to loopback peers too (off: local tools create freely)",
+    )
+    p.add_argument(
+        "--max-unstarted",
+        type=_count,
+        default=10,
+        help="sessions one connection may have created that have not started",
+    )
     p.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=serve_main)
@@ -47,6 +113,14 @@ def serve_main(args: argparse.Namespace) -> int:
         turn_timeout=args.turn_timeout,
         max_sessions=args.max_sessions,
         max_records=args.max_records,
+        max_connections=args.max_connections,
+        idle_timeout=args.idle_timeout,
+        line_timeout=args.line_timeout,
+        outbox_bytes=args.outbox_bytes,
+        create_burst=args.create_burst,
+        create_rate=args.create_rate,
+        create_limit_loopback=args.create_limit_loopback,
+        max_unstarted=args.max_unstarted,
     )
     trio.run(run_host, config, load_registry())
     return 0

@@ -6,6 +6,27 @@ connection's own task; session ops are submitted to the session's actor, which a
 No input from one client can crash the host: every request is parsed into a typed request or a
 typed error, and an unexpected exception is logged and answered with ``internal``.
 
+Limits, so that no client can exhaust the host (all in :class:`HostConfig`):
+
+- descriptors: at start the soft ``RLIMIT_NOFILE`` is raised to the hard limit, and the number of
+  open connections is capped (by default so that the connections, the store's open-file cache and
+  a reserve stay under the soft limit). A connection over the cap is accepted, told
+  ``{"push": "closed", "reason": "too_many_connections"}`` and closed at once. When ``accept``
+  itself fails for want of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM), trio's
+  ``serve_listeners`` logs it, sleeps 0.1 s and accepts again: the accept loop never dies of it.
+- time: a line once begun must end within ``line_timeout`` seconds (a client trickling bytes is
+  closed, reason ``line_timeout``), and a connection that neither plays nor watches a live session
+  and sent no complete line for ``idle_timeout`` seconds is closed (reason ``idle``). A seated
+  player waiting for its turn is never cut for silence.
+- memory: every connection's queued outbound bytes are counted from the moment a line is queued
+  until the writer has sent it; past ``outbox_bytes`` (or ``outbox`` lines) the connection is
+  dropped as ``slow_consumer``. The budget is strict: a ``resume`` whose missed events alone pass
+  it drops the connection too (a client resumes with a recent ``after``, or none: the snapshot).
+- ``create``: a token bucket per peer address (``create_burst`` tokens, ``create_rate`` more per
+  second; loopback exempt unless ``create_limit_loopback``) and at most ``max_unstarted`` sessions
+  per connection that it created and that have not started; past either ``create`` answers
+  ``overloaded`` (with ``retry_after`` seconds for the rate).
+
 Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tell every client
 ``{"push": "closed", "reason": "shutdown"}``, let the session actors finish the command under way
 (so every acknowledged append is on disk) within a grace period, then close the logs.
@@ -13,6 +34,9 @@ Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tel
 
 from __future__ import annotations
 
+import ipaddress
+import math
+import resource
 import secrets
 import signal
 from pathlib import Path
@@ -27,9 +51,10 @@ from host.engine import Engine, Record
 from host.game import OptionError
 from host.registry import Registry
 from host.session import Session
-from host.store import FileStore, FsyncMode
+from host.store import MAX_OPEN, FileStore, FsyncMode
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import (
+    MAX_SESSIONS_PAGE,
     PROTOCOL_VERSION,
     REQUESTS,
     ErrorCode,
@@ -63,6 +88,20 @@ class HostConfig:
             choice for it (None: no turn timer).
         max_sessions: live sessions at most (``create`` answers ``overloaded`` past it).
         max_records: records at most in one session; the host ends it there (``aborted``).
+        max_connections: open connections at most (None: the soft descriptor limit less the
+            store's open-file cache and a reserve, at most 10,000); one more is told
+            ``closed`` / ``too_many_connections`` and hung up on.
+        idle_timeout: seconds a connection that neither plays nor watches a live session may go
+            without sending a complete line before it is closed (``idle``); None: never.
+        line_timeout: seconds a begun line may take to end before the connection is closed
+            (``line_timeout``); None: never.
+        outbox_bytes: bytes a connection may have queued (sent to it but not yet written to its
+            socket) before it is dropped as too slow.
+        create_burst: ``create`` requests a peer address may make at once (token bucket size).
+        create_rate: ``create`` tokens a peer address regains per second.
+        create_limit_loopback: apply the per-address ``create`` rate to loopback peers too (off:
+            local tools such as ``bench`` and ``demo`` create freely).
+        max_unstarted: sessions a connection may have created that are live and not started.
     """
 
     data_dir: Path
@@ -75,16 +114,113 @@ class HostConfig:
     turn_timeout: float | None = None
     max_sessions: int = 10_000
     max_records: int = 500_000
+    max_connections: int | None = None
+    idle_timeout: float | None = 300.0
+    line_timeout: float | None = 30.0
+    outbox_bytes: int = 8 * 1024 * 1024
+    create_burst: int = 20
+    create_rate: float = 0.5
+    create_limit_loopback: bool = False
+    max_unstarted: int = 10
+
+
+FD_RESERVE = 64
+"""Descriptors kept free for listeners, stdio, trio's own and the store beyond its cache."""
+
+MAX_CONNECTIONS = 10_000
+"""The most connections the default cap allows, however high the descriptor limit."""
+
+
+def raise_fd_limit() -> int:
+    """Raise the soft ``RLIMIT_NOFILE`` to the hard limit (as far as the OS lets); the new soft
+    limit (descriptors). Never raises."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return 1024
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft == resource.RLIM_INFINITY or soft >= target:
+        return soft if soft != resource.RLIM_INFINITY else 1 << 20
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (OSError, ValueError):
+        return soft
+    log.info("fd_limit_raised", soft=target, was=soft)
+    return target
+
+
+def default_max_connections(fd_limit: int) -> int:
+    """Connections that fit in ``fd_limit`` descriptors beside the store's cache and a reserve."""
+    return max(16, min(MAX_CONNECTIONS, fd_limit - MAX_OPEN - FD_RESERVE))
+
+
+class CreateLimiter:
+    """A token bucket per peer address for ``create``.
+
+    Args:
+        burst: tokens a bucket holds at most (``create`` requests at once).
+        rate: tokens regained per second.
+        loopback: limit loopback addresses too (else they are never limited).
+    """
+
+    def __init__(self, burst: int, rate: float, loopback: bool = False) -> None:
+        self.burst = burst
+        self.rate = rate
+        self.loopback = loopback
+        self._buckets: dict[str, tuple[float, float]] = {}  # address -> (tokens, at)
+        self._prune_at = 10_000  # buckets held before full ones are forgotten
+
+    def take(self, address: str, now: float) -> float:
+        """Spend one token of ``address`` at time ``now`` (seconds); 0.0 when granted, else the
+        seconds until a token is back (nothing spent)."""
+        if not self.loopback and _is_loopback(address):
+            return 0.0
+        tokens, at = self._buckets.get(address, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - at) * self.rate)
+        if tokens >= 1.0:
+            self._buckets[address] = (tokens - 1.0, now)
+            if len(self._buckets) > self._prune_at:  # forget full buckets: they tell nothing
+                self._prune(now)
+                self._prune_at = max(10_000, 2 * len(self._buckets))
+            return 0.0
+        self._buckets[address] = (tokens, now)
+        return (1.0 - tokens) / self.rate if self.rate > 0 else math.inf
+
+    def _prune(self, now: float) -> None:
+        full = [
+            a for a, (t, at) in self._buckets.items() if t + (now - at) * self.rate >= self.burst
+        ]
+        for a in full:
+            del self._buckets[a]
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 class Connection:
     """One client connection. Implements :class:`host.session.Subscriber`."""
 
-    def __init__(self, host: Host, stream: trio.abc.Stream, peer: str, outbox: int) -> None:
+    def __init__(
+        self,
+        host: Host,
+        stream: trio.abc.Stream,
+        peer: str,
+        outbox: int,
+        outbox_bytes: int = 8 * 1024 * 1024,
+    ) -> None:
         self.host = host
         self.stream = stream
         self.peer = peer
+        self.address = peer.rpartition(":")[0] or peer  # the IP, without the port
         self._send, self._recv = trio.open_memory_channel[bytes](outbox)
+        self.outbox_bytes = outbox_bytes
+        self.queued = 0  # bytes queued and not yet written to the socket
+        self.queued_peak = 0
+        self.created: set[Session] = set()  # sessions this connection created
         self.sessions: set[Session] = set()
         self.dead = False
         self.reason: str | None = None
@@ -98,11 +234,16 @@ class Connection:
         return id(self)
 
     def send_nowait(self, line: bytes) -> bool:
-        """Queue a line for the writer; on a full queue drop the connection (False)."""
+        """Queue a line for the writer; past ``outbox`` lines or ``outbox_bytes`` bytes queued,
+        drop the connection as ``slow_consumer`` (False)."""
         if self.dead:
             return False
         try:
+            if self.queued + len(line) > self.outbox_bytes:
+                raise trio.WouldBlock
             self._send.send_nowait(line)
+            self.queued += len(line)
+            self.queued_peak = max(self.queued_peak, self.queued)
             return True
         except trio.WouldBlock:
             log.warning("slow_consumer_dropped", peer=self.peer)
@@ -182,21 +323,56 @@ class Connection:
                             break
                         chunk.append(more)
                         size += len(more)
+                    if self.scope.cancel_called:  # killed: what is queued is not sent
+                        break
                     self._mid_send = True
                     await self.stream.send_all(b"".join(chunk) if len(chunk) > 1 else line)
                     self._mid_send = False
+                    self.queued -= size
             if self.dead:  # closed gracefully: everything queued is sent, stop reading too
                 self.scope.cancel()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.kill("gone")
 
+    def _watching(self) -> bool:
+        """Whether this connection plays or watches a live session (then it may stay silent,
+        as may one whose requests a session has not answered yet)."""
+        live = self.host.sessions
+        return any(live.get(s.id) is s and self in s.subscribers for s in self.sessions)
+
+    def _timed_out(self, reason: str) -> None:
+        log.info("connection_timed_out", reason=reason)
+        self.close_gracefully(reason)
+        # a client that does not read either must not hold the connection open
+        self.scope.deadline = min(self.scope.deadline, trio.current_time() + 5)
+
     async def _reader(self) -> None:
         framer = LineBuffer(MAX_LINE)
+        cfg = self.host.config
+        last_line = trio.current_time()  # when the last complete line was handled (or connect)
+        line_began: float | None = None  # when an unfinished line was first seen
         while not self.dead:
-            try:
-                data = await self.stream.receive_some(65536)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return
+            now = trio.current_time()
+            deadline, reason = math.inf, None
+            if line_began is not None and cfg.line_timeout is not None:
+                deadline, reason = line_began + cfg.line_timeout, "line_timeout"
+            elif cfg.idle_timeout is not None:
+                if self._waiting or self._watching():  # not idle: look again later
+                    deadline = now + cfg.idle_timeout
+                else:
+                    deadline, reason = last_line + cfg.idle_timeout, "idle"
+            with trio.move_on_at(deadline) as waited:
+                try:
+                    data = await self.stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return
+            if waited.cancelled_caught:
+                if reason is not None:
+                    self._timed_out(reason)
+                    return
+                continue
+            ended = b"\n" in data  # a line ended (and what follows, if anything, began)
+            partial = bool(data) and not data.endswith(b"\n")
             if not data:  # end of input: a last line without its newline still counts
                 data = b"\n" if framer.pending else b""
                 if not data:
@@ -215,6 +391,14 @@ class Connection:
                     continue
                 await self._handle(item)
                 await trio.lowlevel.checkpoint()  # one busy client must not starve the others
+            # timed from when the lines were handled, not from when they came
+            now = trio.current_time()
+            if ended:
+                last_line = now
+            if not partial:
+                line_began = None
+            elif line_began is None or ended:
+                line_began = now
 
     async def _handle(self, line: bytes) -> None:
         rid: Any = None
@@ -249,6 +433,15 @@ class Host:
         self.nursery = nursery
         self.config = config
         self.max_sessions = config.max_sessions
+        self.max_connections = (
+            default_max_connections(1024)
+            if config.max_connections is None
+            else config.max_connections
+        )
+        self._refusing = 0  # connections over the cap being told so
+        self.create_limiter = CreateLimiter(
+            config.create_burst, config.create_rate, config.create_limit_loopback
+        )
         self.sessions: dict[str, Session] = {}
         self.connections: set[Connection] = set()
         self.shutdown = trio.Event()
@@ -355,15 +548,14 @@ class Host:
                 self._games = {"games": self.registry.describe()}
             return self._games
         if req.op == "sessions":
-            return {
-                "sessions": [
-                    self._summary(s)
-                    for s in self.sessions.values()
-                    if p.game is None or s.game.info.id == p.game
-                ]
-            }
+            if not 1 <= p.limit <= MAX_SESSIONS_PAGE:
+                raise ProtocolError(
+                    ErrorCode.BAD_REQUEST, f"limit must be 1 to {MAX_SESSIONS_PAGE}, not {p.limit}"
+                )
+            return self._sessions_page(p.game, p.after, p.limit)
         if req.op == "create":
-            await self.create(conn, req.id, p.game, p.options, p.seats, p.bots)
+            self._check_create(conn)
+            conn.created.add(await self.create(conn, req.id, p.game, p.options, p.seats, p.bots))
             return None
         session = self.sessions.get(p.session)
         if session is None:
@@ -457,6 +649,50 @@ class Host:
                 del self.sessions[session.id]
             self.store.release(session.id)
 
+    def _sessions_page(self, game: str | None, after: str | None, limit: int) -> dict[str, Any]:
+        """One page of ``sessions``: live sessions by id, those after ``after``, at most
+        ``limit``; ``next`` is the cursor of the following page (None: this is the last)."""
+        page: list[dict[str, Any]] = []
+        more = False
+        for sid in sorted(self.sessions):
+            if after is not None and sid <= after:
+                continue
+            s = self.sessions[sid]
+            if game is not None and s.game.info.id != game:
+                continue
+            if len(page) == limit:
+                more = True
+                break
+            page.append(self._summary(s))
+        return {"sessions": page, "next": page[-1]["session"] if more else None}
+
+    def _check_create(self, conn: Connection) -> None:
+        """Refuse a ``create`` past the per-connection or per-address limit.
+
+        Raises:
+            ProtocolError: ``overloaded`` (with ``retry_after`` seconds for the address rate).
+        """
+        c = self.config
+        conn.created = {
+            s
+            for s in conn.created
+            if self.sessions.get(s.id) is s and not s.state.started and not s.state.ended
+        }
+        if len(conn.created) >= c.max_unstarted:
+            raise ProtocolError(
+                ErrorCode.OVERLOADED,
+                f"this connection has {len(conn.created)} sessions waiting for players already"
+                f" (at most {c.max_unstarted}); create more once they start or end",
+            )
+        wait = self.create_limiter.take(conn.address, trio.current_time())
+        if wait:
+            raise ProtocolError(
+                ErrorCode.OVERLOADED,
+                f"too many sessions created from {conn.address} (at most {c.create_burst} at"
+                f" once, then one per {1 / c.create_rate if c.create_rate else math.inf:g} s)",
+                retry_after=math.ceil(round(wait * 10, 6)) / 10 if math.isfinite(wait) else None,
+            )
+
     def _summary(self, s: Session) -> dict[str, Any]:
         st = s.state
         return {
@@ -469,6 +705,31 @@ class Host:
             "seq": st.seq,
         }
 
+    async def _refuse(self, stream: trio.SocketStream, peer: str) -> None:
+        """Tell a connection over the cap why it is closed, then close it.
+
+        What the client sent is read and dropped for up to a second: closing a socket with
+        unread input would reset it, and the client could lose the ``closed`` push. At most
+        ``FD_RESERVE // 2`` refusals linger at once; past that a connection is closed at once.
+        """
+        log.warning("too_many_connections", peer=peer, open=len(self.connections))
+        try:
+            if self._refusing < FD_RESERVE // 2:
+                self._refusing += 1
+                try:
+                    with trio.move_on_after(1):
+                        await stream.send_all(push("closed", reason="too_many_connections"))
+                        await stream.send_eof()
+                        while await stream.receive_some(65536):
+                            pass
+                finally:
+                    self._refusing -= 1
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        finally:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
     async def handle(self, stream: trio.SocketStream) -> None:
         """The per-connection handler given to ``serve_tcp``; never raises."""
         try:
@@ -476,9 +737,12 @@ class Host:
             peer = f"{addr[0]}:{addr[1]}"
         except OSError:
             peer = "?"
-        conn = Connection(self, stream, peer, self.config.outbox)
+        conn = Connection(self, stream, peer, self.config.outbox, self.config.outbox_bytes)
         if self.shutdown.is_set():
             await stream.aclose()
+            return
+        if len(self.connections) >= self.max_connections:
+            await self._refuse(stream, peer)
             return
         self.connections.add(conn)
         try:
@@ -521,6 +785,10 @@ async def run_host(
     task_status: trio.TaskStatus[tuple[Host, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a host until shutdown. ``task_status.started((host, port))`` once it listens."""
+    fd_limit = raise_fd_limit()
+    if config.max_connections is None:
+        config = attrs.evolve(config, max_connections=default_max_connections(fd_limit))
+    log.info("limits", fd_limit=fd_limit, max_connections=config.max_connections)
     store = FileStore(config.data_dir, config.fsync)
     async with trio.open_nursery() as outer:
         await outer.start(store.run)

@@ -96,9 +96,17 @@ class Create:
     bots: int = 0
 
 
+MAX_SESSIONS_PAGE = 500
+"""The most sessions one ``sessions`` reply lists (``limit``)."""
+
+
 @attrs.frozen
 class Sessions:
+    """One page of live sessions, by id: those with an id after ``after``, at most ``limit``."""
+
     game: str | None = None
+    limit: int = 100  # 1 .. MAX_SESSIONS_PAGE (the host answers bad_request otherwise)
+    after: str | None = None
 
 
 @attrs.frozen

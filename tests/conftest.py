@@ -46,7 +46,12 @@ def toy_registry() -> Registry:
 async def start_host(
     nursery: trio.Nursery, data_dir: Path, registry: Registry | None = None, **config: object
 ) -> RunningHost:
-    """An in-process host on 127.0.0.1 port 0 (the test game only, unless ``registry``)."""
+    """An in-process host on 127.0.0.1 port 0 (the test game only, unless ``registry``).
+
+    Connection timeouts are off unless a test asks for them: under ``autojump_clock`` virtual
+    time leaps while the store's thread works, and idle test clients would be hung up on.
+    """
+    config = {"idle_timeout": None, "line_timeout": None, **config}
     cfg = HostConfig(data_dir=data_dir, port=0, **config)  # type: ignore[arg-type]
     registry = registry or toy_registry()
     host, port = await nursery.start(
