@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 
+from host.game import seed_commitment
 from tools.chaos import ChaosConfig, ChaosReport, Ledger, chaos, check_logs, pick_action
 
 
@@ -49,7 +50,16 @@ def _write_log(path: Path, records: list[dict]) -> None:
 
 def test_check_logs_counts_acknowledged_records_missing_or_different(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
-    header = {"seq": 0, "type": "header", "game": "toy"}
+    seed = bytes(32)
+    header = {
+        "seq": 0,
+        "type": "header",
+        "game": "toy",
+        "options": {},
+        "seats": 1,
+        "seed": seed.hex(),
+        "seed_commitment": seed_commitment(seed),
+    }
     _write_log(
         sessions / "a.jsonl",
         [
