@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import trio
 
+from host.cli import non_negative_int, port_number, positive_int
 from host.registry import load_registry
 from tools.client import Client, HostError
 
@@ -156,10 +157,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``play`` sub-command."""
     p = sub.add_parser("play", help="play in a terminal against other clients or host bots")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=7878)
+    p.add_argument("--port", type=port_number, default=7878)
     p.add_argument("--game", default="crazy-eights")
-    p.add_argument("--seats", type=int, help="seats (default: bots + 1)")
-    p.add_argument("--bots", type=int, default=3, help="seats filled by host bots")
+    p.add_argument("--seats", type=positive_int, help="seats (default: bots + 1)")
+    p.add_argument("--bots", type=non_negative_int, default=3, help="seats filled by host bots")
     p.add_argument(
         "--option",
         action="append",

@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from host.cli import non_negative_int, positive_int
 from host.engine import Engine, Record
 from host.registry import load_registry
 from host.store import CorruptLog, read_log
@@ -143,14 +144,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``replay`` sub-command."""
     p = sub.add_parser("replay", help="show, inspect, verify or fork a session log")
     p.add_argument("log", type=Path, help="a session log (.jsonl)")
-    p.add_argument("--at", type=int, metavar="SEQ", help="show the state after record SEQ")
+    p.add_argument(
+        "--at", type=non_negative_int, metavar="SEQ", help="show the state after record SEQ"
+    )
     who = p.add_mutually_exclusive_group()
-    who.add_argument("--as", dest="seat", type=int, metavar="SEAT", help="as this seat sees it")
+    who.add_argument(
+        "--as", dest="seat", type=non_negative_int, metavar="SEAT", help="as this seat sees it"
+    )
     who.add_argument("--spectator", action="store_true", help="as a spectator sees it")
     p.add_argument("--verify", action="store_true", help="re-run every action on current code")
-    p.add_argument("--fork-at", type=int, metavar="SEQ", help="write records 0..SEQ as a new log")
+    p.add_argument(
+        "--fork-at", type=non_negative_int, metavar="SEQ", help="write records 0..SEQ as a new log"
+    )
     p.add_argument("--out", type=Path, help="with --fork-at: the folder (default: the log's)")
-    p.add_argument("--width", type=int, default=160, help="cut timeline lines to this width")
+    p.add_argument(
+        "--width", type=positive_int, default=160, help="cut timeline lines to this width"
+    )
     p.set_defaults(func=main)
 
 
