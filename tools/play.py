@@ -65,7 +65,8 @@ class Renderer:
     def event(self, push: dict[str, Any]) -> str | None:
         kind, ev = push.get("kind"), push.get("event") or {}
         if kind == "action":
-            return f"  seat {ev['seat']}: {self.action(ev['action'])}"
+            late = "  [timed out: played by the host]" if ev.get("timed_out") else ""
+            return f"  seat {ev['seat']}: {self.action(ev['action'])}{late}"
         if kind == "seat_taken":
             return f"  seat {ev['seat']} taken by {ev['name']}"
         if kind == "event":
