@@ -1,6 +1,6 @@
 """Seven Twenty-Seven: the rule spec's edge cases, chips and pots, options, properties, secrecy.
 
-Rule references are to ``shared/rules/seven-twenty-seven.md``. Values are in half-points.
+Rule references are to ``docs/rules/seven-twenty-seven.md``. Values are in half-points.
 """
 
 from __future__ import annotations
