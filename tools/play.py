@@ -219,7 +219,8 @@ async def play(args: argparse.Namespace) -> int:
             r = Renderer(resumed["game"])
             args.resume_hint = resume_command(args, sid, args.resume)
             print(f"you are seat {seat} again in session {sid}")
-            print(r.view(resumed, seat))
+            if seat not in resumed.get("to_act", []) or resumed.get("ended"):
+                print(r.view(resumed, seat))  # else the turn push that follows draws it
             if resumed.get("ended"):
                 print("ended:", orjson.dumps(resumed.get("outcome")).decode())
                 return 0

@@ -114,5 +114,7 @@ async def test_resume_takes_the_seat_back_and_plays_to_the_end(tmp_path, nursery
     out = capsys.readouterr().out
     assert f"you are seat {joined['seat']} again in session {sid}" in out
     assert "ended:" in out
+    tables = [line for line in out.splitlines() if line.startswith("--- seq ")]
+    assert all(a != b for a, b in zip(tables, tables[1:], strict=False))  # none drawn twice
     assert args.resume_hint == play.resume_command(args, sid, joined["token"])
     running.host.request_shutdown()
