@@ -29,7 +29,7 @@ def port_number(text: str) -> int:
     return value
 
 
-def positive_int(text: str) -> int:
+def count(text: str) -> int:
     """An argparse ``type``: an integer >= 1 (a count). Raises ``ArgumentTypeError`` otherwise."""
     value = _int(text)
     if value < 1:
@@ -98,11 +98,9 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="seconds a player may take to act before the host plays the bot's choice for them",
     )
+    p.add_argument("--max-sessions", type=count, default=10_000, help="live sessions at most")
     p.add_argument(
-        "--max-sessions", type=positive_int, default=10_000, help="live sessions at most"
-    )
-    p.add_argument(
-        "--max-records", type=positive_int, default=500_000, help="records at most in one session"
+        "--max-records", type=count, default=500_000, help="records at most in one session"
     )
     p.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info")

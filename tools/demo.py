@@ -21,7 +21,7 @@ from pathlib import Path
 import trio
 
 from host import logs
-from host.cli import port_number, positive_int
+from host.cli import count, port_number
 from host.registry import load_registry
 from host.server import HostConfig, run_host
 from tools.autoplay import play_session
@@ -116,7 +116,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``demo`` sub-command."""
     p = sub.add_parser("demo", help="host + full sessions of every game over TCP + replay")
     p.add_argument("--data-dir", type=Path, help="default: a new folder under ./demo-data")
-    p.add_argument("--games", type=positive_int, default=3, help="sessions per game")
+    p.add_argument("--games", type=count, default=3, help="sessions per game")
     p.add_argument("--port", type=port_number, default=0)
     p.add_argument("--fsync", choices=["always", "batch", "never"], default="batch")
     p.add_argument("--seed", type=int, default=None)

@@ -25,7 +25,7 @@ import attrs
 import orjson
 import trio
 
-from host.cli import non_negative_int, port_number, positive_int
+from host.cli import count, non_negative_int, port_number
 from host.registry import load_registry
 from tools.client import Client, HostError
 
@@ -291,7 +291,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=port_number, default=7878)
     p.add_argument("--game", default="crazy-eights")
-    p.add_argument("--seats", type=positive_int, help="seats (default: bots + 1)")
+    p.add_argument("--seats", type=count, help="seats (default: bots + 1)")
     p.add_argument("--bots", type=non_negative_int, default=3, help="seats filled by host bots")
     p.add_argument(
         "--option",

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from host.cli import non_negative_int, positive_int
+from host.cli import count, non_negative_int
 from host.engine import Engine, Record
 from host.registry import load_registry
 from host.store import CorruptLog, read_log
@@ -224,9 +224,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--fork-at", type=non_negative_int, metavar="SEQ", help="write records 0..SEQ as a new log"
     )
     p.add_argument("--out", type=Path, help="with --fork-at: the folder (default: the log's)")
-    p.add_argument(
-        "--width", type=positive_int, default=160, help="cut timeline lines to this width"
-    )
+    p.add_argument("--width", type=count, default=160, help="cut timeline lines to this width")
     p.set_defaults(func=main)
 
 
