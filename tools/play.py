@@ -11,14 +11,20 @@ range, e.g. ``[2] raise AMOUNT from 1 to 10``; the player types ``2 7`` or ``rai
 ``2`` and then the amount when asked). A JSON action object is accepted too. ``--auto`` picks
 random legal actions instead (for scripts). A game that offers ``render(view, viewer)`` and
 ``describe(action)`` is drawn its own way; any other as JSON. A move the host played for a seat
-whose turn timer ran out is marked ``[timed out: played by the host]``.
+whose turn timer ran out is marked ``[timed out: played by the host]``; if that happens while
+the player is still choosing, the prompt is dropped at once with a note, and the next turn is
+shown (a line typed later goes to the new prompt, none is lost).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import os
 import random
+import select
 import sys
+import threading
 from typing import Any
 
 import attrs
@@ -169,6 +175,78 @@ def parse_choice(text: str, choices: list[Form]) -> dict[str, Any] | str:
     return usage
 
 
+def _read_stdin(stop: threading.Event) -> str | None:
+    """One line from stdin, read byte by byte so nothing is buffered past it; None once ``stop``
+    is set (checked every 0.1 s while nothing is typed).
+
+    Raises:
+        EOFError: stdin is closed.
+    """
+    fd = sys.stdin.fileno()
+    line = bytearray()
+    while not stop.is_set():
+        if not select.select([fd], [], [], 0.1)[0]:
+            continue
+        byte = os.read(fd, 1)
+        if not byte:
+            raise EOFError
+        if byte == b"\n":
+            return line.decode(errors="replace")
+        line += byte
+    return None
+
+
+async def read_line(prompt: str) -> str:
+    """Show ``prompt`` and read a line typed on stdin; cancellable: a cancelled read stops its
+    thread without taking the next line the player types."""
+    print(prompt, end="", flush=True)
+    stop = threading.Event()
+    try:
+        line = await trio.to_thread.run_sync(_read_stdin, stop, abandon_on_cancel=True)
+    finally:
+        stop.set()
+    return line or ""
+
+
+async def _choose_unless_overtaken(
+    c: Client,
+    turn: dict[str, Any],
+    seat: int,
+    r: Renderer,
+    rng: random.Random,
+    backlog: collections.deque,
+) -> Any:
+    """The player's choice for ``turn``; None if the table moved on while they thought (the host
+    played for them when their turn timer ran out, a newer turn replaced this one, or the session
+    ended). Pushes read meanwhile go to ``backlog`` for the caller, in order."""
+    chosen = None
+
+    async def ask() -> None:
+        nonlocal chosen
+        chosen = await _choose(turn["legal"], r, False, rng)
+        n.cancel_scope.cancel()
+
+    async def watch() -> None:
+        while True:
+            q = await c.next_push()
+            backlog.append(q)
+            ev = (q or {}).get("event") or {}
+            played = q and q.get("kind") == "action" and ev.get("seat") == seat
+            newer = q and q["push"] == "turn" and q.get("seat") == seat and q["seq"] != turn["seq"]
+            if q is None or q["push"] in ("ended", "closed") or played or newer:
+                if played and ev.get("timed_out"):
+                    print("\nyour turn timer ran out: the host played for you")
+                elif q is not None:
+                    print()
+                n.cancel_scope.cancel()
+                return
+
+    async with trio.open_nursery() as n:
+        n.start_soon(ask)
+        n.start_soon(watch)
+    return chosen
+
+
 async def _choose(legal: list[dict[str, Any]], r: Renderer, auto: bool, rng: random.Random) -> Any:
     if auto:
         return rng.choice(legal)
@@ -179,7 +257,7 @@ async def _choose(legal: list[dict[str, Any]], r: Renderer, auto: bool, rng: ran
     while True:
         try:
             prompt = f"{pending.key} ({pending.lo}..{pending.hi})> " if pending else "your move> "
-            text = await trio.to_thread.run_sync(input, prompt, abandon_on_cancel=True)
+            text = await read_line(prompt)
         except EOFError:
             raise KeyboardInterrupt from None
         if pending is not None and text.strip().lstrip("-").isdigit():
@@ -251,8 +329,9 @@ async def _loop(
     c: Client, args: argparse.Namespace, sid: str, seat: int, r: Renderer, rng: random.Random
 ) -> int:
     """Print pushes and answer this seat's turns until the session ends or the host closes."""
+    backlog: collections.deque = collections.deque()
     while True:
-        p = await c.next_push()
+        p = backlog.popleft() if backlog else await c.next_push()
         if p is None:
             print("the host closed the connection")
             return 1
@@ -267,7 +346,12 @@ async def _loop(
             if not args.quiet:
                 print(r.view(snap, seat))
             while True:
-                action = await _choose(p["legal"], r, args.auto, rng)
+                if args.auto:
+                    action = await _choose(p["legal"], r, True, rng)
+                else:
+                    action = await _choose_unless_overtaken(c, p, seat, r, rng, backlog)
+                    if action is None:
+                        break  # the table moved on: the backlog says how
                 reply = await c.request("act", session=sid, action=action, seq=p["seq"])
                 if reply.get("ok"):
                     break

@@ -6,6 +6,7 @@ import argparse
 
 import orjson
 import pytest
+import trio
 
 from host.game import IllegalAction, Rng
 from host.local import play_local
@@ -117,4 +118,30 @@ async def test_resume_takes_the_seat_back_and_plays_to_the_end(tmp_path, nursery
     tables = [line for line in out.splitlines() if line.startswith("--- seq ")]
     assert all(a != b for a, b in zip(tables, tables[1:], strict=False))  # none drawn twice
     assert args.resume_hint == play.resume_command(args, sid, joined["token"])
+    running.host.request_shutdown()
+
+
+async def test_a_player_who_does_not_answer_sees_the_host_play_for_them(
+    tmp_path, nursery, capsys, monkeypatch, autojump_clock
+):
+    async def never_types(prompt: str) -> str:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    monkeypatch.setattr(play, "read_line", never_types)
+    running = await start_host(nursery, tmp_path, registry=REGISTRY, turn_timeout=5.0)
+    async with await Client.connect("127.0.0.1", running.port) as c:
+        created = await c.call(
+            "create", game="crazy-eights", seats=2, bots=1, options={"target": 1}
+        )
+    args = _args("--port", str(running.port), "--session", created["session"])
+    assert await play.play(args) == 0  # every turn played by the timer, to the end
+    out = capsys.readouterr().out.splitlines()
+    log = [orjson.loads(x) for x in (tmp_path / "sessions" / f"{created['session']}.jsonl").open()]
+    mine = [r for r in log if r["type"] == "action" and r["seat"] == 0]
+    assert mine and all(r.get("timed_out") for r in mine)
+    marked = [line for line in out if line.endswith("  [timed out: played by the host]")]
+    assert len(marked) == len(mine) and all(line.startswith("  seat 0: ") for line in marked)
+    notes = [line for line in out if line == "your turn timer ran out: the host played for you"]
+    assert len(notes) == len(mine)
     running.host.request_shutdown()
