@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import socket
 from pathlib import Path
 
 import trio
@@ -10,6 +12,76 @@ import trio
 from host import logs
 from host.registry import load_registry
 from host.server import HostConfig, run_host
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def port_number(text: str) -> int:
+    """An argparse ``type``: a TCP port, 0..65535 (0: any free port).
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer, or out of range (argparse turns it into a
+            one-line ``error:`` and exit status 2).
+    """
+    value = _int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0..65535, not {value}")
+    return value
+
+
+def count(text: str) -> int:
+    """An argparse ``type``: an integer >= 1 (a count). Raises ``ArgumentTypeError`` otherwise."""
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 0. Raises ``ArgumentTypeError`` otherwise."""
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """An argparse ``type``: a finite number of seconds >= 0. Raises ``ArgumentTypeError``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"seconds must be a finite number >= 0, not {text}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse ``type``: a finite number of seconds > 0. Raises ``ArgumentTypeError``."""
+    value = seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("seconds must be more than 0")
+    return value
+
+
+def bind_address(text: str) -> str:
+    """An argparse ``type``: an address or host name this machine can resolve.
+
+    Raises:
+        argparse.ArgumentTypeError: the name does not resolve.
+    """
+    try:
+        socket.getaddrinfo(text, None, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise argparse.ArgumentTypeError(f"cannot resolve {text!r}: {exc}") from None
+    return text
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
 def _seconds(text: str) -> float | None:
@@ -39,20 +111,20 @@ def _rate(text: str) -> float:
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``serve`` sub-command."""
     p = sub.add_parser("serve", help="run the game host (TCP, JSON lines)")
-    p.add_argument("--port", type=int, default=7878, help="TCP port (0: any free port)")
-    p.add_argument("--bind", default="127.0.0.1", help="address to listen on")
+    p.add_argument("--port", type=port_number, default=7878, help="TCP port (0: any free port)")
+    p.add_argument("--bind", type=bind_address, default="127.0.0.1", help="address to listen on")
     p.add_argument("--data-dir", type=Path, default=Path("data"), help="where session logs go")
     p.add_argument("--fsync", choices=["always", "batch", "never"], default="batch")
-    p.add_argument("--bot-delay", type=float, default=0.0, help="seconds a host bot waits")
+    p.add_argument("--bot-delay", type=seconds, default=0.0, help="seconds a host bot waits")
     p.add_argument(
         "--turn-timeout",
-        type=float,
+        type=positive_seconds,
         default=None,
         help="seconds a player may take to act before the host plays the bot's choice for them",
     )
-    p.add_argument("--max-sessions", type=int, default=10_000, help="live sessions at most")
+    p.add_argument("--max-sessions", type=count, default=10_000, help="live sessions at most")
     p.add_argument(
-        "--max-records", type=int, default=500_000, help="records at most in one session"
+        "--max-records", type=count, default=500_000, help="records at most in one session"
     )
     p.add_argument(
         "--max-connections",
@@ -97,7 +169,7 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         help="sessions one connection may have created that have not started",
     )
     p.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
-    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     p.set_defaults(func=serve_main)
 
 

@@ -1,6 +1,6 @@
 """Around the World (Ride the Bus): a drinking game whose result is a drink ledger.
 
-Rule spec: ``rules/around-the-world.md``. Round 1: four (or five) passes round the table; on each
+Rules: ``docs/rules/around-the-world.md``. Round 1: four (or five) passes round the table; on each
 pass every seat, the dealer (seat 0) last, names a guess and is dealt the next shoe card face up
 into its row; right gives the question's value in drinks, wrong takes it. Round 2: the dealer
 lays 8 (10 with end cards) cards face down in a ``take`` and a ``give`` column and turns them one

@@ -2,7 +2,7 @@
 
 Everything here is a plain function of cards and option values, with no state: the game module
 (``plugins.around_the_world``) calls these from ``decide``. Rule spec:
-``rules/around-the-world.md``.
+``docs/rules/around-the-world.md``.
 """
 
 from __future__ import annotations

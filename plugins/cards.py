@@ -1,6 +1,6 @@
 """The shared card toolkit: French-deck cards in wire notation, multi-deck shoes, shuffling.
 
-A card is a ``str`` in the notation of ``rules/crazy-eights.md`` ("Cards"): rank then suit, ranks
+A card is a ``str`` as in ``docs/rules/crazy-eights.md`` ("Cards"): rank then suit, ranks
 ``2 3 4 5 6 7 8 9 10 J Q K A``, suits ``C D H S`` — ``"10H"``, ``"QS"``, ``"8C"``. Two copies of a
 card from two decks have the same notation and are interchangeable. Cards are plain strings so
 that events, views and actions are readable JSON as they are.

@@ -1,4 +1,4 @@
-"""Crazy Eights (game id ``crazy-eights``), per ``rules/crazy-eights.md``.
+"""Crazy Eights (game id ``crazy-eights``), per ``docs/rules/crazy-eights.md``.
 
 A shedding game for 2-7 players over a match of several deals. Values are in
 :mod:`plugins.crazy_eights_model`, rules in :mod:`plugins.crazy_eights_rules`, text rendering in

@@ -1,4 +1,4 @@
-"""Crazy Eights values: options, actions, events and the state (``rules/crazy-eights.md``).
+"""Crazy Eights values: options, actions, events and the state (``docs/rules/crazy-eights.md``).
 
 Every class here is a frozen attrs class; cards are wire strings (``"10H"``), seats are ints.
 The rules that act on these values live in :mod:`plugins.crazy_eights_rules`; the game class and
@@ -42,7 +42,7 @@ def _doc(text: str) -> dict[str, str]:
 
 @attrs.frozen
 class Options:
-    """The game options of ``rules/crazy-eights.md`` with the spec's defaults.
+    """The game options of ``docs/rules/crazy-eights.md`` with the spec's defaults.
 
     Integer options refuse booleans and out-of-range values in :func:`check_options`.
     """

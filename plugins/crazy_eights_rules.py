@@ -1,7 +1,7 @@
 """Crazy Eights rules as pure functions over :class:`~plugins.crazy_eights_model.State`.
 
 Matching, wild cards, drawing and passing, special cards, the deal, scoring and ``evolve``.
-Section names in the docstrings refer to ``rules/crazy-eights.md``.
+Section names in the docstrings refer to ``docs/rules/crazy-eights.md``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Seven Twenty-Seven (game id ``seven-twenty-seven``): a betting game for chips, 4–10 players.
 
-Rule spec: ``rules/seven-twenty-seven.md``. Each hand: antes, one card up and one (or two) down,
+Rules: ``docs/rules/seven-twenty-seven.md``. Each hand: antes, one card up and one (or two) down,
 a draw round, betting, a unanimous vote on one extra card (then more betting), and the showdown:
 the hand closest to 7 or 27 takes the pot (``pot: split``: half each). Classic variants are
 options. Values are integer half-points (J/Q/K = 1, 7 = 14, 27 = 54).

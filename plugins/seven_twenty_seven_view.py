@@ -157,22 +157,27 @@ def _hp(t: int | None) -> str:
 
 def render(v: dict[str, Any], viewer: Viewer) -> str:
     """A multi-line text picture of a wire-form view: stacks, pots, the bet to call, the hands
-    and their totals, and the last hand's showdown."""
+    and their totals, and the last hand's showdown.
+
+    The ``Pot`` line starts with everything in the middle (``pot_total``, the sum of every
+    seat's ``in pot``), then the pots collected before this betting round and this round's bets
+    still in front of the players, so its parts add up to its total."""
     lines = [
         f"Seven Twenty-Seven - hand {v['hand']}"
         + ("" if v["hands_limit"] == "unlimited" else f" of {v['hands_limit']}")
         + f", dealer seat {v['dealer']}, {v['phase']}"
         + (f" round {v['round']}" if v["round"] and v["phase"] in RUNNING else "")
     ]
-    if v["pots"]:
+    bets = sum(p["bet"] for p in v["players"])
+    if v["pots"] or bets:
         names = ["main"] + [f"side {i}" for i in range(1, len(v["pots"]))]
-        lines.append(
-            "Pots: "
-            + "; ".join(
-                f"{name} {p['amount']} (seats {', '.join(map(str, p['eligible']))})"
-                for name, p in zip(names, v["pots"], strict=True)
-            )
-        )
+        parts = [
+            f"{name} {p['amount']} (seats {', '.join(map(str, p['eligible']))})"
+            for name, p in zip(names, v["pots"], strict=True)
+        ]
+        if bets:
+            parts.append(f"this round's bets {bets}")
+        lines.append(f"Pot {v['pot_total']}: " + "; ".join(parts))
     if v["phase"] == "betting":
         lines.append(
             f"Bet {v['current_bet']}, to call {v['to_call']}, raises {v['raises']}/"

@@ -1,20 +1,58 @@
-"""The ``gamehost`` command: ``serve``, ``play``, ``replay``, ``bench``, ``demo``."""
+"""The ``gamehost`` command: ``serve``, ``play``, ``replay``, ``bench``, ``demo``.
+
+``gamehost`` alone prints this help and exits 0; ``gamehost --version`` prints the host's version
+and each installed game's id and version. A bad option or value is refused by argparse with one
+``gamehost <command>: error: ...`` line (after the usage line) and exit status 2.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from importlib import metadata
 
 from host.cli import add_serve_parser
+
+
+def version_text() -> str:
+    """``gamehost <version>`` then one line per installed game: ``  <id> <version>  <title>``."""
+    try:
+        host = metadata.version("gamehost")
+    except metadata.PackageNotFoundError:
+        host = "unknown (not installed)"
+    lines = [f"gamehost {host}"]
+    try:
+        from host.registry import load_registry
+
+        games = load_registry().games
+    except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the host's version
+        lines.append(f"  (the games could not be loaded: {type(exc).__name__}: {exc})")
+        return "\n".join(lines)
+    for gid in sorted(games):
+        info = games[gid].info
+        lines.append(f"  {gid} {info.version}  {info.title}")
+    return "\n".join(lines)
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the versions and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_text())
+        parser.exit(0)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gamehost`` console script."""
     from tools import bench, chaos, demo, play, replay
 
-    parser = argparse.ArgumentParser(prog="gamehost", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="gamehost", description="An event-sourced host for turn-based games."
+    )
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_serve_parser(sub)
     play.add_parser(sub)
     replay.add_parser(sub)
@@ -22,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_parser(sub)
     chaos.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -4,18 +4,24 @@ Starts a host on the embedded file store (a fresh data dir), plays whole session
 installed game over TCP (random-legal clients in some seats, host bots in the rest, a few seat
 counts each), shuts the host down cleanly, then replays and verifies every log it wrote.
 Exit status 0 when every session ended and every log verified.
+
+A failure is reported by its first real error (the innermost exception under trio's exception
+groups, not "Exceptions from Trio nursery") with the game, the seat count and the session it
+came from; the demo then goes on with the next session.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 from pathlib import Path
 
 import trio
 
 from host import logs
+from host.cli import count, port_number
 from host.registry import load_registry
 from host.server import HostConfig, run_host
 from tools.autoplay import play_session
@@ -47,11 +53,14 @@ async def run_demo(args: argparse.Namespace) -> int:
             info = registry.games[gid].info
             for seats, bots in seat_plan(info.min_seats, min(info.max_seats, 12), args.games):
                 t0 = time.perf_counter()
+                before = set(host.sessions)
                 try:
                     sid, results = await play_session("127.0.0.1", port, gid, seats, bots, rng)
                 except Exception as exc:  # noqa: BLE001 - report and go on with the next
                     failures += 1
-                    print(f"  FAILED {gid} seats={seats}: {type(exc).__name__}: {exc}")
+                    new = sorted(set(host.sessions) - before)
+                    where = f"session {new[0]}" if new else "no session created"
+                    print(f"  FAILED {gid} seats={seats} ({where}): {describe_error(exc)}")
                     continue
                 acts = max((r.actions_seen for r in results), default=0)
                 print(
@@ -62,8 +71,13 @@ async def run_demo(args: argparse.Namespace) -> int:
     print("host stopped; replaying every log with the current code:")
     paths = sorted((args.data_dir / "sessions").glob("*.jsonl"))
     for path in paths:
-        engine, records = load(path, registry.engines.get(_game_of(path)))
-        diff = verify_log(engine, records)
+        try:
+            engine, records = load(path, registry.engines.get(_game_of(path)))
+            diff = verify_log(engine, records)
+        except Exception as exc:  # noqa: BLE001 - report and go on with the next log
+            failures += 1
+            print(f"  FAILED {path.name} (session {path.stem}): {describe_error(exc)}")
+            continue
         ended = records[-1].type == "ended"
         status = "ok" if diff is None and ended else f"DIFFERS at {diff}" if diff else "NOT ENDED"
         if status != "ok":
@@ -74,6 +88,21 @@ async def run_demo(args: argparse.Namespace) -> int:
         f" {failures} failures"
     )
     return 1 if failures else 0
+
+
+def first_error(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups that is not a trio cancellation."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [first_error(e) for e in exc.exceptions]
+        real = [e for e in leaves if not isinstance(e, trio.Cancelled)]
+        return (real or leaves)[0]
+    return exc
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Type: message`` of :func:`first_error`."""
+    leaf = first_error(exc)
+    return f"{type(leaf).__name__}: {leaf}"
 
 
 def _game_of(path: Path) -> str:
@@ -87,8 +116,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``demo`` sub-command."""
     p = sub.add_parser("demo", help="host + full sessions of every game over TCP + replay")
     p.add_argument("--data-dir", type=Path, help="default: a new folder under ./demo-data")
-    p.add_argument("--games", type=int, default=3, help="sessions per game")
-    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--games", type=count, default=3, help="sessions per game")
+    p.add_argument("--port", type=port_number, default=0)
     p.add_argument("--fsync", choices=["always", "batch", "never"], default="batch")
     p.add_argument("--seed", type=int, default=None)
     p.set_defaults(func=main)
@@ -102,4 +131,8 @@ def main(args: argparse.Namespace) -> int:
     if args.data_dir.exists() and any(args.data_dir.glob("sessions/*.jsonl")):
         print(f"error: {args.data_dir} already holds sessions; pick a new --data-dir")
         return 2
-    return trio.run(run_demo, args)
+    try:
+        return trio.run(run_demo, args)
+    except Exception as exc:  # noqa: BLE001 - e.g. the host itself failed: say why, in one line
+        print(f"demo failed: {describe_error(exc)}", file=sys.stderr)
+        return 1

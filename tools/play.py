@@ -1,26 +1,41 @@
 """``gamehost play``: a terminal client.
 
-It creates a session (``--game``, ``--seats``, ``--bots``, ``--option k=v``) or joins one
-(``--session``), then shows the player's view and the legal actions each turn and reads the
-choice from the keyboard (a number, or a JSON action object for forms the list only samples).
-``--auto`` picks random legal actions instead (for scripts). A game that offers
-``render(view, viewer)`` and ``describe(action)`` is drawn its own way; any other as JSON.
+It creates a session (``--game``, ``--seats``, ``--bots``, ``--option k=v``), joins one
+(``--session ID``) or takes a seat back (``--session ID --resume TOKEN``, with the token ``join``
+gave; on Ctrl-C or a lost connection the client prints that exact command). Each turn it shows
+the player's view and the legal actions, numbered, and reads the choice from the keyboard.
+
+Actions that differ only in one whole number (a bet or raise of any size in a range; the game
+lists a few sizes, the smallest and the largest among them) are shown as one form with its
+range, e.g. ``[2] raise AMOUNT from 1 to 10``; the player types ``2 7`` or ``raise 7`` (or just
+``2`` and then the amount when asked). A JSON action object is accepted too. ``--auto`` picks
+random legal actions instead (for scripts). A game that offers ``render(view, viewer)`` and
+``describe(action)`` is drawn its own way; any other as JSON. A move the host played for a seat
+whose turn timer ran out is marked ``[timed out: played by the host]``; if that happens while
+the player is still choosing, the prompt is dropped at once with a note, and the next turn is
+shown (a line typed later goes to the new prompt, none is lost).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import os
 import random
+import select
 import sys
+import threading
 from typing import Any
 
+import attrs
 import orjson
 import trio
 
+from host.cli import count, non_negative_int, port_number
 from host.registry import load_registry
 from tools.client import Client, HostError
 
-__all__ = ["add_parser", "main"]
+__all__ = ["Form", "add_parser", "forms", "main", "parse_choice", "resume_command"]
 
 
 def _parse_option(text: str) -> tuple[str, Any]:
@@ -64,7 +79,8 @@ class Renderer:
     def event(self, push: dict[str, Any]) -> str | None:
         kind, ev = push.get("kind"), push.get("event") or {}
         if kind == "action":
-            return f"  seat {ev['seat']}: {self.action(ev['action'])}"
+            late = "  [timed out: played by the host]" if ev.get("timed_out") else ""
+            return f"  seat {ev['seat']}: {self.action(ev['action'])}{late}"
         if kind == "seat_taken":
             return f"  seat {ev['seat']} taken by {ev['name']}"
         if kind == "event":
@@ -72,34 +88,221 @@ class Renderer:
         return None
 
 
+@attrs.frozen
+class Form:
+    """One numbered choice: a single action, or a range of one whole-number field.
+
+    ``key`` is None for a single action (``action``); else ``action`` has ``key`` set to ``lo``
+    and any value ``lo .. hi`` may be chosen.
+    """
+
+    action: dict[str, Any]
+    key: str | None = None
+    lo: int = 0
+    hi: int = 0
+
+    def label(self, r: Renderer) -> str:
+        if self.key is None:
+            return r.action(self.action)
+        rest = [f"{k}={v}" for k, v in self.action.items() if k not in ("type", self.key)]
+        head = " ".join([str(self.action.get("type")), *rest, self.key.upper()])
+        return f"{head} from {self.lo} to {self.hi}"
+
+    def pick(self, value: int | None) -> dict[str, Any] | str:
+        """The action for ``value`` (None: a single action), or why it does not fit."""
+        if self.key is None:
+            return self.action if value is None else "this choice takes no number"
+        if value is None:
+            return f"{self.key}? type a number from {self.lo} to {self.hi}"
+        if not self.lo <= value <= self.hi:
+            return f"{self.key} must be from {self.lo} to {self.hi}"
+        return {**self.action, self.key: value}
+
+
+def _number_key(action: dict[str, Any]) -> str | None:
+    keys = [k for k, v in action.items() if isinstance(v, int) and not isinstance(v, bool)]
+    return keys[0] if len(keys) == 1 else None
+
+
+def forms(legal: list[dict[str, Any]]) -> list[Form]:
+    """The legal actions as choices: actions of one type that differ only in one whole-number
+    field become one :class:`Form` spanning the smallest to the largest value listed."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for a in legal:
+        key = _number_key(a)
+        rest = orjson.dumps({k: v for k, v in a.items() if k != key}, option=orjson.OPT_SORT_KEYS)
+        groups.setdefault((key, rest), []).append(a)
+    out = []
+    for (key, _), group in groups.items():
+        if key is None or len(group) == 1:
+            out.extend(Form(a) for a in group)
+        else:
+            values = [a[key] for a in group]
+            lo = group[values.index(min(values))]
+            out.append(Form(lo, key, min(values), max(values)))
+    return out
+
+
+def parse_choice(text: str, choices: list[Form]) -> dict[str, Any] | str:
+    """The action a typed line names, or a message saying what to type.
+
+    Accepted: ``N`` (a choice's number), ``N AMOUNT``, ``TYPE AMOUNT`` (e.g. ``raise 7``) and a
+    JSON action object (sent as typed: the host judges it).
+    """
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            action = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            return f"not JSON: {exc}"
+        return action if isinstance(action, dict) else "a JSON action is an object {...}"
+    words = text.split()
+    usage = f"type a number 0..{len(choices) - 1} (and an amount where asked), or a JSON action"
+    if not 1 <= len(words) <= 2:
+        return usage
+    value = None
+    if len(words) == 2:
+        if not words[1].lstrip("-").isdigit():
+            return usage
+        value = int(words[1])
+    if words[0].isdigit():
+        if int(words[0]) >= len(choices):
+            return usage
+        return choices[int(words[0])].pick(value)
+    named = [f for f in choices if f.action.get("type") == words[0]]
+    if len(named) == 1:
+        return named[0].pick(value)
+    return usage
+
+
+def _read_stdin(stop: threading.Event) -> str | None:
+    """One line from stdin, read byte by byte so nothing is buffered past it; None once ``stop``
+    is set (checked every 0.1 s while nothing is typed).
+
+    Raises:
+        EOFError: stdin is closed.
+    """
+    fd = sys.stdin.fileno()
+    line = bytearray()
+    while not stop.is_set():
+        if not select.select([fd], [], [], 0.1)[0]:
+            continue
+        byte = os.read(fd, 1)
+        if not byte:
+            raise EOFError
+        if byte == b"\n":
+            return line.decode(errors="replace")
+        line += byte
+    return None
+
+
+async def read_line(prompt: str) -> str:
+    """Show ``prompt`` and read a line typed on stdin; cancellable: a cancelled read stops its
+    thread without taking the next line the player types."""
+    print(prompt, end="", flush=True)
+    stop = threading.Event()
+    try:
+        line = await trio.to_thread.run_sync(_read_stdin, stop, abandon_on_cancel=True)
+    finally:
+        stop.set()
+    return line or ""
+
+
+async def _choose_unless_overtaken(
+    c: Client,
+    turn: dict[str, Any],
+    seat: int,
+    r: Renderer,
+    rng: random.Random,
+    backlog: collections.deque,
+) -> Any:
+    """The player's choice for ``turn``; None if the table moved on while they thought (the host
+    played for them when their turn timer ran out, a newer turn replaced this one, or the session
+    ended). Pushes read meanwhile go to ``backlog`` for the caller, in order."""
+    chosen = None
+
+    async def ask() -> None:
+        nonlocal chosen
+        chosen = await _choose(turn["legal"], r, False, rng)
+        n.cancel_scope.cancel()
+
+    async def watch() -> None:
+        while True:
+            q = await c.next_push()
+            backlog.append(q)
+            ev = (q or {}).get("event") or {}
+            played = q and q.get("kind") == "action" and ev.get("seat") == seat
+            newer = q and q["push"] == "turn" and q.get("seat") == seat and q["seq"] != turn["seq"]
+            if q is None or q["push"] in ("ended", "closed") or played or newer:
+                if played and ev.get("timed_out"):
+                    print("\nyour turn timer ran out: the host played for you")
+                elif q is not None:
+                    print()
+                n.cancel_scope.cancel()
+                return
+
+    async with trio.open_nursery() as n:
+        n.start_soon(ask)
+        n.start_soon(watch)
+    return chosen
+
+
 async def _choose(legal: list[dict[str, Any]], r: Renderer, auto: bool, rng: random.Random) -> Any:
     if auto:
         return rng.choice(legal)
-    for i, a in enumerate(legal):
-        print(f"  [{i}] {r.action(a)}")
+    choices = forms(legal)
+    for i, f in enumerate(choices):
+        print(f"  [{i}] {f.label(r)}")
+    pending: Form | None = None
     while True:
         try:
-            text = await trio.to_thread.run_sync(input, "your move> ", abandon_on_cancel=True)
+            prompt = f"{pending.key} ({pending.lo}..{pending.hi})> " if pending else "your move> "
+            text = await read_line(prompt)
         except EOFError:
             raise KeyboardInterrupt from None
-        text = text.strip()
-        if text.isdigit() and int(text) < len(legal):
-            return legal[int(text)]
-        if text.startswith("{"):
-            try:
-                return orjson.loads(text)
-            except orjson.JSONDecodeError as exc:
-                print(f"not JSON: {exc}")
-                continue
-        print(f"type a number 0..{len(legal) - 1}, or a JSON action object")
+        if pending is not None and text.strip().lstrip("-").isdigit():
+            got = pending.pick(int(text))
+        else:
+            pending = None
+            got = parse_choice(text, choices)
+            words = text.split()
+            if isinstance(got, str) and len(words) == 1 and words[0].isdigit():
+                f = choices[int(words[0])] if int(words[0]) < len(choices) else None
+                if f is not None and f.key is not None:
+                    pending = f  # ask for the amount next
+        if isinstance(got, dict):
+            return got
+        print(got)
+
+
+def resume_command(args: argparse.Namespace, session: str, token: str) -> str:
+    """The command line that takes this seat back (printed on Ctrl-C)."""
+    where = "" if args.host == "127.0.0.1" else f" --host {args.host}"
+    where += "" if args.port == 7878 else f" --port {args.port}"
+    return f"gamehost play{where} --session {session} --resume {token}"
 
 
 async def play(args: argparse.Namespace) -> int:
-    """Create or join, then play until the session ends. Returns the exit status."""
+    """Create, join or resume, then play until the session ends. Returns the exit status.
+
+    Sets ``args.resume_hint`` to the command that resumes the seat once it is held.
+    """
     rng = random.Random(args.seed)
     async with await Client.connect(args.host, args.port) as c:
         await c.call("hello", protocol=1, client="gamehost-play")
         sid = args.session
+        if args.resume is not None:
+            resumed = await c.call("resume", session=sid, token=args.resume)
+            seat = resumed["seat"]
+            r = Renderer(resumed["game"])
+            args.resume_hint = resume_command(args, sid, args.resume)
+            print(f"you are seat {seat} again in session {sid}")
+            if seat not in resumed.get("to_act", []) or resumed.get("ended"):
+                print(r.view(resumed, seat))  # else the turn push that follows draws it
+            if resumed.get("ended"):
+                print("ended:", orjson.dumps(resumed.get("outcome")).decode())
+                return 0
+            return await _loop(c, args, sid, seat, r, rng)
         if sid is None:
             options = dict(args.option)
             seats = args.seats if args.seats is not None else args.bots + 1
@@ -114,52 +317,66 @@ async def play(args: argparse.Namespace) -> int:
         joined = await c.call("join", session=sid, name=args.name)
         seat = joined["seat"]
         r = Renderer(joined["game"])
-        print(f"you are seat {seat}; token {joined['token']} (use it to resume)")
+        args.resume_hint = resume_command(args, sid, joined["token"])
+        print(f"you are seat {seat}; token {joined['token']} (to resume: {args.resume_hint})")
         free = [i for i, s in enumerate(joined["seats"]) if s is None]
         if free:
             print(f"waiting for {len(free)} more player(s): gamehost play --session {sid}")
-        while True:
-            p = await c.next_push()
-            if p is None:
-                print("the host closed the connection")
-                return 1
-            if p["push"] == "event" and not args.quiet and (args.events or p["kind"] != "event"):
-                line = r.event(p)
-                if line:
-                    print(line)
-            elif p["push"] == "turn" and p.get("seat") == seat:
-                snap = await c.call("view", session=sid)
-                if snap["seq"] != p["seq"]:
-                    continue  # a newer turn push follows
-                if not args.quiet:
-                    print(r.view(snap, seat))
-                while True:
-                    action = await _choose(p["legal"], r, args.auto, rng)
-                    reply = await c.request("act", session=sid, action=action, seq=p["seq"])
-                    if reply.get("ok"):
-                        break
-                    error = reply.get("error") or {}
-                    print(f"refused: {error.get('code')}: {error.get('message')}")
-                    if error.get("code") in ("conflict", "not_your_turn"):
-                        break  # the table moved on: a newer turn push follows
-            elif p["push"] == "ended":
-                snap = await c.call("view", session=sid)
+        return await _loop(c, args, sid, seat, r, rng)
+
+
+async def _loop(
+    c: Client, args: argparse.Namespace, sid: str, seat: int, r: Renderer, rng: random.Random
+) -> int:
+    """Print pushes and answer this seat's turns until the session ends or the host closes."""
+    backlog: collections.deque = collections.deque()
+    while True:
+        p = backlog.popleft() if backlog else await c.next_push()
+        if p is None:
+            print("the host closed the connection")
+            return 1
+        if p["push"] == "event" and not args.quiet and (args.events or p["kind"] != "event"):
+            line = r.event(p)
+            if line:
+                print(line)
+        elif p["push"] == "turn" and p.get("seat") == seat:
+            snap = await c.call("view", session=sid)
+            if snap["seq"] != p["seq"]:
+                continue  # a newer turn push follows
+            if not args.quiet:
                 print(r.view(snap, seat))
-                print("ended:", orjson.dumps(p["outcome"]).decode())
-                return 0
-            elif p["push"] == "closed":
-                print(f"closed by the host: {p.get('reason')}")
-                return 1
+            while True:
+                if args.auto:
+                    action = await _choose(p["legal"], r, True, rng)
+                else:
+                    action = await _choose_unless_overtaken(c, p, seat, r, rng, backlog)
+                    if action is None:
+                        break  # the table moved on: the backlog says how
+                reply = await c.request("act", session=sid, action=action, seq=p["seq"])
+                if reply.get("ok"):
+                    break
+                error = reply.get("error") or {}
+                print(f"refused: {error.get('code')}: {error.get('message')}")
+                if error.get("code") in ("conflict", "not_your_turn"):
+                    break  # the table moved on: a newer turn push follows
+        elif p["push"] == "ended":
+            snap = await c.call("view", session=sid)
+            print(r.view(snap, seat))
+            print("ended:", orjson.dumps(p["outcome"]).decode())
+            return 0
+        elif p["push"] == "closed":
+            print(f"closed by the host: {p.get('reason')}")
+            return 1
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``play`` sub-command."""
     p = sub.add_parser("play", help="play in a terminal against other clients or host bots")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=7878)
+    p.add_argument("--port", type=port_number, default=7878)
     p.add_argument("--game", default="crazy-eights")
-    p.add_argument("--seats", type=int, help="seats (default: bots + 1)")
-    p.add_argument("--bots", type=int, default=3, help="seats filled by host bots")
+    p.add_argument("--seats", type=count, help="seats (default: bots + 1)")
+    p.add_argument("--bots", type=non_negative_int, default=3, help="seats filled by host bots")
     p.add_argument(
         "--option",
         action="append",
@@ -169,6 +386,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a game option (V is JSON, or else a string)",
     )
     p.add_argument("--session", help="join this session instead of creating one")
+    p.add_argument(
+        "--resume", metavar="TOKEN", help="with --session: take back the seat this token holds"
+    )
     p.add_argument("--name", default="player")
     p.add_argument("--auto", action="store_true", help="pick random legal actions")
     p.add_argument("--quiet", action="store_true", help="print only the end")
@@ -185,18 +405,26 @@ def _leaf(exc: BaseException) -> BaseException:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the client; exit status 0 when the session ended, 1 otherwise (130 on Ctrl-C/D)."""
+    """Run the client; exit status 0 when the session ended, 1 otherwise (130 on Ctrl-C/D, 2
+    for ``--resume`` without ``--session``)."""
+    if args.resume is not None and args.session is None:
+        print("gamehost play: error: --resume TOKEN needs --session ID", file=sys.stderr)
+        return 2
+    args.resume_hint = None
     try:
         return trio.run(play, args)
     except BaseException as exc:  # noqa: BLE001 - trio wraps what the client raised in groups
         leaf = _leaf(exc)
         if isinstance(leaf, KeyboardInterrupt):
-            print("\nbye: your seat stays yours; resume it with the token printed above")
+            hint = args.resume_hint
+            print("\nbye: your seat stays yours" + (f"; resume it with: {hint}" if hint else ""))
             return 130
         if isinstance(leaf, HostError):
             print(f"error from the host: {leaf}", file=sys.stderr)
             return 1
         if isinstance(leaf, OSError | ConnectionError):
             print(f"cannot talk to {args.host}:{args.port}: {leaf}", file=sys.stderr)
+            if args.resume_hint:
+                print(f"resume your seat with: {args.resume_hint}", file=sys.stderr)
             return 1
         raise

@@ -1,10 +1,17 @@
 """``gamehost replay LOG``: read a session's event log.
 
-- no flags: the timeline, one line per record (seq, time, type, what happened);
+- no flags: the timeline, one line per record (seq, time, type, what happened); an action the
+  host chose for a seat whose turn timer ran out (``"timed_out": true``) ends with
+  ``[timed out: played by the host]``, here and with ``--as``;
 - ``--at SEQ``: the state after record SEQ — the full truth, or ``--as SEAT`` / ``--spectator``
-  for what that viewer saw (the game's ``view``);
+  for what that viewer saw (the game's ``view``). It is printed as text: the viewer's view by the
+  game's ``render`` when it has one, anything else as indented ``key: value`` lines; ``--json``
+  prints the raw wire form instead (one JSON document);
 - ``--verify``: re-run every recorded cause (seats taken, actions) through the current code and
-  report the first record that differs (exit status 1), and check the seed against its commitment;
+  report the first record that differs (exit status 1), and check the seed against its commitment.
+  A log written by another version of the game (the header's ``game_version`` is not the
+  installed game's, or is missing) is still checked, but a ``warning:`` line says so and a log
+  that otherwise verifies exits with status 3, so a script cannot take it for a clean pass;
   a damaged log (one that does not read or fold, see ``host.store.CorruptLog``) is one line
   ``error: <file>: seq N: ...`` with exit status 2, in every mode;
 - ``--fork-at SEQ [--out DIR]``: write the log's records up to SEQ as a new session log
@@ -29,11 +36,12 @@ from typing import Any
 import orjson
 import trio
 
+from host.cli import count, non_negative_int
 from host.engine import Engine, Record
 from host.registry import load_registry
 from host.store import Conflict, CorruptLog, FileStore, fold_log, read_log
 
-__all__ = ["ReplayError", "load", "main", "verify_log"]
+__all__ = ["ReplayError", "as_text", "load", "main", "verify_log", "version_warning"]
 
 
 class ReplayError(Exception):
@@ -79,7 +87,11 @@ def load_with_times(
 
 def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
     """``--verify``: the first record the code does not re-produce (exit 1); else a record
-    that does not fold is damage (``error: <file>: seq N: ...``, exit 2); else ok (0)."""
+    that does not fold is damage (``error: <file>: seq N: ...``, exit 2); else ok (0, or 3
+    when the log was written by another version of the game: a ``warning:`` line says so)."""
+    warning = version_warning(engine, records)
+    if warning is not None:
+        print(f"warning: {warning}", file=sys.stderr)
     try:
         fold_log(path, engine, records)
         damage = None
@@ -99,7 +111,7 @@ def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
         print(f"error: {damage}", file=sys.stderr)
         return 2
     print(f"ok: {path.name}: {len(records)} records replay to the same events")
-    return 0
+    return 0 if warning is None else 3
 
 
 def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
@@ -120,21 +132,80 @@ def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
     return engine.verify(records)
 
 
+TIMED_OUT = "[timed out: played by the host]"
+
+
+def version_warning(engine: Engine, records: list[Record]) -> str | None:
+    """A warning when the log's header names another game version than the installed one (or
+    none at all), else None."""
+    logged = records[0].data.get("game_version")
+    installed = engine.game.info.version
+    if logged is None:
+        return f"the header names no game_version; checked against installed version {installed}"
+    if str(logged) != str(installed):
+        return (
+            f"the log was written by {engine.game.info.id} version {logged};"
+            f" the installed version is {installed}"
+        )
+    return None
+
+
 def _summary(engine: Engine, rec: Record) -> str:
     d = rec.data
     if rec.type == "header":
-        return f"{d['game']} v{d['game_version']} seats={d['seats']} options={d['options']}"
+        version = d.get("game_version", "?")
+        return f"{d['game']} v{version} seats={d['seats']} options={d['options']}"
     if rec.type == "seat_taken":
         return f"seat {d['seat']} taken by {d['name']}{' (bot)' if d['bot'] else ''}"
     if rec.type == "action":
         describe = getattr(engine.game, "describe", None)
         text = describe(d["action"]) if describe else orjson.dumps(d["action"]).decode()
-        return f"seat {d['seat']}: {text}"
+        return f"seat {d['seat']}: {text}" + (f"  {TIMED_OUT}" if d.get("timed_out") else "")
     if rec.type == "event":
         return orjson.dumps(d["event"]).decode()
     if rec.type == "ended":
         return f"outcome {orjson.dumps(d['outcome']).decode()}"
     return orjson.dumps(d).decode()
+
+
+def as_text(value: Any, indent: int = 0) -> str:
+    """A JSON value as indented ``key: value`` lines: lists of scalars on one line, ``-`` items
+    for lists of objects, ``null`` as ``-``."""
+    pad = "  " * indent
+    if isinstance(value, dict):
+        if not value:
+            return f"{pad}{{}}"
+        lines = []
+        for k, v in value.items():
+            if _scalar(v) or (isinstance(v, list) and all(_scalar(x) for x in v)):
+                lines.append(f"{pad}{k}: {_inline(v)}")
+            else:
+                lines.append(f"{pad}{k}:")
+                lines.append(as_text(v, indent + 1))
+        return "\n".join(lines)
+    if isinstance(value, list):
+        if all(_scalar(x) for x in value):
+            return f"{pad}{_inline(value)}"
+        lines = []
+        for v in value:
+            body = as_text(v, indent + 1)
+            lines.append(f"{pad}- {body.lstrip()}")
+        return "\n".join(lines)
+    return f"{pad}{_inline(value)}"
+
+
+def _scalar(v: Any) -> bool:
+    return not isinstance(v, dict | list)
+
+
+def _inline(v: Any) -> str:
+    if isinstance(v, list):
+        return "[" + " ".join(_inline(x) for x in v) + "]"
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
 
 
 def _state_at(engine: Engine, records: list[Record], seq: int) -> Any:
@@ -203,19 +274,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``replay`` sub-command."""
     p = sub.add_parser("replay", help="show, inspect, verify or fork a session log")
     p.add_argument("log", type=Path, help="a session log (.jsonl)")
-    p.add_argument("--at", type=int, metavar="SEQ", help="show the state after record SEQ")
+    p.add_argument(
+        "--at", type=non_negative_int, metavar="SEQ", help="show the state after record SEQ"
+    )
     who = p.add_mutually_exclusive_group()
-    who.add_argument("--as", dest="seat", type=int, metavar="SEAT", help="as this seat sees it")
+    who.add_argument(
+        "--as", dest="seat", type=non_negative_int, metavar="SEAT", help="as this seat sees it"
+    )
     who.add_argument("--spectator", action="store_true", help="as a spectator sees it")
+    p.add_argument("--json", action="store_true", help="with --at: the raw JSON instead of text")
     p.add_argument("--verify", action="store_true", help="re-run every action on current code")
-    p.add_argument("--fork-at", type=int, metavar="SEQ", help="write records 0..SEQ as a new log")
+    p.add_argument(
+        "--fork-at", type=non_negative_int, metavar="SEQ", help="write records 0..SEQ as a new log"
+    )
     p.add_argument("--out", type=Path, help="with --fork-at: the folder (default: the log's)")
-    p.add_argument("--width", type=int, default=160, help="cut timeline lines to this width")
+    p.add_argument("--width", type=count, default=160, help="cut timeline lines to this width")
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the command; exit status 0, 1 (verify found a difference) or 2 (unusable input)."""
+    """Run the command; exit status 0, 1 (verify found a difference), 2 (unusable input) or 3
+    (verify passed, but on another version of the game than the log's)."""
     try:
         engine, records, times = load_with_times(args.log, fold=not args.verify)
     except ReplayError as exc:
@@ -238,7 +317,7 @@ def main(args: argparse.Namespace) -> int:
                 return 2
             shown = engine.codec.to_wire(engine.game.view(state.game, viewer))
             render = getattr(engine.game, "render", None)
-            if render is not None:
+            if render is not None and not args.json:
                 print(render(orjson.loads(orjson.dumps(shown)), viewer))
                 return 0
         else:
@@ -247,7 +326,10 @@ def main(args: argparse.Namespace) -> int:
                 "to_act": list(engine.game.to_act(state.game)) if state.started else [],
                 "state": engine.codec.to_wire(state.game),
             }
-        print(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
+        if args.json:
+            print(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
+        else:
+            print(as_text(orjson.loads(orjson.dumps(shown))))
         return 0
     viewer: int | None | str = "all"
     if args.seat is not None or args.spectator:

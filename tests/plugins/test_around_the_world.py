@@ -1,4 +1,4 @@
-"""Around the World (Ride the Bus): rule spec ``rules/around-the-world.md``, edge cases, options,
+"""Around the World (Ride the Bus): rules ``docs/rules/around-the-world.md``, edge cases, options,
 property tests over random options and 2-20 players, replay checks and a no-leak test."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Crazy Eights: the rule spec's edge cases, options, variants, properties and hidden information.
 
-Rule references are to ``shared/rules/crazy-eights.md``.
+Rule references are to ``docs/rules/crazy-eights.md``.
 """
 
 from __future__ import annotations

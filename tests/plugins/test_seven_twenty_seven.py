@@ -1,6 +1,6 @@
 """Seven Twenty-Seven: the rule spec's edge cases, chips and pots, options, properties, secrecy.
 
-Rule references are to ``shared/rules/seven-twenty-seven.md``. Values are in half-points.
+Rule references are to ``docs/rules/seven-twenty-seven.md``. Values are in half-points.
 """
 
 from __future__ import annotations
@@ -706,7 +706,11 @@ def test_render_and_describe_use_wire_data() -> None:
     wire = orjson.loads(orjson.dumps(CODEC.to_wire(GAME.view(s, 0))))
     text = GAME.render(wire, 0)
     assert "seat 0 (you): stack 99" in text and "AH 6C" in text
-    assert "to call 4" in text and "Pots: main" in text and "all_in" in text
+    assert (
+        "to call 4" in text
+        and "Pot 10: main 4 (seats 0, 1, 2, 3); this round's bets 6" in text
+        and "all_in" in text
+    )
     assert "closest to 7: 7" in text
     assert GAME.describe({"type": "raise", "amount": 3}) == "raise 3"
     assert GAME.describe({"type": "vote", "yes": True}) == "vote yes to an extra card"

@@ -76,7 +76,7 @@ def test_a_fork_is_a_new_session_that_replays(log, tmp_path, capsys):
 
 
 def test_the_state_at_a_seq_as_a_seat_shows_only_its_own_hand(log, capsys):
-    assert main(["replay", str(log), "--at", "10"]) == 0
+    assert main(["replay", str(log), "--at", "10", "--json"]) == 0
     truth = orjson.loads(capsys.readouterr().out)
     assert len(truth["state"]["hands"]) == 3
     assert main(["replay", str(log), "--at", "10", "--as", "0"]) == 0
@@ -110,3 +110,75 @@ def test_a_fork_into_a_folder_that_cannot_be_made_is_one_error_line(log, tmp_pat
     err = capsys.readouterr().err
     assert err.startswith("error: cannot write the fork into") and err.count("\n") == 1
     assert blocker.read_bytes() == b"not a folder"
+
+
+def _rewrite(log: Path, change) -> list[dict]:
+    records = [orjson.loads(x) for x in log.read_bytes().splitlines()]
+    change(records)
+    log.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return records
+
+
+def test_a_move_the_host_made_for_a_timed_out_seat_is_marked_in_every_timeline(log, capsys):
+    def time_out_the_second_action(records):
+        action = [r for r in records if r["type"] == "action"][1]
+        action["timed_out"] = True
+
+    records = _rewrite(log, time_out_the_second_action)
+    timed = [r["seq"] for r in records if r.get("timed_out")]
+    assert main(["replay", "--verify", str(log)]) == 0  # the engine re-plays it as a timeout
+    capsys.readouterr()
+    for viewer in ([], ["--as", "1"], ["--spectator"]):
+        assert main(["replay", str(log), "--width", "100000", *viewer]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        marked = [int(line.split()[0]) for line in lines if "timed out" in line]
+        assert marked == timed
+        plain = next(line for line in lines if " action " in line and "timed out" not in line)
+        assert "played by the host" not in plain
+
+
+@pytest.mark.parametrize("logged", ["0", None])
+def test_verify_warns_about_another_game_version_and_exits_3(log, capsys, logged):
+    assert main(["replay", "--verify", str(log)]) == 0
+    assert capsys.readouterr().err == ""
+
+    def set_version(records):
+        if logged is None:
+            del records[0]["game_version"]
+        else:
+            records[0]["game_version"] = logged
+
+    _rewrite(log, set_version)
+    assert main(["replay", "--verify", str(log)]) == 3
+    out, err = capsys.readouterr()
+    assert out.startswith("ok:")
+    (warning,) = err.splitlines()
+    installed = REGISTRY.games["crazy-eights"].info.version
+    if logged is None:
+        assert warning.startswith("warning: the header names no game_version")
+    else:
+        assert warning == (
+            f"warning: the log was written by crazy-eights version {logged};"
+            f" the installed version is {installed}"
+        )
+    assert main(["replay", str(log)]) == 0  # the timeline still shows the header
+    assert " crazy-eights v" in capsys.readouterr().out
+
+
+def test_at_prints_text_by_default_and_the_raw_state_with_json(log, capsys):
+    assert main(["replay", str(log), "--at", "10", "--json"]) == 0
+    raw = orjson.loads(capsys.readouterr().out)
+    assert main(["replay", str(log), "--at", "10"]) == 0
+    text = capsys.readouterr().out
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(text)
+    lines = text.splitlines()
+    assert lines[:2] == [f"seq: {raw['seq']}", f"to_act: [{' '.join(map(str, raw['to_act']))}]"]
+    for hand in raw["state"]["hands"]:
+        assert f"    - [{' '.join(hand)}]" in lines
+    # a seat's view: the game's own table by default, the wire view with --json
+    assert main(["replay", str(log), "--at", "10", "--as", "0"]) == 0
+    table = capsys.readouterr().out
+    assert main(["replay", str(log), "--at", "10", "--as", "0", "--json"]) == 0
+    view = orjson.loads(capsys.readouterr().out)
+    assert table == REGISTRY.games["crazy-eights"].render(view, 0) + "\n"

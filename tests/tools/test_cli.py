@@ -1,0 +1,60 @@
+"""The ``gamehost`` command line: every option checked, ``--version``, help without a command."""
+
+from __future__ import annotations
+
+import pytest
+
+from host.registry import load_registry
+from tools.cli import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["serve", "--port", "99999"], "argument --port: a port is 0..65535, not 99999"),
+        (["serve", "--port", "-1"], "argument --port: a port is 0..65535, not -1"),
+        (["serve", "--port", "http"], "argument --port: not an integer: 'http'"),
+        (["serve", "--bot-delay", "-1"], "argument --bot-delay: seconds must be"),
+        (["serve", "--turn-timeout", "nan"], "argument --turn-timeout: seconds must be"),
+        (["serve", "--turn-timeout", "inf"], "argument --turn-timeout: seconds must be"),
+        (["serve", "--turn-timeout", "0"], "argument --turn-timeout: seconds must be more"),
+        (["serve", "--max-sessions", "0"], "argument --max-sessions: must be at least 1"),
+        (["serve", "--max-records", "-5"], "argument --max-records: must be at least 1"),
+        (["serve", "--log-level", "loud"], "argument --log-level: invalid choice: 'loud'"),
+        (["serve", "--bind", "no-such-host.invalid"], "argument --bind: cannot resolve"),
+        (["play", "--port", "70000"], "argument --port: a port is 0..65535"),
+        (["play", "--seats", "0"], "argument --seats: must be at least 1"),
+        (["play", "--bots", "-1"], "argument --bots: must be 0 or more"),
+        (["replay", "x.jsonl", "--at", "-1"], "argument --at: must be 0 or more"),
+        (["replay", "x.jsonl", "--width", "0"], "argument --width: must be at least 1"),
+        (["demo", "--games", "0"], "argument --games: must be at least 1"),
+    ],
+)
+def test_a_bad_value_is_one_error_line_and_exit_status_2(argv, says, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    errors = [line for line in err if ": error: " in line]
+    assert len(errors) == 1
+    assert errors[0].startswith(f"gamehost {argv[0]}: error: {says}")
+
+
+def test_version_lists_the_host_and_every_installed_game(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("gamehost ") and lines[0].split()[1][0].isdigit()
+    games = load_registry().games
+    assert len(lines) == 1 + len(games)
+    for gid, line in zip(sorted(games), lines[1:], strict=True):
+        assert line.split()[:2] == [gid, games[gid].info.version]
+
+
+def test_gamehost_alone_prints_its_help_and_exits_0(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: gamehost")
+    for command in ("serve", "play", "replay", "bench", "demo", "--version"):
+        assert command in out
