@@ -345,7 +345,7 @@ async def _progress(
         shown beside the bar. console: a :class:`rich.console.Console` (default: on stderr).
     """
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TextColumn
 
     console = console if console is not None else Console(stderr=True)
     if not console.is_terminal:
@@ -355,7 +355,6 @@ async def _progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.fields[status]}"),
-        TimeElapsedColumn(),
         console=console,
         transient=True,
         auto_refresh=False,
@@ -471,7 +470,7 @@ async def run_host_load(load: Load, port: int, pid: int | None) -> dict[str, Any
         "host",
         total,
         done,
-        lambda: f"{t.actions()} actions, {t.sessions_ended} sessions",
+        lambda: f"{window.elapsed():.0f} s, {t.actions()} actions, {t.sessions_ended} sessions",
     )
     c = snap.counts
     out: dict[str, Any] = {
@@ -546,7 +545,7 @@ async def run_baseline_load(
         "baseline",
         seconds,
         window.elapsed,
-        lambda: f"{len(t.round_trips)} requests",
+        lambda: f"{window.elapsed():.0f} s, {len(t.round_trips)} requests",
     )
     c = snap.counts
     return {
