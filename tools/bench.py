@@ -20,6 +20,8 @@ Figures (``--json`` prints them as one JSON object; otherwise a summary, then th
 - ``host_cpu_s`` and ``host_cpu_per_action_ms``: the host process's user + system CPU time over
   the run, from ``/proc/<pid>/stat`` (utime + stime in clock ticks, ``SC_CLK_TCK``), and that
   over ``actions``; ``host_peak_rss_mib`` is its ``VmHWM``. Absent with ``--port`` (no pid).
+- ``load_cpu_s``: the CPU time the load generator (this process) took meanwhile; near
+  ``seconds``, it was the bottleneck, and the round trips include its queueing;
 - ``lines_per_action`` and ``bytes_per_line``: every line the host sent to the bench's clients
   (replies and pushes, to all connections) over ``actions``, and their average size (newline
   included); ``request_bytes``: the average size of a line the clients sent.
@@ -285,6 +287,7 @@ class _Tally:
 class _Snapshot:
     seconds: float
     cpu_s: float | None
+    load_cpu_s: float
     counts: Counts
     round_trips: list[float]
     actions: int
@@ -305,6 +308,7 @@ class _Window:
     def open(self) -> None:
         self.t0 = time.perf_counter()
         self.cpu0 = cpu_seconds(self.pid) if self.pid is not None else None
+        self.load0 = time.process_time()
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
@@ -320,6 +324,7 @@ class _Window:
         self.snapshot = _Snapshot(
             seconds=self.elapsed(),
             cpu_s=None if cpu1 is None or self.cpu0 is None else cpu1 - self.cpu0,
+            load_cpu_s=time.process_time() - self.load0,
             counts=attrs.evolve(t.counts),
             round_trips=sorted(trips),
             actions=t.actions() if self.host_run else len(trips),
@@ -488,6 +493,7 @@ async def run_host_load(load: Load, port: int, pid: int | None) -> dict[str, Any
         **_rtt("rtt", snap.round_trips),
         "host_cpu_s": snap.cpu_s,
         "host_cpu_per_action_ms": _per_ms(snap.cpu_s, snap.actions),
+        "load_cpu_s": snap.load_cpu_s,
         "lines_per_action": c.lines_in / snap.actions if snap.actions else None,
         "bytes_per_line": c.bytes_in / c.lines_in if c.lines_in else None,
         "request_bytes": c.bytes_out / c.lines_out if c.lines_out else None,
@@ -555,6 +561,7 @@ async def run_baseline_load(
         **_rtt("baseline_rtt", snap.round_trips),
         "baseline_cpu_s": snap.cpu_s,
         "baseline_cpu_per_request_ms": _per_ms(snap.cpu_s, snap.requests),
+        "baseline_load_cpu_s": snap.load_cpu_s,
         "baseline_lines_per_request": c.lines_in / snap.requests if snap.requests else None,
         "baseline_bytes_per_line": c.bytes_in / c.lines_in if c.lines_in else None,
         "baseline_request_bytes": c.bytes_out / c.lines_out if c.lines_out else None,
@@ -688,7 +695,8 @@ def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
     ]
     if r["host_cpu_s"] is not None:
         lines.append(
-            f"host CPU {r['host_cpu_s']:.2f} s = {_ms(r['host_cpu_per_action_ms'])} per action;"
+            f"host CPU {r['host_cpu_s']:.2f} s = {_ms(r['host_cpu_per_action_ms'])} per action"
+            f" (load generator CPU {r['load_cpu_s']:.2f} s);"
             f" act round trip p99.9 {_ms(r['rtt_p999_ms'])}"
         )
     if r["lines_per_action"] is not None:

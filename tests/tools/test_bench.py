@@ -53,6 +53,7 @@ def assert_host_figures(r: dict, sessions: int, seconds: float) -> None:
     assert r["host_cpu_s"] > 0
     assert r["host_cpu_per_action_ms"] == pytest.approx(r["host_cpu_s"] * 1000 / r["actions"])
     assert r["host_peak_rss_mib"] > 0
+    assert r["load_cpu_s"] > 0
     # every action is at least one line to some client, each line a JSON object and a newline
     assert r["lines_per_action"] >= 1
     assert r["bytes_per_line"] > len(b"{}\n")
@@ -71,6 +72,7 @@ def assert_baseline_figures(r: dict) -> None:
         r["baseline_cpu_s"] * 1000 / r["baseline_requests"]
     )
     assert r["baseline_peak_rss_mib"] > 0
+    assert r["baseline_load_cpu_s"] > 0
     # the baseline wrote what the host wrote per action: as many lines, as large, and was sent
     # requests as large (join replies and rounding make the small difference)
     assert r["baseline_lines_per_request"] == pytest.approx(r["lines_per_action"], rel=0.05)
