@@ -26,14 +26,24 @@ class SeatResult:
     outcome: Any = None
 
 
-async def play_seat(c: Client, sid: str, joined: dict[str, Any], rng: random.Random) -> SeatResult:
+async def play_seat(
+    c: Client,
+    sid: str,
+    joined: dict[str, Any],
+    rng: random.Random,
+    res: SeatResult | None = None,
+) -> SeatResult:
     """Answer every ``turn`` push for the joined seat with a random legal action until ``ended``.
+
+    ``res``, if given, is the result to fill as the game goes (the caller sees the counts and
+    round trips so far even if it cancels the game); it is also returned.
 
     Raises:
         ConnectionError: the host hung up before the end.
     """
     seat = joined["seat"]
-    res = SeatResult(seat)
+    if res is None:
+        res = SeatResult(seat)
     while True:
         p = await c.next_push()
         if p is None or p["push"] == "closed":

@@ -1,29 +1,93 @@
-"""``gamehost bench``: a load generator with bot clients.
+"""``gamehost bench``: a load generator with bot clients, and the floor to compare the host with.
 
-Starts a host in its own process (``gamehost serve --port 0``; or targets ``--port`` of a running
-one), then plays ``--sessions`` sessions at once: in each, one TCP client plays a seat with random
-legal actions and host bots fill the others. Reports actions per second (every action, bots'
-included, as seen in the pushes), the round trip of the client's actions (send ``act`` -> reply)
-at p50 / p99, and the host's peak memory (VmHWM, when it started the host).
+Starts a host in its own process (``gamehost serve --port 0``, a fresh data dir; or targets
+``--port`` of a running one), then keeps ``--sessions`` tables busy at once over TCP:
+
+- by default one TCP client plays a seat of each table with random legal actions and host bots
+  fill the others;
+- with ``--all-clients`` every seat is a TCP client (no host bots): the workload users produce.
+
+A table plays one session to its end; with ``--seconds S`` it starts a new one each time one
+ends and the run stops after ``S`` seconds (games cut off mid-way), so a run is bounded. Every
+connection counts the bytes and lines it sends and receives.
+
+Figures (``--json`` prints them as one JSON object; otherwise a summary, then that object):
+
+- ``actions`` and ``actions_per_s``: every action (bots' included), as seen in the pushes of
+  one client per table;
+- ``rtt_p50_ms`` / ``rtt_p99_ms`` / ``rtt_p999_ms``: the clients' ``act`` round trip (request
+  sent -> reply read), nearest-rank percentiles;
+- ``host_cpu_s`` and ``host_cpu_per_action_ms``: the host process's user + system CPU time over
+  the run, from ``/proc/<pid>/stat`` (utime + stime in clock ticks, ``SC_CLK_TCK``), and that
+  over ``actions``; ``host_peak_rss_mib`` is its ``VmHWM``. Absent with ``--port`` (no pid).
+- ``load_cpu_s``: the CPU time the load generator (this process) took meanwhile; near
+  ``seconds``, it was the bottleneck, and the round trips include its queueing;
+- ``lines_per_action`` and ``bytes_per_line``: every line the host sent to the bench's clients
+  (replies and pushes, to all connections) over ``actions``, and their average size (newline
+  included); ``request_bytes``: the average size of a line the clients sent.
+
+``--baseline`` then measures, in the same run, a bare trio server (:mod:`tools.baseline`, in its
+own process too) with the same framing (:class:`protocol.framing.LineBuffer`, orjson, one
+writer per connection): for each request line it parses the line and writes
+``lines_per_action`` lines of ``bytes_per_line`` bytes — the figures just measured on the host —
+spread over the connections of the requester's table. The baseline's load has the host run's
+layout: ``--sessions`` tables, as many connections per table as the host run had clients per
+table, one request in flight per table (the requesting connection takes turns, as seats do),
+each request padded to ``request_bytes``; it runs as long as the host run did. Its CPU is read
+from ``/proc`` exactly as the host's. So a baseline request costs what moving one action's
+output through the same sockets costs, minus everything the host adds (game rules, the log,
+views, sessions). Then:
+
+- ``throughput_ratio`` = ``actions_per_s`` / ``baseline_requests_per_s``;
+- ``cpu_ratio`` = ``host_cpu_per_action_ms`` / ``baseline_cpu_per_request_ms``.
+
+The load generator runs on the same machine as the servers and takes CPU from them; CPU per
+action is the steadier figure, the wall-clock ones move with whatever else runs. A progress bar
+(rich, on stderr) shows while a phase has run for more than two seconds, when stderr is a
+terminal.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
+import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
+import attrs
 import orjson
 import trio
 
-from tools.autoplay import play_session
+from tools.autoplay import SeatResult, play_seat
+from tools.baseline import pad_for
+from tools.client import Client
 
-__all__ = ["add_parser", "main"]
+__all__ = [
+    "Counts",
+    "CountingStream",
+    "Load",
+    "add_parser",
+    "baseline_command",
+    "cpu_seconds",
+    "listening_port",
+    "main",
+    "peak_rss_mib",
+    "percentile",
+    "serve_command",
+]
+
+PROGRESS_AFTER = 2.0
+"""Seconds a phase runs before its progress bar shows."""
 
 
 def serve_command(fsync: str, data_dir: str) -> list[str]:
@@ -46,6 +110,25 @@ def serve_command(fsync: str, data_dir: str) -> list[str]:
     ]
 
 
+def baseline_command(lines: float, line_bytes: int) -> list[str]:
+    """The command line of a :mod:`tools.baseline` server on any free port.
+
+    Args:
+        lines: lines written per request, on average. line_bytes: bytes per line.
+    """
+    return [
+        sys.executable,
+        "-m",
+        "tools.baseline",
+        "--port",
+        "0",
+        "--lines",
+        repr(lines),
+        "--line-bytes",
+        str(line_bytes),
+    ]
+
+
 def listening_port(line: bytes) -> int | None:
     """The port of a host's ``listening`` log line, None for any other line."""
     try:
@@ -55,21 +138,30 @@ def listening_port(line: bytes) -> int | None:
     return int(msg["port"]) if isinstance(msg, dict) and msg.get("event") == "listening" else None
 
 
-def _start_host(fsync: str, data_dir: str) -> tuple[subprocess.Popen[bytes], int]:
-    proc = subprocess.Popen(serve_command(fsync, data_dir), stderr=subprocess.PIPE)
+def _start_server(cmd: list[str]) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``cmd`` and wait for its ``listening`` line on stderr.
+
+    Raises:
+        RuntimeError: it exited before listening.
+    """
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
     assert proc.stderr is not None
     for line in proc.stderr:
         port = listening_port(line)
         if port is not None:
-            # stop reading: let the host write its log to a sink so it never blocks on a pipe
+            # stop reading: let the server write its log to a sink so it never blocks on a pipe
             _drain_in_thread(proc)
             return proc, port
-    raise RuntimeError("the host exited before listening")
+    proc.wait()
+    raise RuntimeError(f"{cmd[2]} exited (status {proc.returncode}) before listening")
+
+
+def _start_host(fsync: str, data_dir: str) -> tuple[subprocess.Popen[bytes], int]:
+    return _start_server(serve_command(fsync, data_dir))
 
 
 def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:
-    """Read and drop the rest of the host's stderr in a thread."""
-    import threading
+    """Read and drop the rest of the process's stderr in a thread."""
 
     def drain() -> None:
         assert proc.stderr is not None
@@ -79,7 +171,30 @@ def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:
     threading.Thread(target=drain, daemon=True).start()
 
 
-def _peak_rss_mib(pid: int) -> float | None:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process ``pid`` so far, in seconds (None if it is gone).
+
+    Read from ``/proc/<pid>/stat`` (fields 14 and 15, clock ticks); resolution one tick.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # the name may hold spaces and parentheses
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mib(pid: int) -> float | None:
+    """Peak resident memory (``VmHWM``) of process ``pid`` in MiB, None if unknown."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -89,78 +204,534 @@ def _peak_rss_mib(pid: int) -> float | None:
     return None
 
 
-async def run_bench(args: argparse.Namespace, port: int) -> dict[str, float]:
-    rng = random.Random(args.seed)
-    seats = args.seats
-    trips: list[float] = []
-    actions = 0
-    t0 = time.perf_counter()
+_peak_rss_mib = peak_rss_mib
+
+
+def percentile(ordered: list[float], q: float) -> float | None:
+    """The nearest-rank ``q`` quantile (0 < q <= 1) of an ascending list; None if it is empty."""
+    if not ordered:
+        return None
+    return ordered[min(len(ordered), max(1, math.ceil(q * len(ordered)))) - 1]
+
+
+@attrs.define
+class Counts:
+    """Bytes and lines sent and received over the bench's connections (lines = newlines)."""
+
+    bytes_in: int = 0
+    lines_in: int = 0
+    bytes_out: int = 0
+    lines_out: int = 0
+
+
+class CountingStream(trio.abc.Stream):
+    """A stream that adds what passes through it to a :class:`Counts`.
+
+    Args:
+        inner: the stream to wrap. counts: the shared tally.
+    """
+
+    def __init__(self, inner: trio.abc.Stream, counts: Counts) -> None:
+        self.inner = inner
+        self.counts = counts
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self.counts.bytes_out += len(data)
+        self.counts.lines_out += bytes(data).count(b"\n")
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        data = await self.inner.receive_some(max_bytes)
+        self.counts.bytes_in += len(data)
+        self.counts.lines_in += data.count(b"\n")
+        return data
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def _connect(port: int, counts: Counts) -> Client:
+    return Client(CountingStream(await trio.open_tcp_stream("127.0.0.1", port), counts))
+
+
+@attrs.define
+class Load:
+    """What a run plays: ``sessions`` tables of ``game`` with ``seats`` seats, ``clients`` of
+    them TCP clients (the rest host bots), for ``seconds`` (None: one session per table)."""
+
+    sessions: int
+    game: str
+    seats: int
+    clients: int
+    seconds: float | None
+    seed: int
+
+
+@attrs.define
+class _Tally:
+    counts: Counts = attrs.field(factory=Counts)
+    seats: list[SeatResult] = attrs.field(factory=list)
+    counting: list[SeatResult] = attrs.field(factory=list)  # one seat per session
+    round_trips: list[float] = attrs.field(factory=list)  # the baseline's
+    sessions_started: int = 0
+    sessions_ended: int = 0
+
+    def actions(self) -> int:
+        return sum(r.actions_seen for r in self.counting)
+
+
+@attrs.frozen
+class _Snapshot:
+    seconds: float
+    cpu_s: float | None
+    load_cpu_s: float
+    counts: Counts
+    round_trips: list[float]
+    actions: int
+    requests: int
+    sessions_started: int
+    sessions_ended: int
+
+
+class _Window:
+    """The measured part of a phase: from :meth:`open` to the first :meth:`close`."""
+
+    def __init__(self, tally: _Tally, pid: int | None, host_run: bool) -> None:
+        self.tally = tally
+        self.pid = pid
+        self.host_run = host_run
+        self.snapshot: _Snapshot | None = None
+
+    def open(self) -> None:
+        self.t0 = time.perf_counter()
+        self.cpu0 = cpu_seconds(self.pid) if self.pid is not None else None
+        self.load0 = time.process_time()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def close(self) -> None:
+        if self.snapshot is not None:
+            return
+        t = self.tally
+        cpu1 = cpu_seconds(self.pid) if self.pid is not None else None
+        trips = (
+            [x for r in t.seats for x in r.round_trips] if self.host_run else list(t.round_trips)
+        )
+        self.snapshot = _Snapshot(
+            seconds=self.elapsed(),
+            cpu_s=None if cpu1 is None or self.cpu0 is None else cpu1 - self.cpu0,
+            load_cpu_s=time.process_time() - self.load0,
+            counts=attrs.evolve(t.counts),
+            round_trips=sorted(trips),
+            actions=t.actions() if self.host_run else len(trips),
+            requests=len(trips),
+            sessions_started=t.sessions_started,
+            sessions_ended=t.sessions_ended,
+        )
+
+
+async def _progress(
+    label: str,
+    total: float,
+    done: Callable[[], float],
+    status: Callable[[], str],
+    *,
+    console: Any = None,
+    delay: float = PROGRESS_AFTER,
+) -> None:
+    """Show a progress bar after ``delay`` seconds, until cancelled; nothing unless a terminal.
+
+    Args:
+        label: the bar's title. total: the value of ``done()`` at the end. status: a short text
+        shown beside the bar. console: a :class:`rich.console.Console` (default: on stderr).
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    console = console if console is not None else Console(stderr=True)
+    if not console.is_terminal:
+        return
+    await trio.sleep(delay)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[status]}"),
+        console=console,
+        transient=True,
+        auto_refresh=False,
+    ) as bar:
+        task = bar.add_task(label, total=total, status=status())
+        while True:
+            bar.update(task, completed=done(), status=status())
+            bar.refresh()
+            await trio.sleep(0.25)
+
+
+async def _measure(
+    window: _Window,
+    tables: list[Callable[[], Awaitable[None]]],
+    seconds: float | None,
+    label: str,
+    total: float,
+    done: Callable[[], float],
+    status: Callable[[], str],
+) -> _Snapshot:
+    """Run ``tables`` until they end or ``seconds`` pass; the window's snapshot.
+
+    A connection that breaks once the window is closed is torn down by the stop itself (a
+    client's reader may see the cancellation before its player does): not an error.
+    """
+
+    async def guarded(table: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await table()
+        except* (ConnectionError, trio.BrokenResourceError, trio.ClosedResourceError):
+            if window.snapshot is None:
+                raise
+
+    async with trio.open_nursery() as outer:
+
+        def finish() -> None:
+            window.close()
+            outer.cancel_scope.cancel()
+
+        window.open()
+        if seconds is not None:
+
+            async def stopper() -> None:
+                await trio.sleep(seconds)
+                finish()
+
+            outer.start_soon(stopper)
+        outer.start_soon(lambda: _progress(label, total, done, status))
+        async with trio.open_nursery() as inner:
+            for table in tables:
+                inner.start_soon(guarded, table)
+        finish()
+    assert window.snapshot is not None
+    return window.snapshot
+
+
+async def _host_session(port: int, sid: str, load: Load, rng: random.Random, t: _Tally) -> None:
+    async def seat_task(
+        i: int, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        seat_rng = random.Random(rng.random())
+        async with await _connect(port, t.counts) as c:
+            await c.call("hello", protocol=1, client=f"bench-{i}")
+            joined = await c.call("join", session=sid, name=f"bench{i}")
+            res = SeatResult(joined["seat"])
+            t.seats.append(res)
+            if i == 0:
+                t.counting.append(res)
+            task_status.started()
+            await play_seat(c, sid, joined, seat_rng, res)
+
     async with trio.open_nursery() as n:
+        for i in range(load.clients):
+            await n.start(seat_task, i)
 
-        async def one() -> None:
-            nonlocal actions
-            _, results = await play_session(
-                "127.0.0.1", port, args.game, seats, seats - 1, random.Random(rng.random())
+
+async def _host_table(port: int, load: Load, rng: random.Random, t: _Tally) -> None:
+    async with await _connect(port, t.counts) as lobby:
+        while True:
+            created = await lobby.call(
+                "create",
+                game=load.game,
+                seats=load.seats,
+                bots=load.seats - load.clients,
+                options={},
             )
-            for r in results:
-                trips.extend(r.round_trips)
-                actions += r.actions_seen
+            t.sessions_started += 1
+            await _host_session(port, created["session"], load, rng, t)
+            t.sessions_ended += 1
+            if load.seconds is None:
+                return
 
-        for _ in range(args.sessions):
-            n.start_soon(one)
-    took = time.perf_counter() - t0
-    trips.sort()
-    q = statistics.quantiles(trips, n=100) if len(trips) > 1 else [0.0] * 99
-    return {
-        "sessions": args.sessions,
-        "seconds": took,
-        "actions": actions,
-        "actions_per_s": actions / took,
-        "client_actions": len(trips),
-        "rtt_p50_ms": q[49] * 1000,
-        "rtt_p99_ms": q[98] * 1000,
+
+async def run_host_load(load: Load, port: int, pid: int | None) -> dict[str, Any]:
+    """Play ``load`` against the host on ``port``; the host figures (see the module doc)."""
+    rng = random.Random(load.seed)
+    t = _Tally()
+    window = _Window(t, pid, host_run=True)
+
+    tables = [
+        partial(_host_table, port, load, random.Random(rng.random()), t)
+        for _ in range(load.sessions)
+    ]
+
+    if load.seconds is None:
+        total, done = float(load.sessions), lambda: float(t.sessions_ended)
+    else:
+        total, done = load.seconds, window.elapsed
+    snap = await _measure(
+        window,
+        tables,
+        load.seconds,
+        "host",
+        total,
+        done,
+        lambda: f"{window.elapsed():.0f} s, {t.actions()} actions, {t.sessions_ended} sessions",
+    )
+    c = snap.counts
+    out: dict[str, Any] = {
+        "sessions": load.sessions,
+        "game": load.game,
+        "seats": load.seats,
+        "clients_per_table": load.clients,
+        "all_clients": load.clients == load.seats,
+        "seconds": snap.seconds,
+        "actions": snap.actions,
+        "actions_per_s": snap.actions / snap.seconds,
+        "client_actions": snap.requests,
+        "sessions_started": snap.sessions_started,
+        "sessions_ended": snap.sessions_ended,
+        **_rtt("rtt", snap.round_trips),
+        "host_cpu_s": snap.cpu_s,
+        "host_cpu_per_action_ms": _per_ms(snap.cpu_s, snap.actions),
+        "load_cpu_s": snap.load_cpu_s,
+        "lines_per_action": c.lines_in / snap.actions if snap.actions else None,
+        "bytes_per_line": c.bytes_in / c.lines_in if c.lines_in else None,
+        "request_bytes": c.bytes_out / c.lines_out if c.lines_out else None,
     }
+    return out
+
+
+async def _baseline_table(port: int, table: int, clients: int, request_pad: str, t: _Tally) -> None:
+    async def drain(c: Client) -> None:
+        async for _ in c.pushes:
+            pass
+
+    conns: list[Client] = []
+    try:
+        async with trio.open_nursery() as n:
+            for _ in range(clients):
+                c = await _connect(port, t.counts)
+                conns.append(c)
+                c.start(n)
+                n.start_soon(drain, c)
+            for c in conns:
+                await c.call("join", table=f"t{table}")
+            for turn in itertools.count():
+                c = conns[turn % clients]
+                t0 = time.perf_counter()
+                reply = await c.request("act", table=f"t{table}", pad=request_pad)
+                t.round_trips.append(time.perf_counter() - t0)
+                if not reply.get("ok"):
+                    raise RuntimeError(f"the baseline refused a request: {reply}")
+    finally:
+        with trio.CancelScope(shield=True):
+            for c in conns:
+                await c.aclose()
+
+
+async def run_baseline_load(
+    port: int, pid: int | None, sessions: int, clients: int, seconds: float, request_bytes: int
+) -> dict[str, Any]:
+    """Drive the baseline server on ``port`` for ``seconds``; its figures, keys ``baseline_*``.
+
+    Args:
+        sessions: tables. clients: connections per table. request_bytes: size of a request line.
+    """
+    t = _Tally()
+    window = _Window(t, pid, host_run=False)
+    shape = {"id": 1000, "op": "act", "table": f"t{sessions}", "pad": ""}
+    request_pad = pad_for(shape, request_bytes)
+
+    tables = [partial(_baseline_table, port, k, clients, request_pad, t) for k in range(sessions)]
+
+    snap = await _measure(
+        window,
+        tables,
+        seconds,
+        "baseline",
+        seconds,
+        window.elapsed,
+        lambda: f"{window.elapsed():.0f} s, {len(t.round_trips)} requests",
+    )
+    c = snap.counts
+    return {
+        "baseline_seconds": snap.seconds,
+        "baseline_requests": snap.requests,
+        "baseline_requests_per_s": snap.requests / snap.seconds,
+        **_rtt("baseline_rtt", snap.round_trips),
+        "baseline_cpu_s": snap.cpu_s,
+        "baseline_cpu_per_request_ms": _per_ms(snap.cpu_s, snap.requests),
+        "baseline_load_cpu_s": snap.load_cpu_s,
+        "baseline_lines_per_request": c.lines_in / snap.requests if snap.requests else None,
+        "baseline_bytes_per_line": c.bytes_in / c.lines_in if c.lines_in else None,
+        "baseline_request_bytes": c.bytes_out / c.lines_out if c.lines_out else None,
+    }
+
+
+def _rtt(prefix: str, ordered: list[float]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for name, q in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999)):
+        v = percentile(ordered, q)
+        out[f"{prefix}_{name}_ms"] = None if v is None else v * 1000
+    return out
+
+
+def _per_ms(cpu_s: float | None, n: int) -> float | None:
+    return None if cpu_s is None or not n else cpu_s * 1000 / n
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``bench`` sub-command."""
     p = sub.add_parser("bench", help="load a host with concurrent bot sessions and measure it")
-    p.add_argument("--sessions", type=int, default=100)
+    p.add_argument("--sessions", type=int, default=100, help="tables played at once")
     p.add_argument("--game", default="crazy-eights")
-    p.add_argument("--seats", type=int, default=4, help="seats per session (one is a client)")
+    p.add_argument(
+        "--seats", type=int, default=4, help="seats per session (one is a client by default)"
+    )
     p.add_argument("--fsync", choices=["always", "batch", "never"], default="batch")
     p.add_argument("--port", type=int, help="bench a running host instead of starting one")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--all-clients",
+        action="store_true",
+        help="every seat is a TCP client (no host bots)",
+    )
+    p.add_argument(
+        "--seconds",
+        type=float,
+        help="run this long, starting a new session whenever one ends"
+        " (default: each table plays one session to its end)",
+    )
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also measure a bare trio JSON-lines server with the same output per request,"
+        " and print the host's ratios to it",
+    )
+    p.add_argument("--json", action="store_true", help="print only one JSON object")
     p.set_defaults(func=main)
 
 
-def main(args: argparse.Namespace) -> int:
-    """Run the benchmark and print its figures (also as one JSON line)."""
-    proc = None
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the benchmark for parsed ``bench`` arguments; every figure (see the module doc).
+
+    Raises:
+        ValueError: an argument is out of range. RuntimeError: a server did not start.
+    """
+    if args.sessions < 1 or args.seats < 1:
+        raise ValueError("--sessions and --seats must be at least 1")
+    if args.seconds is not None and not args.seconds > 0:
+        raise ValueError("--seconds must be more than 0")
+    load = Load(
+        sessions=args.sessions,
+        game=args.game,
+        seats=args.seats,
+        clients=args.seats if args.all_clients else 1,
+        seconds=args.seconds,
+        seed=args.seed,
+    )
+    result: dict[str, Any] = {"fsync": args.fsync}
     with tempfile.TemporaryDirectory(prefix="gamehost-bench-") as tmp:
+        proc = None
         if args.port is None:
             proc, port = _start_host(args.fsync, tmp)
         else:
             port = args.port
         try:
-            result = trio.run(run_bench, args, port)
+            result.update(trio.run(run_host_load, load, port, proc and proc.pid))
+            result["host_peak_rss_mib"] = peak_rss_mib(proc.pid) if proc else None
         finally:
             if proc is not None:
-                result_rss = _peak_rss_mib(proc.pid)
-                proc.terminate()
-                proc.wait(timeout=30)
-        if proc is not None and result_rss is not None:
-            result["host_peak_rss_mib"] = result_rss
-    print(
-        f"{args.sessions} concurrent {args.game} sessions ({args.seats} seats, 1 client each),"
-        f" fsync={args.fsync}: {result['actions']} actions in {result['seconds']:.2f} s ="
-        f" {result['actions_per_s']:.0f} actions/s; client act round trip p50"
-        f" {result['rtt_p50_ms']:.2f} ms, p99 {result['rtt_p99_ms']:.2f} ms"
+                _stop(proc)
+    if args.baseline:
+        lines = result["lines_per_action"] or 1.0
+        line_bytes = round(result["bytes_per_line"] or 100)
+        bproc, bport = _start_server(baseline_command(lines, line_bytes))
+        try:
+            result.update(
+                trio.run(
+                    run_baseline_load,
+                    bport,
+                    bproc.pid,
+                    load.sessions,
+                    load.clients,
+                    load.seconds or result["seconds"],
+                    round(result["request_bytes"] or 0),
+                )
+            )
+            result["baseline_peak_rss_mib"] = peak_rss_mib(bproc.pid)
+        finally:
+            _stop(bproc)
+        result["throughput_ratio"] = _ratio(
+            result["actions_per_s"], result["baseline_requests_per_s"]
+        )
+        result["cpu_ratio"] = _ratio(
+            result["host_cpu_per_action_ms"], result["baseline_cpu_per_request_ms"]
+        )
+    return result
+
+
+def _ms(v: float | None) -> str:
+    return "?" if v is None else f"{v:.2f} ms"
+
+
+def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
+    clients = r["clients_per_table"]
+    lines = [
+        f"{args.sessions} concurrent {args.game} sessions ({args.seats} seats,"
+        f" {clients} client{'s' if clients > 1 else ''} each),"
+        f" fsync={args.fsync}: {r['actions']} actions in {r['seconds']:.2f} s ="
+        f" {r['actions_per_s']:.0f} actions/s; client act round trip p50"
+        f" {_ms(r['rtt_p50_ms'])}, p99 {_ms(r['rtt_p99_ms'])}"
         + (
-            f"; host peak RSS {result['host_peak_rss_mib']:.0f} MiB"
-            if "host_peak_rss_mib" in result
+            f"; host peak RSS {r['host_peak_rss_mib']:.0f} MiB"
+            if r.get("host_peak_rss_mib") is not None
             else ""
         )
-    )
+    ]
+    if r["host_cpu_s"] is not None:
+        lines.append(
+            f"host CPU {r['host_cpu_s']:.2f} s = {_ms(r['host_cpu_per_action_ms'])} per action"
+            f" (load generator CPU {r['load_cpu_s']:.2f} s);"
+            f" act round trip p99.9 {_ms(r['rtt_p999_ms'])}"
+        )
+    if r["lines_per_action"] is not None:
+        lines.append(
+            f"host output: {r['lines_per_action']:.2f} lines of {r['bytes_per_line']:.0f} B"
+            f" per action (all connections); requests of {r['request_bytes']:.0f} B"
+        )
+    if "baseline_requests" in r:
+        lines.append(
+            f"baseline (bare trio JSON-lines server, same layout and output per request):"
+            f" {r['baseline_requests']} requests in {r['baseline_seconds']:.2f} s ="
+            f" {r['baseline_requests_per_s']:.0f} requests/s, CPU"
+            f" {_ms(r['baseline_cpu_per_request_ms'])} per request; round trip p50"
+            f" {_ms(r['baseline_rtt_p50_ms'])}, p99 {_ms(r['baseline_rtt_p99_ms'])},"
+            f" p99.9 {_ms(r['baseline_rtt_p999_ms'])}"
+        )
+        tr, cr = r["throughput_ratio"], r["cpu_ratio"]
+        lines.append(
+            "ratios: actions/s / baseline requests/s = "
+            + ("?" if tr is None else f"{tr:.2f}")
+            + "; host CPU per action / baseline CPU per request = "
+            + ("?" if cr is None else f"{cr:.2f}x")
+        )
+    return lines
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the benchmark and print its figures (the summary, then one JSON line)."""
+    try:
+        result = run(args)
+    except ValueError as exc:
+        print(f"gamehost bench: {exc}", file=sys.stderr)
+        return 2
+    if not args.json:
+        for line in _summary(args, result):
+            print(line)
     print(orjson.dumps(result).decode())
     return 0
