@@ -23,8 +23,16 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--turn-timeout",
         type=float,
-        default=None,
-        help="seconds a player may take to act before the host plays the bot's choice for them",
+        default=120.0,
+        help="seconds a player may take to act before the host plays the bot's choice for them"
+        " (0: no timer; a create may set its own)",
+    )
+    p.add_argument(
+        "--abandon-after",
+        type=float,
+        default=600.0,
+        help="seconds a session may have no connection attached before the host ends it as"
+        " abandoned (0: never)",
     )
     p.add_argument("--max-sessions", type=int, default=10_000, help="live sessions at most")
     p.add_argument(
@@ -44,9 +52,10 @@ def serve_main(args: argparse.Namespace) -> int:
         bind=args.bind,
         fsync=args.fsync,
         bot_delay=args.bot_delay,
-        turn_timeout=args.turn_timeout,
+        turn_timeout=args.turn_timeout or None,
         max_sessions=args.max_sessions,
         max_records=args.max_records,
+        abandon_after=args.abandon_after or None,
     )
     trio.run(run_host, config, load_registry())
     return 0

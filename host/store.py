@@ -193,8 +193,9 @@ class FileStore:
         self._next[session] = keep
 
     # -- writing -------------------------------------------------------------------------------
-    async def create(self, session: str, header: dict[str, Any]) -> None:
-        """Create a session's log with its header record (seq 0), durably.
+    async def create(self, session: str, records: list[dict[str, Any]]) -> None:
+        """Create a session's log with its first records (the header at seq 0, then what the
+        same command adds, e.g. the bots' seats), durably and in one append.
 
         Raises:
             Conflict: the log exists. ValueError: a bad session id.
@@ -209,7 +210,7 @@ class FileStore:
         os.close(fd)
         self._next[session] = 0
         try:
-            await self.append(session, 0, [header])
+            await self.append(session, 0, records)
         except OSError:
             path.unlink(missing_ok=True)  # no half-made log to trip over on the next start
             raise
