@@ -452,7 +452,14 @@ class Session:
         elif seat not in free:
             raise ProtocolError(ErrorCode.SESSION_FULL, f"seat {seat} is not free", free=free)
         token = secrets.token_urlsafe(24)
-        new = self.engine.take_seat(self.state, seat, name, False, hash_token(token))
+        try:
+            new = self.engine.take_seat(self.state, seat, name, False, hash_token(token))
+        except Exception:  # the game's start failed: a step of the host's, not the joiner's
+            log.exception("game_fault", step="start")
+            self._faulted = True  # the next step ends the session (game_error)
+            raise ProtocolError(
+                ErrorCode.INTERNAL, "internal error: the game failed to start"
+            ) from None
         await self._commit(new)
         self._attach(conn, seat)
         log.info("seat_taken", seat=seat, peer=conn.peer)

@@ -221,6 +221,32 @@ async def test_a_fault_on_a_bot_move_ends_the_session_as_game_error(tmp_path, ga
     assert log_of(tmp_path, sid) == recs
 
 
+class StartRaises(HighCard):
+    info = attrs.evolve(HighCard.info, id="start-raises")
+
+    def start(self, state, rng):
+        raise RuntimeError("planted start fault")
+
+
+async def test_a_fault_in_the_start_after_the_last_seat_ends_the_session(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, registry(StartRaises()))
+        a, b = await running.client(), await running.client()
+        sid = (await create(a, game="start-raises"))["session"]
+        await a.call("join", session=sid)
+        r = await b.request("join", session=sid)
+        assert r["error"]["code"] == "internal"
+        pushes = await pushes_until(a, "ended", 30.0)
+        assert (pushes[-1]["outcome"], pushes[-1]["aborted"]) == (None, "game_error")
+        r = await a.request("create", game="start-raises", seats=2, bots=2)
+        assert r["error"]["code"] == "internal"  # nothing written for it
+        assert len(list((tmp_path / "sessions").iterdir())) == 1
+        running.host.request_shutdown()
+    recs = log_of(tmp_path, sid)
+    assert [r.type for r in recs] == ["header", "seat_taken", "ended"]
+    assert verify_log(running.host.registry.engines["start-raises"], recs) is None
+
+
 async def test_a_fault_in_a_clients_command_fails_only_that_command(tmp_path):
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path, registry(SwapCrashes()))
