@@ -441,7 +441,7 @@ class Host:
                 timeout), ``bad_option``, ``internal`` (the game failed to start; nothing is
                 written) or ``unavailable`` (the log cannot be written).
         """
-        if len(self.sessions) >= self.max_sessions:
+        if len(self.sessions) >= self.max_sessions and self._running() >= self.max_sessions:
             raise ProtocolError(
                 ErrorCode.OVERLOADED, f"this host holds {self.max_sessions} live sessions already"
             )
@@ -517,6 +517,10 @@ class Host:
         )
         await self.nursery.start(self._run_session, session)
         return session
+
+    def _running(self) -> int:
+        """Live sessions not ended yet (an ended one lingers, but holds no table)."""
+        return sum(1 for s in self.sessions.values() if not s.state.ended)
 
     async def _run_session(
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED

@@ -443,3 +443,18 @@ async def test_a_session_carries_on_after_an_append_fails_once(tmp_path):
         assert (got["kind"], got["seq"]) == ("action", jb["seq"] + 1)
         running.host.request_shutdown()
     assert verify_log(running.host.registry.engines["high-card"], log_of(tmp_path, sid)) is None
+
+
+async def test_an_abandoned_session_stops_counting_against_max_sessions(tmp_path, autojump_clock):
+    seen = Observer()
+    reg = registry(observers=(seen,))
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, reg, max_sessions=1, abandon_after=50.0)
+        c = await running.client()
+        sid = (await create(c))["session"]
+        r = await c.request("create", game="high-card")
+        assert r["error"]["code"] == "overloaded"
+        await ended(seen, sid)
+        assert sid in running.host.sessions  # it lingers, ended
+        assert (await create(c))["session"] != sid
+        running.host.request_shutdown()
