@@ -205,10 +205,12 @@ class Session:
                 when, kind = self._next_step()
                 if when <= trio.current_time():
                     if kind == "expire":
-                        return  # finished and idle for `linger` seconds: the host forgets it
-                    await self._guarded(kind, self._steps[kind])
-                    self._observe()
-                    worked = True
+                        if item is None:  # no command waits (one queued is answered first)
+                            return  # finished and idle for `linger` seconds: forgotten
+                    else:
+                        await self._guarded(kind, self._steps[kind])
+                        self._observe()
+                        worked = True
                 if worked:
                     await trio.lowlevel.checkpoint()
                     continue

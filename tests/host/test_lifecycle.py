@@ -12,10 +12,13 @@ import attrs
 import orjson
 import pytest
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 
 from host.engine import Record
 from host.game import IllegalAction, hookimpl
 from host.registry import Registry, load_registry
+from host.session import seat_bots
 from host.store import read_log
 from tests.conftest import start_host
 from tests.toy import HighCard, Plugin, Swap
@@ -458,3 +461,17 @@ async def test_an_abandoned_session_stops_counting_against_max_sessions(tmp_path
         assert sid in running.host.sessions  # it lingers, ended
         assert (await create(c))["session"] != sid
         running.host.request_shutdown()
+
+
+@given(seats=st.integers(2, 6), data=st.data())
+def test_the_records_of_a_create_fold_and_verify_for_any_bot_count(seats, data):
+    bots = data.draw(st.integers(0, seats))
+    engine = registry().engines["high-card"]
+    opts = engine.codec.options_from_wire({}, seats)
+    header = engine.header("s", opts, seats, range(seats - bots, seats), bytes(32))
+    records = [header, *seat_bots(engine, engine.initial(header), range(seats - bots, seats))]
+    state = engine.rebuild(records)
+    assert state.free_seats == list(range(seats - bots))
+    assert [s.bot for s in state.seats if s is not None] == [True] * bots
+    assert state.started == (bots == seats)
+    assert engine.verify(records) is None
