@@ -266,6 +266,10 @@ async def test_a_fault_in_a_clients_command_fails_only_that_command(tmp_path):
 
 class RaisingObserver:
     @hookimpl
+    def gamehost_session_created(self, session: str, game: str, header: dict) -> None:
+        raise RuntimeError("planted observer fault")
+
+    @hookimpl
     def gamehost_event_appended(self, session: str, record: dict) -> None:
         raise RuntimeError("planted observer fault")
 
