@@ -84,28 +84,14 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
 
-def _seconds(text: str) -> float | None:
-    """A timeout flag: seconds, 0 for none (None)."""
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"seconds must be 0 or more, not {text}")
-    return value or None
-
-
-def _count(text: str) -> int:
-    """A limit flag: an integer, 0 or more."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
+def _timeout(text: str) -> float | None:
+    """A timeout flag: seconds (see :func:`seconds`); 0 means none (None)."""
+    return seconds(text) or None
 
 
 def _rate(text: str) -> float:
-    """A rate flag: a number per second, 0 or more."""
-    value = float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
+    """A rate flag: a finite number per second, 0 or more."""
+    return seconds(text)
 
 
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
@@ -118,9 +104,17 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bot-delay", type=seconds, default=0.0, help="seconds a host bot waits")
     p.add_argument(
         "--turn-timeout",
-        type=positive_seconds,
-        default=None,
-        help="seconds a player may take to act before the host plays the bot's choice for them",
+        type=seconds,
+        default=120.0,
+        help="seconds a player may take to act before the host plays the bot's choice for them"
+        " (0: no timer; a create may set its own)",
+    )
+    p.add_argument(
+        "--abandon-after",
+        type=seconds,
+        default=600.0,
+        help="seconds a session may have no connection attached before the host ends it as"
+        " abandoned (0: never)",
     )
     p.add_argument("--max-sessions", type=count, default=10_000, help="live sessions at most")
     p.add_argument(
@@ -128,31 +122,34 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--max-connections",
-        type=_count,
+        type=non_negative_int,
         default=None,
         help="open connections at most (default: what the descriptor limit leaves after the"
         " store's open-file cache and a reserve, at most 10,000)",
     )
     p.add_argument(
         "--idle-timeout",
-        type=_seconds,
+        type=_timeout,
         default=300.0,
         help="seconds a connection that plays or watches no session may stay silent (0: for ever)",
     )
     p.add_argument(
         "--line-timeout",
-        type=_seconds,
+        type=_timeout,
         default=30.0,
         help="seconds a begun line may take to end (0: any)",
     )
     p.add_argument(
         "--outbox-bytes",
-        type=_count,
+        type=non_negative_int,
         default=8 * 1024 * 1024,
         help="bytes queued to a connection at most before it is dropped as too slow",
     )
     p.add_argument(
-        "--create-burst", type=_count, default=20, help="creates a peer address may make at once"
+        "--create-burst",
+        type=non_negative_int,
+        default=20,
+        help="creates a peer address may make at once",
     )
     p.add_argument(
         "--create-rate", type=_rate, default=0.5, help="creates per second a peer address regains"
@@ -164,7 +161,7 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--max-unstarted",
-        type=_count,
+        type=non_negative_int,
         default=10,
         help="sessions one connection may have created that have not started",
     )
@@ -182,7 +179,7 @@ def serve_main(args: argparse.Namespace) -> int:
         bind=args.bind,
         fsync=args.fsync,
         bot_delay=args.bot_delay,
-        turn_timeout=args.turn_timeout,
+        turn_timeout=args.turn_timeout or None,
         max_sessions=args.max_sessions,
         max_records=args.max_records,
         max_connections=args.max_connections,
@@ -193,6 +190,7 @@ def serve_main(args: argparse.Namespace) -> int:
         create_rate=args.create_rate,
         create_limit_loopback=args.create_limit_loopback,
         max_unstarted=args.max_unstarted,
+        abandon_after=args.abandon_after or None,
     )
     trio.run(run_host, config, load_registry())
     return 0

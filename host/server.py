@@ -36,9 +36,13 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import os
+import re
 import resource
 import secrets
 import signal
+import stat
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +52,14 @@ import trio
 
 from host import __version__
 from host.engine import Engine, Record
+from host.faults import notify_isolated
 from host.game import OptionError
 from host.registry import Registry
-from host.session import Session
-from host.store import MAX_OPEN, FileStore, FsyncMode
+from host.session import Session, seat_bots
+from host.store import MAX_OPEN, FileStore, FsyncMode, read_log
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import (
+    HOST_DEFAULT,
     MAX_SESSIONS_PAGE,
     PROTOCOL_VERSION,
     REQUESTS,
@@ -71,6 +77,11 @@ __all__ = ["Connection", "Host", "HostConfig", "run_host"]
 
 log = structlog.get_logger("gamehost.server")
 
+ENDED_CACHE = 8
+"""Ended sessions (no longer live) kept in memory to answer ``resume``/``view``/``watch``; the
+others are read again from their logs."""
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
 
 @attrs.frozen
 class HostConfig:
@@ -85,7 +96,7 @@ class HostConfig:
         outbox: lines a connection may have queued before it is dropped as too slow.
         grace: seconds sessions get to finish on shutdown.
         turn_timeout: seconds a human seat may take to act before the host plays the bot's
-            choice for it (None: no turn timer).
+            choice for it (None or 0: no turn timer); a session's ``create`` may set its own.
         max_sessions: live sessions at most (``create`` answers ``overloaded`` past it).
         max_records: records at most in one session; the host ends it there (``aborted``).
         max_connections: open connections at most (None: the soft descriptor limit less the
@@ -102,6 +113,9 @@ class HostConfig:
         create_limit_loopback: apply the per-address ``create`` rate to loopback peers too (off:
             local tools such as ``bench`` and ``demo`` create freely).
         max_unstarted: sessions a connection may have created that are live and not started.
+        abandon_after: seconds a live session may have no connection attached (no seat, no
+            spectator; counted from its creation or load) before the host ends it with
+            ``aborted: "abandoned"`` (None or 0: never).
     """
 
     data_dir: Path
@@ -111,7 +125,7 @@ class HostConfig:
     bot_delay: float = 0.0
     outbox: int = 4096
     grace: float = 5.0
-    turn_timeout: float | None = None
+    turn_timeout: float | None = 120.0
     max_sessions: int = 10_000
     max_records: int = 500_000
     max_connections: int | None = None
@@ -122,6 +136,7 @@ class HostConfig:
     create_rate: float = 0.5
     create_limit_loopback: bool = False
     max_unstarted: int = 10
+    abandon_after: float | None = 600.0
 
 
 FD_RESERVE = 64
@@ -447,8 +462,9 @@ class Host:
         self.shutdown = trio.Event()
         self._games: dict[str, Any] | None = None
         self._conns_changed = trio.Event()
+        self._ended: OrderedDict[str, Session] = OrderedDict()
 
-    def _session(self, sid: str, engine: Engine, records: list[Record]) -> Session:
+    def _session(self, sid: str, engine: Engine, records: list[Record], **kw: Any) -> Session:
         c = self.config
         return Session(
             sid,
@@ -459,6 +475,8 @@ class Host:
             bot_delay=c.bot_delay,
             turn_timeout=c.turn_timeout,
             max_records=c.max_records,
+            abandon_after=c.abandon_after,
+            **kw,
         )
 
     async def wait_disconnected(self) -> None:
@@ -480,6 +498,8 @@ class Host:
         """Rebuild every unfinished session from its log and start its actor; returns how many.
 
         A log that cannot be read, or whose game is not installed, is reported and left alone.
+        Bot seats the header lists but the log does not seat (a ``create`` cut short) are
+        seated by the session's actor before it starts.
         """
         n = 0
         for sid in self.store.session_ids():
@@ -555,11 +575,24 @@ class Host:
             return self._sessions_page(p.game, p.after, p.limit)
         if req.op == "create":
             self._check_create(conn)
-            conn.created.add(await self.create(conn, req.id, p.game, p.options, p.seats, p.bots))
+            conn.created.add(
+                await self.create(conn, req.id, p.game, p.options, p.seats, p.bots, p.turn_timeout)
+            )
             return None
         session = self.sessions.get(p.session)
         if session is None:
-            raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no live session {p.session!r}")
+            ended = await self._ended_session(p.session)
+            if ended is None:
+                raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {p.session!r}")
+            if req.op == "resume":
+                await ended.resume(conn, req.id, p.token, p.after)
+            elif req.op == "watch":
+                await ended.watch(conn, req.id)
+            elif req.op == "view":
+                await ended.view(conn, req.id)
+            else:
+                raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
+            return None
         if req.op == "join":
             name = "".join(ch for ch in (p.name or "") if ch.isprintable())[:64] or "player"
             conn.sessions.add(session)
@@ -586,15 +619,22 @@ class Host:
         options: dict[str, Any] | None,
         seats: int | None,
         bots: int,
+        turn_timeout: float | None = HOST_DEFAULT,
     ) -> Session:
-        """Validate and create a session, write its header, start its actor and seat its bots.
+        """Validate and create a session, answer ``create`` and start its actor.
 
         The seats ``seats - bots`` .. ``seats - 1`` are the bots'; humans join the lower seats.
+        The header, the bots' ``seat_taken`` records (and the opening events if every seat is a
+        bot) are written in one append, so a crash never leaves a half-made session.
+        ``turn_timeout`` (seconds; None or 0: no timer; left out: the host's) goes into the
+        header, which is what a reload reads.
 
         Raises:
-            ProtocolError: ``unknown_game``, ``bad_request`` (seats/bots) or ``bad_option``.
+            ProtocolError: ``overloaded``, ``unknown_game``, ``bad_request`` (seats/bots/turn
+                timeout), ``bad_option``, ``internal`` (the game failed to start; nothing is
+                written) or ``unavailable`` (the log cannot be written).
         """
-        if len(self.sessions) >= self.max_sessions:
+        if len(self.sessions) >= self.max_sessions and self._running() >= self.max_sessions:
             raise ProtocolError(
                 ErrorCode.OVERLOADED, f"this host holds {self.max_sessions} live sessions already"
             )
@@ -613,6 +653,12 @@ class Host:
             )
         if not 0 <= bots <= n:
             raise ProtocolError(ErrorCode.BAD_REQUEST, f"bots must be 0..{n}, not {bots}")
+        if turn_timeout is HOST_DEFAULT:
+            turn_timeout = self.config.turn_timeout
+        if turn_timeout is not None and not (math.isfinite(turn_timeout) and turn_timeout >= 0):
+            raise ProtocolError(
+                ErrorCode.BAD_REQUEST, "turn_timeout must be seconds >= 0 or null (no timer)"
+            )
         try:
             opts = engine.codec.options_from_wire(options, n)
         except OptionError as exc:
@@ -620,24 +666,54 @@ class Host:
         sid = secrets.token_hex(8)
         bot_seats = list(range(n - bots, n))
         header = engine.header(sid, opts, n, bot_seats, secrets.token_bytes(32))
+        header.data["turn_timeout"] = turn_timeout or None
         try:
-            await self.store.create(sid, header.to_json())
+            seated = seat_bots(engine, engine.initial(header), bot_seats)
+        except Exception:
+            log.exception("game_fault", step="create", game=game_id)
+            raise ProtocolError(
+                ErrorCode.INTERNAL, "internal error: the game failed to start"
+            ) from None
+        records = [header, *seated]
+        try:
+            await self.store.create(sid, [r.to_json() for r in records])
         except OSError as exc:
             log.error("create_failed", error=str(exc))
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "the host cannot write a new log now"
             ) from None
-        self.registry.hook.gamehost_session_created(
-            session=sid, game=game_id, header=header.to_json()
-        )
-        session = self._session(sid, engine, [header])
+        session = self._session(sid, engine, records, unobserved=seated)
         self.sessions[sid] = session
-        await self.nursery.start(self._run_session, session)
+        st = session.state
+        conn.send_nowait(
+            encode_ok(
+                rid,
+                {
+                    "session": sid,
+                    "game": game_id,
+                    "seats": n,
+                    "bots": bot_seats,
+                    "free": st.free_seats,
+                    "seq": st.seq,
+                    "seed_commitment": st.header["seed_commitment"],
+                },
+            )
+        )
         structlog.contextvars.bind_contextvars(session=sid)
         log.info("session_created", game=game_id, seats=n, bots=bots)
         structlog.contextvars.unbind_contextvars("session")
-        conn.submit(session, rid, session.seat_bots, bot_seats)
+        notify_isolated(
+            self.registry.hook.gamehost_session_created,
+            session=sid,
+            game=game_id,
+            header=header.to_json(),
+        )
+        await self.nursery.start(self._run_session, session)
         return session
+
+    def _running(self) -> int:
+        """Live sessions not ended yet (an ended one lingers, but holds no table)."""
+        return sum(1 for s in self.sessions.values() if not s.state.ended)
 
     async def _run_session(
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -648,6 +724,57 @@ class Host:
             if self.sessions.get(session.id) is session:
                 del self.sessions[session.id]
             self.store.release(session.id)
+            if session.state.ended:  # still answers resume/view/watch for a while
+                session.retire()
+                self._remember_ended(session)
+
+    def _remember_ended(self, session: Session) -> None:
+        self._ended[session.id] = session
+        self._ended.move_to_end(session.id)
+        while len(self._ended) > ENDED_CACHE:
+            self._ended.popitem(last=False)
+
+    async def _ended_session(self, sid: str) -> Session | None:
+        """An ended session that is not live, read from its log (a few stay cached), or None
+        if there is no such log or the session in it has not ended.
+
+        Raises:
+            ProtocolError: ``unavailable`` if the log exists but cannot be read.
+        """
+        cached = self._ended.get(sid)
+        if cached is not None:
+            self._ended.move_to_end(sid)
+            return cached
+        if not _SESSION_ID.match(sid):
+            return None
+        path = self.store.path(sid)
+
+        def load() -> tuple[Engine, list[Record], Any] | None:
+            try:
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    return None
+            except FileNotFoundError:
+                return None
+            records = [Record.from_json(r) for r in read_log(path)]
+            engine = self.registry.engines.get(records[0].data.get("game", "")) if records else None
+            if engine is None:
+                return None
+            return engine, records, engine.rebuild(records)
+
+        try:
+            got = await trio.to_thread.run_sync(load)
+        except Exception:
+            log.exception("session_log_unreadable", session=sid)
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, f"the log of session {sid!r} cannot be read"
+            ) from None
+        if got is None or not got[2].ended or sid in self.sessions:
+            return None
+        engine, records, state = got
+        session = Session(sid, engine, self.store, records, state=state)
+        session.retire()
+        self._remember_ended(session)
+        return session
 
     def _sessions_page(self, game: str | None, after: str | None, limit: int) -> dict[str, Any]:
         """One page of ``sessions``: live sessions by id, those after ``after``, at most

@@ -3,7 +3,19 @@
 Connections submit commands over a bounded memory channel; the actor runs them one at a time:
 ``decide`` (through :class:`host.engine.Engine`), append durably, ``evolve``, answer the
 requester, then publish each new record, redacted per viewer, to every subscriber, and send a
-``turn`` push to each seat in ``to_act``. Host bots move inside the actor after each command.
+``turn`` push to each seat in ``to_act``. Observer hooks run last, each on its own.
+
+The actor's loop alternates between commands and *host-driven steps*, each bounded: a host bot's
+move (one batch of at most :data:`BOT_BATCH` records, or one move when bots wait ``bot_delay``
+seconds), a turn timer running out, a session nobody is attached to being ended as abandoned,
+a log being reloaded after a failed append. It waits for the next command with a deadline, the
+earliest step due, so a busy table still answers its commands and cancellation between steps.
+
+Faults: a game plugin that raises (or a bot whose listed legal action is refused) during a
+*command* fails that command with ``internal`` and appends nothing; during a *host-driven step*
+it ends the session, appending ``ended`` with ``outcome: null, aborted: "game_error"``. An append
+that fails answers ``unavailable``; the next command (or a retry a second later) reloads the
+session from its log and carries on.
 
 No locks: one task, one writer. Publishing never waits: a subscriber whose outbound channel is
 full is disconnected (it can ``resume``), so a slow client never stalls a table.
@@ -14,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 import attrs
@@ -22,6 +34,7 @@ import structlog
 import trio
 
 from host.engine import Engine, Record, SessionState
+from host.faults import GameFault, notify_isolated
 from host.game import NOT_YOUR_TURN, IllegalAction, Seat, Viewer
 from host.store import FileStore
 from protocol.messages import (
@@ -38,9 +51,11 @@ __all__ = ["Session", "SessionStatistics", "Subscriber"]
 log = structlog.get_logger("gamehost.session")
 
 BOT_BATCH = 64
-"""The most records consecutive host-bot moves put into one append."""
+"""The most records consecutive host-bot moves put into one append (one step)."""
 PER_CONNECTION = 32
 """The most requests one connection may have waiting on one session (``overloaded`` past it)."""
+RELOAD_RETRY = 1.0
+"""Seconds between attempts to reload a session whose append failed (commands try at once)."""
 
 
 class Subscriber(Protocol):
@@ -72,8 +87,23 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def seat_bots(engine: Engine, state: SessionState, seats: Iterable[Seat]) -> list[Record]:
+    """The records that seat host bots in ``seats`` (each still free), in order, plus the
+    opening events once the last seat is taken.
+
+    Raises:
+        ValueError: a seat is not free. Anything the game's ``start`` raises.
+    """
+    out: list[Record] = []
+    for seat in seats:
+        new = engine.take_seat(state, seat, f"bot{seat}", True, None)
+        state = engine.apply_all(state, new)
+        out += new
+    return out
+
+
 class Session:
-    """A live session.
+    """A session: live (its actor runs :meth:`run`), or an ended one answered from its log.
 
     Args:
         sid: the session id.
@@ -83,11 +113,17 @@ class Session:
         hooks: the plugin manager's hook relay (observers), or None.
         bot_delay: seconds a host bot waits before acting (0: at once).
         turn_timeout: seconds a human seat may take to act; then the host plays the bot's choice
-            for it (recorded with ``"timed_out": true``). ``None``: wait forever.
+            for it (recorded with ``"timed_out": true``). ``None``: wait forever. A
+            ``turn_timeout`` in the header (``create`` option; null: no timer) wins.
         max_records: once a session holds this many records (bot moves stop there; one human
             action may pass it), the host ends it with one more: ``ended`` with ``outcome``
             null and ``aborted: "too_long"``, so no table grows for ever.
         linger: seconds a finished session stays (for ``view``/``resume``) once idle.
+        abandon_after: seconds a session may go on with no connection attached (no seat, no
+            spectator; counted from creation or load) before the host ends it with
+            ``aborted: "abandoned"``. ``None``: never.
+        state: the folded ``records`` if the caller has it already.
+        unobserved: records already durable that observers have not been told of yet.
     """
 
     def __init__(
@@ -101,89 +137,259 @@ class Session:
         turn_timeout: float | None = None,
         max_records: int = 500_000,
         linger: float = 60.0,
+        abandon_after: float | None = None,
+        state: SessionState | None = None,
+        unobserved: Iterable[Record] = (),
     ) -> None:
         self.id = sid
         self.engine = engine
         self.game = engine.game
         self.store = store
         self.records = records
-        self.state: SessionState = engine.rebuild(records)
+        self.state: SessionState = state if state is not None else engine.rebuild(records)
         self.hooks = hooks
         self.bot_delay = bot_delay
-        self.turn_timeout = turn_timeout
+        header = self.state.header
+        if "turn_timeout" in header:
+            turn_timeout = header["turn_timeout"]
+        self.turn_timeout = turn_timeout or None
         self.max_records = max_records
         self.linger = linger
+        self.abandon_after = abandon_after or None
         self._inflight: dict[Subscriber, int] = {}
-        self._changed_at = trio.current_time()
+        now = trio.current_time()
+        self._changed_at = now
+        self._unattended_since: float | None = now
+        self._reload_at: float | None = None
+        self._faulted = False
+        self._wait: trio.CancelScope | None = None
+        self._unobserved: list[Record] = list(unobserved)
         self.subscribers: dict[Subscriber, Viewer] = {}
         self._send, self._recv = trio.open_memory_channel[tuple[Any, ...]](256)
-        self.failed = False
         self.actions = 0
+        self.live = True
+
+    def retire(self) -> None:
+        """Make this an ended session answered from its log: no actor, no subscribers."""
+        self.live = False
+        self.subscribers.clear()
+        self._inflight.clear()
+
+    @property
+    def failed(self) -> bool:
+        """The last append failed and the session has not been reloaded from its log yet."""
+        return self._reload_at is not None
 
     # -- the actor -----------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve commands until :meth:`close`; finish the command under way first."""
+        """Serve commands and host-driven steps until :meth:`close` (or until the session ended
+        and stayed idle ``linger`` seconds). Bot seats the header lists that the log does not
+        seat (a create cut short by a crash) are seated first."""
         structlog.contextvars.clear_contextvars()  # not the creating connection's peer
         structlog.contextvars.bind_contextvars(session=self.id, game=self.game.info.id)
+        await self._guarded("seat_bots", self._seat_missing_bots)
         task_status.started()
-        await self._run_bots()
+        self._observe()
         async with self._recv:
             while True:
-                with trio.move_on_at(self._turn_deadline()) as timer:
+                worked = False
+                try:
+                    item = self._recv.receive_nowait()
+                except trio.WouldBlock:
+                    item = None
+                except trio.EndOfChannel:
+                    return
+                if item is not None:
+                    await self._serve(*item)
+                    worked = True
+                when, kind = self._next_step()
+                if when <= trio.current_time():
+                    if kind == "expire":
+                        if item is None:  # no command waits (one queued is answered first)
+                            return  # finished and idle for `linger` seconds: forgotten
+                    else:
+                        await self._guarded(kind, self._steps[kind])
+                        self._observe()
+                        worked = True
+                if worked:
+                    await trio.lowlevel.checkpoint()
+                    continue
+                item = None
+                with trio.CancelScope(deadline=when) as self._wait:
                     try:
-                        conn, rid, method, args = await self._recv.receive()
+                        item = await self._recv.receive()
                     except trio.EndOfChannel:
                         return
-                if timer.cancelled_caught:
-                    if self.state.ended:
-                        return  # finished and idle for `linger` seconds: the host forgets it
-                    await self._time_out_turns()
-                    await self._run_bots()
-                    continue
-                left = self._inflight.get(conn, 1) - 1
-                if left:
-                    self._inflight[conn] = left
-                else:
-                    self._inflight.pop(conn, None)
-                try:
-                    if self.failed:
-                        raise ProtocolError(ErrorCode.UNAVAILABLE, "the session's log failed")
-                    await method(conn, rid, *args)
-                except ProtocolError as exc:
-                    conn.send_nowait(encode_protocol_error(rid, exc))
-                except Exception:
-                    log.exception("command_failed", op=method.__name__)
-                    conn.send_nowait(encode_error(rid, ErrorCode.INTERNAL, "internal error"))
-                conn.settled()
-                await self._run_bots()
+                self._wait = None
+                if item is not None:
+                    await self._serve(*item)
 
-    def _turn_deadline(self) -> float:
-        """When the seats now to act run out of time (``inf`` without a turn timer)."""
+    async def _serve(
+        self, conn: Subscriber, rid: Any, method: Callable[..., Awaitable[None]], args: Any
+    ) -> None:
+        left = self._inflight.get(conn, 1) - 1
+        if left:
+            self._inflight[conn] = left
+        else:
+            self._inflight.pop(conn, None)
+        seq = self.state.seq
+        try:
+            if self._reload_at is not None:
+                await self._reload()
+                seq = self.state.seq
+            await method(conn, rid, *args)
+        except ProtocolError as exc:
+            conn.send_nowait(encode_protocol_error(rid, exc))
+        except Exception as exc:
+            event = "game_fault" if isinstance(exc, GameFault) else "command_failed"
+            log.exception(event, op=method.__name__)
+            conn.send_nowait(encode_error(rid, ErrorCode.INTERNAL, "internal error"))
+            if self.state.seq != seq:
+                self._faulted = True  # it failed after an append: end the session (game_error)
+        conn.settled()
+        self._observe()
+
+    def _next_step(self) -> tuple[float, str]:
+        """When the next host-driven step is due, and which (``inf`` if none)."""
+        if self._reload_at is not None:
+            return self._reload_at, "reload"
+        st = self.state
+        if st.ended:
+            return self._changed_at + self.linger, "expire"
+        if self._faulted:
+            return -math.inf, "fault"
+        steps: list[tuple[float, str]] = [(math.inf, "")]
+        if self.abandon_after is not None and self._unattended_since is not None:
+            steps.append((self._unattended_since + self.abandon_after, "abandon"))
+        if st.started:
+            try:
+                to_act = self.game.to_act(st.game)
+            except Exception:
+                log.exception("game_fault", step="to_act")
+                self._faulted = True
+                return -math.inf, "fault"
+            if any(st.seats[s] is not None and st.seats[s].bot for s in to_act):  # type: ignore[union-attr]
+                steps.append((self._changed_at + self.bot_delay, "bot"))
+            elif to_act and self.turn_timeout is not None:
+                steps.append((self._changed_at + self.turn_timeout, "timeout"))
+        return min(steps)
+
+    @property
+    def _steps(self) -> dict[str, Callable[[], Awaitable[None]]]:
+        return {
+            "reload": self._reload,
+            "bot": self._bot_step,
+            "timeout": self._time_out_turns,
+            "abandon": self._abandon,
+            "fault": self._game_error,
+        }
+
+    async def _guarded(self, step: str, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run a host-driven step: a failed append waits for a reload; any other exception is
+        the game's fault and ends the session (``aborted: "game_error"``)."""
+        try:
+            await fn()
+        except ProtocolError:
+            return
+        except Exception:
+            log.exception("game_fault", step=step)
+            self._faulted = True
+            try:
+                await self._game_error()
+            except ProtocolError:
+                return
+
+    async def _abort(self, reason: str) -> None:
         if self.state.ended:
-            return self._changed_at + self.linger
-        if self.turn_timeout is None or self.failed or not self.state.started:
-            return math.inf
-        return self._changed_at + self.turn_timeout
+            return
+        stop = self.engine.abort(self.state, reason)
+        log.warning("session_aborted", reason=reason, seq=self.state.seq)
+        await self._commit(stop)
+        self._publish(stop)
+
+    async def _game_error(self) -> None:
+        await self._abort("game_error")
+
+    async def _abandon(self) -> None:
+        await self._abort("abandoned")
+
+    async def _seat_missing_bots(self) -> None:
+        """Seat the bots the header lists that the log does not seat (a create cut short)."""
+        st = self.state
+        if st.ended:
+            return
+        n = len(st.seats)
+        missing = [s for s in st.header.get("bots", []) if 0 <= s < n and st.seats[s] is None]
+        if not missing:
+            return
+        new = seat_bots(self.engine, st, missing)
+        log.warning("bots_seated_on_load", seats=missing)
+        await self._commit(new, self.engine.apply_all(st, new))
+        self._publish(new)
 
     async def _time_out_turns(self) -> None:
         """Play the host bot's choice for every human seat still to act (turn timer ran out)."""
         for seat in self.game.to_act(self.state.game):
-            if self.failed or self.state.ended or seat not in self.game.to_act(self.state.game):
+            if self.state.ended or seat not in self.game.to_act(self.state.game):
                 continue
-            try:
-                new = self.engine.act(
-                    self.state, seat, self.engine.bot_action(self.state, seat), timed_out=True
-                )
-                await self._commit(new)
-            except ProtocolError:
-                return
-            except Exception:
-                log.exception("timeout_move_failed", seat=seat)
-                self.failed = True
-                return
+            new = self.engine.act(
+                self.state, seat, self.engine.bot_action(self.state, seat), timed_out=True
+            )
+            await self._commit(new)
             log.info("turn_timed_out", seat=seat)
             self.actions += 1
             self._publish(new)
+
+    async def _bot_step(self) -> None:
+        """One bounded step of host bots: one move (with a ``bot_delay``), else consecutive moves
+        up to :data:`BOT_BATCH` records, appended together, then published."""
+        batch: list[Record] = []
+        state = self.state
+        while len(batch) < BOT_BATCH and state.seq + 1 < self.max_records:
+            move = self.engine.bot_move(state)
+            if move is None:
+                break
+            new = self.engine.act(state, *move)
+            state = self.engine.apply_all(state, new)
+            batch += new
+            if self.bot_delay:
+                break
+        if not batch:
+            await self._abort("too_long")  # a bot is to act but the session is full
+            return
+        await self._commit(batch, state)
+        self.actions += sum(1 for r in batch if r.type == "action")
+        self._publish(batch)
+
+    async def _reload(self) -> None:
+        """Rebuild the session from its log after a failed append (subscribers stay).
+
+        Raises:
+            ProtocolError: ``unavailable`` if the log cannot be read now (retried later).
+        """
+        old = self.state.seq
+        try:
+            raw = await trio.to_thread.run_sync(self.store.load, self.id)
+            records = [Record.from_json(r) for r in raw]
+            whole = self.engine.complete_prefix(records)
+            if whole < len(records):
+                self.store.truncate(self.id, whole)
+                records = records[:whole]
+            state = self.engine.rebuild(records)
+        except Exception:
+            log.exception("reload_failed")
+            self._reload_at = trio.current_time() + RELOAD_RETRY
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, "the session's log cannot be read now; retry"
+            ) from None
+        self.records, self.state = records, state
+        self._reload_at = None
+        self._changed_at = trio.current_time()
+        log.warning("session_reloaded", seq=state.seq, was=old)
+        if state.seq > old:  # the failed append reached the log after all: tell everyone
+            self._publish(records[old + 1 :])
+        if state.ended:
+            self.store.release(self.id)
 
     def close(self) -> None:
         """Stop taking commands; :meth:`run` returns after the queued ones."""
@@ -221,13 +427,16 @@ class Session:
             self.actions,
         )
 
-    # -- commands (run inside the actor) ---------------------------------------------------------
+    # -- commands (run inside the actor; ``resume``/``view``/``watch`` also answer an ended
+    # session loaded from its log, which keeps no subscribers) ------------------------------------
     async def join(self, conn: Subscriber, rid: Any, name: str, seat: Seat | None) -> None:
         """Take a free seat (the lowest, or ``seat``); reply with seat, token, seq, view.
 
         One connection holds at most one seat of a session (open another connection to play
         two seats).
         """
+        if self.state.ended:
+            raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
         held = self.subscribers.get(conn)
         if held is not None:
             raise ProtocolError(
@@ -245,42 +454,36 @@ class Session:
         elif seat not in free:
             raise ProtocolError(ErrorCode.SESSION_FULL, f"seat {seat} is not free", free=free)
         token = secrets.token_urlsafe(24)
-        new = self.engine.take_seat(self.state, seat, name, False, hash_token(token))
+        try:
+            new = self.engine.take_seat(self.state, seat, name, False, hash_token(token))
+        except Exception:  # the game's start failed: a step of the host's, not the joiner's
+            log.exception("game_fault", step="start")
+            self._faulted = True  # the next step ends the session (game_error)
+            raise ProtocolError(
+                ErrorCode.INTERNAL, "internal error: the game failed to start"
+            ) from None
         await self._commit(new)
-        self.subscribers[conn] = seat
+        self._attach(conn, seat)
         log.info("seat_taken", seat=seat, peer=conn.peer)
         conn.send_nowait(encode_ok(rid, {"seat": seat, "token": token, **self.snapshot(seat)}))
         self._publish(new, skip=conn)
 
-    async def seat_bots(self, conn: Subscriber, rid: Any, seats: list[Seat]) -> None:
-        """Seat host bots (``create`` with ``bots``), then answer ``create``."""
-        for seat in seats:
-            new = self.engine.take_seat(self.state, seat, f"bot{seat}", True, None)
-            await self._commit(new)
-            self._publish(new)
-        st = self.state
-        conn.send_nowait(
-            encode_ok(
-                rid,
-                {
-                    "session": self.id,
-                    "game": self.game.info.id,
-                    "seats": len(st.seats),
-                    "bots": list(seats),
-                    "free": st.free_seats,
-                    "seq": st.seq,
-                    "seed_commitment": st.header["seed_commitment"],
-                },
-            )
-        )
-
     async def watch(self, conn: Subscriber, rid: Any) -> None:
-        """Subscribe as a spectator; reply with seq and the spectator's view."""
-        self.subscribers[conn] = None
+        """Subscribe as a spectator; reply with seq and the spectator's view (then ``ended``
+        if the session is over)."""
+        self._attach(conn, None)
         conn.send_nowait(encode_ok(rid, self.snapshot(None)))
+        if self.state.ended:
+            conn.send_nowait(self._ended_line())
 
     async def resume(self, conn: Subscriber, rid: Any, token: str, after: int | None) -> None:
-        """Re-attach a seat by its token; push the records after ``after``, then reply."""
+        """Re-attach a seat by its token; push the records after ``after``, then reply (then
+        ``ended`` if the session is over).
+
+        Raises:
+            ProtocolError: ``bad_token``; ``bad_request`` for ``after`` < 0; ``records_lost``
+                (with ``seq``) for ``after`` past the log's end.
+        """
         h = hash_token(token)
         seat = next(
             (i for i, s in enumerate(self.state.seats) if s is not None and s.token_hash == h),
@@ -288,21 +491,32 @@ class Session:
         )
         if seat is None:
             raise ProtocolError(ErrorCode.BAD_TOKEN, "that token holds no seat in this session")
-        if after is not None and not 0 <= after <= self.state.seq:
+        if after is not None and after < 0:
             raise ProtocolError(
                 ErrorCode.BAD_REQUEST, f"'after' must be 0..{self.state.seq}", seq=self.state.seq
             )
+        if after is not None and after > self.state.seq:
+            log.error("log_lost_records", seat=seat, after=after, seq=self.state.seq)
+            raise ProtocolError(
+                ErrorCode.RECORDS_LOST,
+                f"the client saw seq {after} but the log ends at {self.state.seq}: "
+                "the log lost records",
+                seq=self.state.seq,
+            )
         for other, viewer in list(self.subscribers.items()):
             if viewer == seat and other is not conn:
-                del self.subscribers[other]
+                self._detach(other)
         if after is not None:  # one queued chunk, however far behind the seat is
             missed = (self._push_line(rec, seat) for rec in self.records[after + 1 :])
             chunk = b"".join(line for line in missed if line is not None)
             if chunk:
                 conn.send_nowait(chunk)
-        self.subscribers[conn] = seat
+        self._attach(conn, seat)
         conn.send_nowait(encode_ok(rid, {"seat": seat, **self.snapshot(seat)}))
-        self._send_turn(conn, seat)
+        if self.state.ended:
+            conn.send_nowait(self._ended_line())
+        else:
+            self._send_turn(conn, seat)
 
     async def view(self, conn: Subscriber, rid: Any) -> None:
         """Reply with the view of the seat this connection holds (else a spectator's)."""
@@ -341,18 +555,43 @@ class Session:
 
     async def leave(self, conn: Subscriber, rid: Any) -> None:
         """Stop pushes to this connection (a seat stays reserved for its token)."""
-        if self.subscribers.pop(conn, ...) is ...:
+        if conn not in self.subscribers:
             raise ProtocolError(ErrorCode.NOT_SEATED, "this connection neither plays nor watches")
+        self._detach(conn)
         conn.send_nowait(encode_ok(rid, {"left": True}))
 
     def drop(self, conn: Subscriber) -> None:
         """Forget a connection that went away (not a command: safe from any task)."""
-        self.subscribers.pop(conn, None)
+        self._detach(conn)
         self._inflight.pop(conn, None)
+        if self._wait is not None:
+            self._wait.cancel()  # the actor works out its next deadline again
 
     # -- internals -----------------------------------------------------------------------------
+    def _attach(self, conn: Subscriber, viewer: Viewer) -> None:
+        if not self.live:
+            return
+        self.subscribers[conn] = viewer
+        self._unattended_since = None
+
+    def _detach(self, conn: Subscriber) -> None:
+        self.subscribers.pop(conn, None)
+        if not self.subscribers and self._unattended_since is None:
+            self._unattended_since = trio.current_time()
+
+    def _ended_fields(self) -> dict[str, Any]:
+        data = self.records[-1].data
+        out = {"outcome": data["outcome"]}
+        if "aborted" in data:
+            out["aborted"] = data["aborted"]
+        return out
+
+    def _ended_line(self) -> bytes:
+        return push("ended", session=self.id, seq=self.state.seq, **self._ended_fields())
+
     def snapshot(self, viewer: Viewer) -> dict[str, Any]:
-        """``seq``, ``to_act``, ``seats``, ``started``, ``ended``, ``view`` (and ``outcome``)."""
+        """``seq``, ``to_act``, ``seats``, ``started``, ``ended``, ``view`` (and ``outcome``,
+        ``seed``, and ``aborted`` if the host ended it)."""
         st = self.state
         out: dict[str, Any] = {
             "session": self.id,
@@ -369,7 +608,7 @@ class Session:
             "seed_commitment": st.header["seed_commitment"],
         }
         if st.ended:
-            out["outcome"] = self.records[-1].data["outcome"]
+            out.update(self._ended_fields())
             out["seed"] = self._public_seed()
         return out
 
@@ -379,39 +618,54 @@ class Session:
 
     async def _commit(self, new: list[Record], after: SessionState | None = None) -> None:
         """Append ``new`` durably, then make it the session's state (``after``, if the caller
-        folded it already).
+        folded it already). Observers are told later (:meth:`_observe`).
 
         Raises:
-            ProtocolError: ``unavailable`` if the append failed (the session stops).
+            ProtocolError: ``unavailable`` if the append failed (the session reloads its log
+                on the next command, or after :data:`RELOAD_RETRY` seconds).
         """
-        try:
-            await self.store.append(self.id, self.state.seq + 1, [r.to_json() for r in new])
-        except Exception:
-            self.failed = True
-            log.exception("append_failed")
-            for conn in list(self.subscribers):
-                conn.send_nowait(push("closed", reason="store_error", session=self.id))
-            self.subscribers.clear()
-            raise ProtocolError(ErrorCode.UNAVAILABLE, "the session's log failed") from None
+        await self._append(new)
         self.state = after if after is not None else self.engine.apply_all(self.state, new)
         self._changed_at = trio.current_time()
         self.records.extend(new)
+        self._unobserved.extend(new)
         if not self.state.ended and self.state.seq + 1 >= self.max_records:
             stop = self.engine.abort(self.state, "too_long")
             log.warning("session_aborted", reason="too_long", seq=self.state.seq)
-            await self.store.append(self.id, self.state.seq + 1, [r.to_json() for r in stop])
+            await self._append(stop)
             self.state = self.engine.apply_all(self.state, stop)
             self.records.extend(stop)
+            self._unobserved.extend(stop)
             new.extend(stop)
-        if self.hooks is not None:
-            for rec in new:
-                self.hooks.gamehost_event_appended(session=self.id, record=rec.to_json())
         if self.state.ended:
             self.store.release(self.id)
-            log.info("session_ended", seq=self.state.seq)
-            if self.hooks is not None:
-                self.hooks.gamehost_session_ended(
-                    session=self.id, outcome=self.records[-1].data["outcome"]
+            log.info("session_ended", seq=self.state.seq, **self._ended_fields())
+
+    async def _append(self, new: list[Record]) -> None:
+        try:
+            await self.store.append(self.id, self.state.seq + 1, [r.to_json() for r in new])
+        except Exception:
+            log.exception("append_failed")
+            self._reload_at = trio.current_time() + RELOAD_RETRY
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, "the session's log could not be written; retry"
+            ) from None
+
+    def _observe(self) -> None:
+        """Tell the observer hooks of the records appended since (after the replies and the
+        pushes), each implementation on its own: one that raises is logged, never fatal."""
+        if not self._unobserved:
+            return
+        recs, self._unobserved = self._unobserved, []
+        if self.hooks is None:
+            return
+        for rec in recs:
+            notify_isolated(
+                self.hooks.gamehost_event_appended, session=self.id, record=rec.to_json()
+            )
+            if rec.type == "ended":
+                notify_isolated(
+                    self.hooks.gamehost_session_ended, session=self.id, outcome=rec.data["outcome"]
                 )
 
     def _push_line(self, rec: Record, viewer: Viewer) -> bytes | None:
@@ -428,13 +682,23 @@ class Session:
             body = {"seat": rec.data["seat"], "name": rec.data["name"], "bot": rec.data["bot"]}
         elif rec.type == "ended":
             body = {"outcome": rec.data["outcome"], "seed": self._public_seed()}
+            if "aborted" in rec.data:
+                body["aborted"] = rec.data["aborted"]
         else:
             return None
         return push("event", session=self.id, seq=rec.seq, kind=rec.type, event=body)
 
     def _publish(self, new: list[Record], skip: Subscriber | None = None) -> None:
         """Send each record to every subscriber (one redaction per distinct viewer), then the
-        ``ended`` push or the ``turn`` pushes."""
+        ``ended`` push or the ``turn`` pushes. A game fault here (the records are durable
+        already) ends the session as ``game_error`` on the next step."""
+        try:
+            self._publish_unguarded(new, skip)
+        except Exception:
+            log.exception("game_fault", step="publish")
+            self._faulted = True
+
+    def _publish_unguarded(self, new: list[Record], skip: Subscriber | None) -> None:
         subs = [(c, v) for c, v in self.subscribers.items() if c is not skip]
         for rec in new:
             cache: dict[Viewer, bytes | None] = {}
@@ -443,18 +707,13 @@ class Session:
                     cache[viewer] = self._push_line(rec, viewer)
                 line = cache[viewer]
                 if line is not None and not conn.send_nowait(line):
-                    self.subscribers.pop(conn, None)
+                    self._detach(conn)
         if self.state.ended:
-            end = push(
-                "ended",
-                session=self.id,
-                seq=self.state.seq,
-                outcome=self.records[-1].data["outcome"],
-            )
+            end = self._ended_line()
             for conn, _ in subs:
                 conn.send_nowait(end)
             return
-        for conn, viewer in self.subscribers.items():
+        for conn, viewer in list(self.subscribers.items()):
             if viewer is not None:
                 self._send_turn(conn, viewer)
 
@@ -466,35 +725,3 @@ class Session:
             self.engine.codec.action_to_wire(a) for a in self.game.legal_actions(st.game, seat)
         ]
         conn.send_nowait(push("turn", session=self.id, seq=st.seq, seat=seat, legal=legal))
-
-    async def _run_bots(self) -> None:
-        """Let host bots move until a human must act. Consecutive bot moves are appended
-        together (one durable append per :data:`BOT_BATCH` records at most), then published."""
-        while not self.failed:
-            if self.bot_delay:
-                await trio.sleep(self.bot_delay)
-            else:
-                await trio.lowlevel.checkpoint()
-            batch: list[Record] = []
-            state = self.state
-            try:
-                while len(batch) < BOT_BATCH and state.seq + 1 < self.max_records:
-                    move = self.engine.bot_move(state)
-                    if move is None:
-                        break
-                    new = self.engine.act(state, *move)
-                    state = self.engine.apply_all(state, new)
-                    batch += new
-                    if self.bot_delay:
-                        break
-                if not batch:
-                    return
-                await self._commit(batch, state)
-                self.actions += sum(1 for r in batch if r.type == "action")
-                self._publish(batch)
-            except ProtocolError:
-                return
-            except Exception:
-                log.exception("bot_failed")
-                self.failed = True
-                return

@@ -19,6 +19,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "REQUESTS",
     "ErrorCode",
+    "HOST_DEFAULT",
     "ProtocolError",
     "Request",
     "encode",
@@ -54,6 +55,7 @@ class ErrorCode(enum.StrEnum):
     SESSION_ENDED = "session_ended"  # the session is over: nothing more to do
     OVERLOADED = "overloaded"  # the session's queue is full; retry
     UNAVAILABLE = "unavailable"  # the host is shutting down or the session failed
+    RECORDS_LOST = "records_lost"  # resume "after" is past the log's end ("seq": its last seq)
     INTERNAL = "internal"  # a bug: logged by the host; the connection stays up
 
 
@@ -88,12 +90,24 @@ class Games:
     pass
 
 
+class _HostDefault:
+    """The type of :data:`HOST_DEFAULT`."""
+
+    def __repr__(self) -> str:
+        return "HOST_DEFAULT"
+
+
+HOST_DEFAULT: Any = _HostDefault()
+"""A ``create`` field left out: the host's own setting applies (``null`` means something else)."""
+
+
 @attrs.frozen
 class Create:
     game: str
     options: dict[str, Any] | None = None
     seats: int | None = None
     bots: int = 0
+    turn_timeout: float | None = HOST_DEFAULT  # seconds; null: no turn timer
 
 
 MAX_SESSIONS_PAGE = 500

@@ -338,16 +338,24 @@ async def test_names_lose_control_characters_and_seats_out_of_range_are_bad_requ
     assert joined["seats"][0]["name"] == "[2J[31mEVIL"
 
 
-async def test_a_finished_session_is_forgotten_once_idle(tmp_path, autojump_clock):
+async def test_a_finished_session_leaves_the_live_list_once_idle(tmp_path, autojump_clock):
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path)
         c = await running.client()
         sid = await new_session(c, bots=2)
-        await watch_to_end(c, sid)
+        last = await watch_to_end(c, sid)
         assert sid in running.host.sessions
         await trio.sleep(61)  # the linger time passes (autojump clock: no real wait)
         assert sid not in running.host.sessions
-        r = await c.request("view", session=sid)
+        again = await c.call("view", session=sid)  # answered from its log
+        assert (again["ended"], again["seq"], again["outcome"]) == (
+            True,
+            last["seq"],
+            last["outcome"],
+        )
+        r = await c.request("join", session=sid)
+        assert r["error"]["code"] == "session_ended"
+        r = await c.request("view", session="0123456789abcdef")
         assert r["error"]["code"] == "unknown_session"
         running.host.request_shutdown()
 

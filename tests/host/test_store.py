@@ -35,7 +35,7 @@ async def store(tmp_path):
 
 
 async def test_appended_records_read_back_in_order_with_timestamps(store):
-    await store.create("s1", rec(0, game="g"))
+    await store.create("s1", [rec(0, game="g")])
     await store.append("s1", 1, [rec(1, x=1), rec(2, x=2)])
     got = read_log(store.path("s1"))
     assert [r["seq"] for r in got] == [0, 1, 2]
@@ -44,12 +44,12 @@ async def test_appended_records_read_back_in_order_with_timestamps(store):
 
 
 async def test_log_files_are_private(store):
-    await store.create("s1", rec(0))
+    await store.create("s1", [rec(0)])
     assert stat.S_IMODE(os.stat(store.path("s1")).st_mode) == 0o600
 
 
 async def test_an_append_with_the_wrong_expected_seq_is_a_conflict_and_writes_nothing(store):
-    await store.create("s1", rec(0))
+    await store.create("s1", [rec(0)])
     with pytest.raises(Conflict):
         await store.append("s1", 5, [rec(5)])
     with pytest.raises(Conflict):
@@ -58,14 +58,14 @@ async def test_an_append_with_the_wrong_expected_seq_is_a_conflict_and_writes_no
 
 
 async def test_creating_an_existing_session_is_a_conflict(store):
-    await store.create("s1", rec(0))
+    await store.create("s1", [rec(0)])
     with pytest.raises(Conflict):
-        await store.create("s1", rec(0))
+        await store.create("s1", [rec(0)])
 
 
 async def test_group_commit_covers_concurrent_appends_with_fewer_fsyncs(store):
     for i in range(20):
-        await store.create(f"s{i}", rec(0))
+        await store.create(f"s{i}", [rec(0)])
     before = store.statistics()
 
     async with trio.open_nursery() as n:
@@ -105,7 +105,7 @@ async def test_a_loaded_log_continues_at_its_next_seq(tmp_path):
     s = FileStore(tmp_path, "always")
     async with trio.open_nursery() as n:
         await n.start(s.run)
-        await s.create("s1", rec(0))
+        await s.create("s1", [rec(0)])
         await s.append("s1", 1, [rec(1)])
         await s.aclose()
     s2 = FileStore(tmp_path, "never")
