@@ -667,9 +667,9 @@ class FileStore:
                 jobs: list[_Append] = [job for job in batch if isinstance(job, _Append)]
                 if jobs:
                     with self._fds_lock:
-                        failed = self._commit(jobs)
+                        self._commit(jobs)
                         self._do_releases()
-                    self._token.run_sync_soon(self._finish, jobs, failed)
+                    self._token.run_sync_soon(self._finish, jobs)
                 if self._releases:  # handed over just as the batch ended
                     with self._fds_lock:
                         self._do_releases()
@@ -679,26 +679,25 @@ class FileStore:
                     os.close(fd)
                 self._fds.clear()
 
-    def _commit(self, batch: list[_Append]) -> set[str]:
-        """Write one batch (writer thread); returns the sessions whose appends failed."""
+    def _commit(self, batch: list[_Append]) -> None:
+        """Write one batch (writer thread); a failed append gets its ``error``."""
         for job in batch:
             opening = self._failed.get(job.session)
             if opening is not None and job.opened > opening:
                 del self._failed[job.session]  # opened again since: that failure is over
         try:
-            return self._write_batch(batch)
+            self._write_batch(batch)
         except Exception as exc:  # noqa: BLE001 - a bug here must not hang every appender
             log.exception("store_batch_failed")
             for job in batch:
                 job.error = job.error or exc
                 self._failed[job.session] = job.opened
-            return {job.session for job in batch}
 
-    def _finish(self, batch: list[_Append], failed: set[str]) -> None:
+    def _finish(self, batch: list[_Append]) -> None:
         """Acknowledge a written batch (in trio): wake its appenders; a session whose append
-        failed is no longer open."""
+        failed is no longer open (unless it was opened again meanwhile)."""
         for job in batch:
-            if job.session in failed and self._opened.get(job.session) == job.opened:
+            if job.error is not None and self._opened.get(job.session) == job.opened:
                 self._next.pop(job.session, None)
             left = self._pending[job.session] - 1
             if left:
@@ -768,8 +767,9 @@ class FileStore:
         except OSError as exc:
             log.warning("store_close_failed", session=session, error=str(exc))
 
-    def _write_batch(self, batch: list[_Append]) -> set[str]:
-        """Write (and sync) a batch; returns the sessions whose appends failed."""
+    def _write_batch(self, batch: list[_Append]) -> None:
+        """Write (and sync) a batch; each failed append gets its ``error``, and its session
+        (that opening of it) is marked failed: later appends of it are refused."""
         unsynced: dict[str, list[_Append]] = {}  # batch mode: written, fsync still owed
         failed: dict[str, BaseException] = {}
         for job in batch:
@@ -806,7 +806,6 @@ class FileStore:
                 self._failed[job.session] = job.opened
         self._n_batches += 1
         self._n_appends += sum(1 for job in batch if job.error is None)
-        return set(failed) | {job.session for job in batch if job.error is not None}
 
     def release(self, session: str) -> None:
         """Close a session's file when it will not be appended to again (it ended). While the

@@ -145,3 +145,27 @@ def test_the_timestamp_is_made_once_per_millisecond(monkeypatch):
     assert next_second == "2025-11-30T10:00:01.124Z"
     assert all(TS.match(t) for t in (first[0], later, next_second))
     assert len(made) == 3
+
+
+async def test_a_session_whose_create_failed_can_be_created_again(tmp_path, monkeypatch):
+    store = FileStore(tmp_path, "batch")
+    path = os.fspath(store.path("s1"))
+    failures = []
+
+    def write(fd: int, data: bytes) -> int:
+        if os.readlink(f"/proc/self/fd/{fd}") == path and not failures:
+            failures.append(fd)
+            raise OSError(28, "No space left on device")
+        return REAL_WRITE(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        with pytest.raises(OSError):
+            await store.create("s1", rec(0))
+        assert not os.path.exists(path)
+        await store.create("s1", rec(0))  # a new opening: the failure of the last one is over
+        await store.append("s1", 1, [rec(1)])
+        await store.aclose()
+    assert len(failures) == 1
+    assert [r["seq"] for r in read_log(store.path("s1"))] == [0, 1]
