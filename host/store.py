@@ -6,19 +6,31 @@ line is one record ``{"seq": n, "ts": "2026-11-30T10:00:00.123Z", "type": ..., .
 gapless ``seq`` from 0 (see ``host.engine`` for the record types).
 
 Durability: :meth:`FileStore.append` returns only once its records are written, flushed and (per
-``fsync``) synced. One writer task drains every queued append, writes them all, then fsyncs each
-touched file once (group commit) before acknowledging them all:
+``fsync``) synced. One long-lived writer thread, started by :meth:`FileStore.run` and fed by a
+thread-safe queue, takes every append queued so far as one batch, writes them all, then fsyncs each
+touched file once (group commit) before acknowledging them all; the acknowledgements of a batch go
+back to trio in one ``TrioToken.run_sync_soon`` callback (no thread hand-off per batch or append):
 
 - ``always``: fsync each append on its own before acknowledging it;
 - ``batch`` (default): one fsync per file per batch covers every append queued meanwhile;
 - ``never``: write and flush only (survives a crash of the host, not of the machine).
 
+Shutdown: :meth:`FileStore.aclose` refuses new appends, lets the thread write everything queued,
+and waits until it has closed its files and ended. If the task running :meth:`FileStore.run` is
+cancelled instead, the store closes the same way: the thread still writes (and acknowledges) every
+append queued before, so none is acknowledged unwritten and no appender waits forever.
+
+Timestamps: every record's ``ts`` is the wall-clock time of its append to the millisecond; the
+string is made at most once per millisecond and shared by the appends within it.
+
 Descriptors: the writer keeps at most ``max_open`` log files open (least recently used closed
 first). A descriptor written in the current batch is fsynced before it is closed to make room, so
 every acknowledged append was synced on its own file, never on a reused descriptor number.
 :meth:`FileStore.release` never closes a file under the writer thread: while a batch is being
-written it is only noted, and done between batches. When opening a log fails for want of
-descriptors (EMFILE/ENFILE), the writer closes its cached files and tries once more.
+written (the thread holds a lock on the open files) it is handed to the thread, which closes the
+file once its batch is done; while the thread waits for work, it is closed at once. When opening
+a log fails for want of descriptors (EMFILE/ENFILE), the writer closes its cached files and tries
+once more.
 
 Failed appends: an append that raises (a write, fsync or open error) leaves the session *not
 open*: the store forgets its next seq, so every later append of it raises :class:`Conflict` —
@@ -46,11 +58,13 @@ in ``sessions/`` is refused (:class:`CorruptLog`) and left untouched, and not li
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import errno
 import os
+import queue
 import re
 import stat
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -143,8 +157,18 @@ class StoreStatistics:
     queued: int
 
 
+_ts_cache: tuple[int, str] = (-1, "")
+
+
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The time now as ``2026-11-30T10:00:00.123Z`` (UTC, milliseconds); made once per ms."""
+    global _ts_cache
+    ms = time.time_ns() // 1_000_000
+    cached_ms, text = _ts_cache
+    if ms != cached_ms:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+        _ts_cache = (ms, text)
+    return text
 
 
 def _open_log(path: Path, flags: int) -> int:
@@ -335,8 +359,13 @@ def fold_log(path: Path | str, engine: Engine, records: Sequence[Record]) -> Ses
 class _Append:
     session: str
     data: bytes
+    opened: int  # which opening (load or create) of the session the append belongs to
     done: trio.Event = attrs.field(factory=trio.Event)
     error: BaseException | None = None
+
+
+_STOP = object()
+"""Put on the writer's queue, last: write what came before, close the files, end the thread."""
 
 
 def _not_open(session: str) -> Conflict:
@@ -377,14 +406,24 @@ class FileStore:
             os.chmod(self.dir, 0o700)  # also when it existed before, with a looser mode
         self.fsync = fsync
         self.max_open = max_open
+        # trio side: the next seq of each open session, its opening, its appends not yet done
         self._next: dict[str, int] = {}
+        self._opened: dict[str, int] = {}
+        self._openings = 0
+        self._pending: dict[str, int] = {}
+        # handed over: trio puts appends (then _STOP) in; the writer thread takes them out
+        self._queue: queue.SimpleQueue[_Append | object] = queue.SimpleQueue()
+        # writer side: the open files (lock held by the thread while it writes a batch), the
+        # sessions whose append failed (by opening: later appends of that opening are refused),
+        # and release() calls to do once the batch is done
         self._fds: dict[str, int] = {}
-        self._queue: list[_Append] = []
-        self._writing: set[str] = set()  # sessions of the batch the writer thread is writing
-        self._busy = False  # the writer thread is working: only it may touch ``_fds``
-        self._releases: set[str] = set()  # release() calls to do once the batch is done
-        self._wake = trio.Event()
+        self._fds_lock = threading.Lock()
+        self._failed: dict[str, int] = {}
+        self._releases: set[str] = set()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._thread_started = False
         self._closed = False
+        self._stop_sent = self._stop_taken = False
         self._stopped = trio.Event()
         self._n_appends = self._n_records = self._n_batches = self._n_fsyncs = 0
 
@@ -422,13 +461,20 @@ class FileStore:
             self._n_records,
             self._n_batches,
             self._n_fsyncs,
-            len(self._queue),
+            self._queue.qsize() - (self._stop_sent and not self._stop_taken),
         )
 
     # -- reading -------------------------------------------------------------------------------
     def _check_idle(self, session: str) -> None:
-        if session in self._writing or any(job.session == session for job in self._queue):
+        if self._pending.get(session):
             raise Conflict(f"session {session} has appends in progress")
+
+    def _open(self, session: str, next_seq: int) -> None:
+        """Make a session appendable at ``next_seq``, as a new opening: appends of an earlier
+        opening still queued are not this one's."""
+        self._openings += 1
+        self._opened[session] = self._openings
+        self._next[session] = next_seq
 
     def load(self, session: str) -> list[dict[str, Any]]:
         """Read a session's records (repairing a torn tail) and make it appendable at the next
@@ -447,7 +493,7 @@ class FileStore:
             records = read_log(path, repair=True)
         except FileNotFoundError:
             raise UnknownSession(f"no session {session}") from None
-        self._next[session] = len(records)
+        self._open(session, len(records))
         return records
 
     def truncate(self, session: str, keep: int) -> None:
@@ -473,7 +519,7 @@ class FileStore:
                 raise CorruptLog(path, i, f"cannot keep {keep} records: the log ends here")
             end = nl + 1
         _truncate(path, end)
-        self._next[session] = keep
+        self._open(session, keep)
 
     async def read(self, session: str, after: int | None = None) -> list[dict[str, Any]]:
         """The session's records with a seq above ``after`` (all with None), changing nothing:
@@ -513,7 +559,7 @@ class FileStore:
         except FileExistsError:
             raise Conflict(f"session {session} exists") from None
         os.close(fd)
-        self._next[session] = 0
+        self._open(session, 0)
         try:
             await self.append(session, 0, records)
         except Exception:
@@ -566,64 +612,102 @@ class FileStore:
             for r in records
         )
         self._next[session] = expected_seq + len(records)
-        job = _Append(session, data)
-        self._queue.append(job)
+        job = _Append(session, data, self._opened[session])
+        self._pending[session] = self._pending.get(session, 0) + 1
+        self._queue.put(job)
         self._n_records += len(records)
-        self._wake.set()
         await job.done.wait()
         if job.error is not None:
             raise job.error
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The writer task: group commit until :meth:`aclose`, then drain and close the files."""
+        """Run the writer thread until :meth:`aclose` (or until cancelled), then let it write
+        what is queued, close the files and end; returns once it has ended."""
+        self._token = trio.lowlevel.current_trio_token()
         task_status.started()
         try:
-            while True:
-                await self._wake.wait()
-                self._wake = trio.Event()
-                if self._queue:
-                    batch, self._queue = self._queue, []
-                    await self._commit(batch)
-                self._do_releases()
-                if self._closed and not self._queue:
-                    break
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._stop_when_cancelled)
+                await trio.to_thread.run_sync(
+                    self._writer, thread_name="gamehost store writer", abandon_on_cancel=False
+                )
+                nursery.cancel_scope.cancel()
         finally:
-            for fd in self._fds.values():
-                os.close(fd)
-            self._fds.clear()
+            if not self._thread_started:  # cancelled before the thread began: drain it here
+                self._stop()
+                self._writer()
             self._stopped.set()
 
-    async def _commit(self, batch: list[_Append]) -> None:
-        """Write one batch in the writer thread; then fail the sessions that failed."""
-        self._writing = {job.session for job in batch}
-        self._busy = True
+    async def _stop_when_cancelled(self) -> None:
         try:
-            failed = await trio.to_thread.run_sync(
-                self._write_batch, batch, abandon_on_cancel=False
-            )
+            await trio.sleep_forever()
+        finally:
+            self._stop()
+
+    def _stop(self) -> None:
+        """Refuse new appends; the writer ends after those already queued."""
+        self._closed = True
+        if not self._stop_sent:
+            self._stop_sent = True
+            self._queue.put(_STOP)
+
+    def _writer(self) -> None:
+        """The writer thread: take every queued append as one batch, write it, hand the
+        outcomes to trio; until ``_STOP``. Then close every file."""
+        self._thread_started = True
+        assert self._token is not None
+        try:
+            stop = False
+            while not stop:
+                batch = [self._queue.get()]
+                with contextlib.suppress(queue.Empty):
+                    while True:
+                        batch.append(self._queue.get_nowait())
+                stop = self._stop_taken = batch[-1] is _STOP
+                jobs: list[_Append] = [job for job in batch if isinstance(job, _Append)]
+                if jobs:
+                    with self._fds_lock:
+                        self._commit(jobs)
+                        self._do_releases()
+                    self._token.run_sync_soon(self._finish, jobs)
+                if self._releases:  # handed over just as the batch ended
+                    with self._fds_lock:
+                        self._do_releases()
+        finally:
+            with self._fds_lock:
+                for fd in self._fds.values():
+                    os.close(fd)
+                self._fds.clear()
+
+    def _commit(self, batch: list[_Append]) -> None:
+        """Write one batch (writer thread); a failed append gets its ``error``."""
+        for job in batch:
+            opening = self._failed.get(job.session)
+            if opening is not None and job.opened > opening:
+                del self._failed[job.session]  # opened again since: that failure is over
+        try:
+            self._write_batch(batch)
         except Exception as exc:  # noqa: BLE001 - a bug here must not hang every appender
             log.exception("store_batch_failed")
             for job in batch:
                 job.error = job.error or exc
-            failed = set(self._writing)
-        finally:
-            self._busy = False
-            self._writing = set()
-        for session in failed:
-            self._next.pop(session, None)
-        if failed:  # appends queued meanwhile behind a failed one: never write after a gap
-            keep = []
-            for job in self._queue:
-                if job.session in failed:
-                    job.error = _not_open(job.session)
-                    job.done.set()
-                else:
-                    keep.append(job)
-            self._queue = keep
+                self._failed[job.session] = job.opened
+
+    def _finish(self, batch: list[_Append]) -> None:
+        """Acknowledge a written batch (in trio): wake its appenders; a session whose append
+        failed is no longer open (unless it was opened again meanwhile)."""
         for job in batch:
+            if job.error is not None and self._opened.get(job.session) == job.opened:
+                self._next.pop(job.session, None)
+            left = self._pending[job.session] - 1
+            if left:
+                self._pending[job.session] = left
+            else:
+                del self._pending[job.session]
             job.done.set()
 
     def _do_releases(self) -> None:
+        """Close released files (with the lock on the open files held)."""
         while self._releases:
             fd = self._fds.pop(self._releases.pop(), None)
             if fd is not None:
@@ -683,13 +767,14 @@ class FileStore:
         except OSError as exc:
             log.warning("store_close_failed", session=session, error=str(exc))
 
-    def _write_batch(self, batch: list[_Append]) -> set[str]:
-        """Write (and sync) a batch; returns the sessions whose appends failed."""
+    def _write_batch(self, batch: list[_Append]) -> None:
+        """Write (and sync) a batch; each failed append gets its ``error``, and its session
+        (that opening of it) is marked failed: later appends of it are refused."""
         unsynced: dict[str, list[_Append]] = {}  # batch mode: written, fsync still owed
         failed: dict[str, BaseException] = {}
         for job in batch:
-            if job.session in failed:
-                job.error = _not_open(job.session)
+            if job.session in failed or self._failed.get(job.session) == job.opened:
+                job.error = _not_open(job.session)  # never write after a gap
                 continue
             try:
                 fd = self._fd(job.session, unsynced, failed)
@@ -716,22 +801,24 @@ class FileStore:
                 self._close(job.session, unsynced, failed)  # a fresh open after the reload
         for session in list(unsynced):
             self._sync(session, self._fds[session], unsynced, failed)
+        for job in batch:
+            if job.error is not None:
+                self._failed[job.session] = job.opened
         self._n_batches += 1
         self._n_appends += sum(1 for job in batch if job.error is None)
-        return set(failed)
 
     def release(self, session: str) -> None:
         """Close a session's file when it will not be appended to again (it ended). While the
-        writer thread works, the file is closed once its batch is done."""
-        if self._busy:
-            self._releases.add(session)
-            return
-        fd = self._fds.pop(session, None)
-        if fd is not None:
-            os.close(fd)
+        writer thread works, the file is closed by it once its batch is done."""
+        self._releases.add(session)
+        if self._fds_lock.acquire(blocking=False):
+            try:
+                self._do_releases()
+            finally:
+                self._fds_lock.release()
 
     async def aclose(self) -> None:
-        """Refuse new appends, write the queued ones, close every file."""
-        self._closed = True
-        self._wake.set()
+        """Refuse new appends, let the writer thread write the queued ones, close every file
+        and end; returns once it has."""
+        self._stop()
         await self._stopped.wait()

@@ -41,6 +41,15 @@ views, sessions). Then:
 - ``throughput_ratio`` = ``actions_per_s`` / ``baseline_requests_per_s``;
 - ``cpu_ratio`` = ``host_cpu_per_action_ms`` / ``baseline_cpu_per_request_ms``.
 
+``--restart N`` measures a restart instead: it makes a data dir of ``N`` unfinished sessions
+(:func:`make_restart_data`: a mix of the installed games, about 50 records each, every seat held
+by a token the bench knows), starts ``gamehost serve`` on it and, as soon as it listens, sends a
+``resume`` with a seat's real token for each of 20 random sessions (at most ``N``), each on its
+own connection, the first one first. Figures: ``restart_listening_s`` (process start -> its
+``listening`` log line), ``restart_first_resume_s`` (``listening`` -> the first session's
+``resume`` answered) and ``restart_all_resumes_s`` (``listening`` -> every one answered); every
+answer must name the token's seat.
+
 The load generator runs on the same machine as the servers and takes CPU from them; CPU per
 action is the steadier figure, the wall-clock ones move with whatever else runs. A progress bar
 (rich, on stderr) shows while a phase has run for more than two seconds, when stderr is a
@@ -68,6 +77,10 @@ import attrs
 import orjson
 import trio
 
+from host.engine import Engine, Record
+from host.registry import load_registry
+from host.session import hash_token
+from host.store import Conflict, FileStore
 from tools.autoplay import SeatResult, play_seat
 from tools.baseline import pad_for
 from tools.client import Client
@@ -76,13 +89,16 @@ __all__ = [
     "Counts",
     "CountingStream",
     "Load",
+    "RestartSeat",
     "add_parser",
     "baseline_command",
     "cpu_seconds",
     "listening_port",
     "main",
+    "make_restart_data",
     "peak_rss_mib",
     "percentile",
+    "run_restart",
     "serve_command",
 ]
 
@@ -612,6 +628,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="also measure a bare trio JSON-lines server with the same output per request,"
         " and print the host's ratios to it",
     )
+    p.add_argument(
+        "--restart",
+        type=int,
+        metavar="N",
+        help="measure a restart instead: a data dir of N unfinished sessions, the time to"
+        " listening and to the first resumes answered",
+    )
     p.add_argument("--json", action="store_true", help="print only one JSON object")
     p.set_defaults(func=main)
 
@@ -622,6 +645,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     Raises:
         ValueError: an argument is out of range. RuntimeError: a server did not start.
     """
+    if args.restart is not None:
+        return run_restart(args)
     if args.sessions < 1 or args.seats < 1:
         raise ValueError("--sessions and --seats must be at least 1")
     if args.seconds is not None and not args.seconds > 0:
@@ -680,6 +705,8 @@ def _ms(v: float | None) -> str:
 
 
 def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
+    if "restart_sessions" in r:
+        return _restart_summary(r)
     clients = r["clients_per_table"]
     lines = [
         f"{args.sessions} concurrent {args.game} sessions ({args.seats} seats,"
@@ -735,3 +762,160 @@ def main(args: argparse.Namespace) -> int:
             print(line)
     print(orjson.dumps(result).decode())
     return 0
+
+
+# -- --restart: a data dir of unfinished sessions, and how soon a restarted host answers --------
+RESTART_RECORDS = 50
+"""Records a ``--restart`` session is played to (fewer if its game would end sooner)."""
+RESTART_RESUMES = 20
+"""Sessions ``--restart`` resumes after the host listens (at most all of them)."""
+
+
+@attrs.frozen
+class RestartSeat:
+    """A seat of a session :func:`make_restart_data` made, and the token that holds it."""
+
+    session: str
+    game: str
+    seat: int
+    token: str
+
+
+def _restart_session(
+    sid: str, engine: Engine, rng: random.Random, records: int = RESTART_RECORDS
+) -> tuple[list[Record], list[RestartSeat]]:
+    """One session of :func:`make_restart_data`: its records and its seats with their tokens."""
+    info = engine.game.info
+    n = max(info.min_seats, min(4, info.max_seats))
+    opts = engine.codec.options_from_wire({}, n)
+    header = engine.header(sid, opts, n, (), rng.randbytes(32))
+    log_records = [header]
+    state = engine.initial(header)
+    seats = []
+    for seat in range(n):
+        token = f"{sid}-{seat}-{rng.randbytes(12).hex()}"
+        seats.append(RestartSeat(sid, info.id, seat, token))
+        new = engine.take_seat(state, seat, f"player{seat}", False, hash_token(token))
+        log_records += new
+        state = engine.apply_all(state, new)
+    while len(log_records) < records:
+        to_act = engine.to_act(state)
+        if not to_act:
+            break
+        new = engine.bot_act(state, to_act[0])
+        after = engine.apply_all(state, new)
+        if after.ended:
+            break
+        log_records += new
+        state = after
+    return log_records, seats
+
+
+async def make_restart_data(
+    data_dir: Path | str, sessions: int, seed: int = 1, records: int = RESTART_RECORDS
+) -> list[list[RestartSeat]]:
+    """Write ``sessions`` unfinished sessions into a data dir, through :class:`FileStore` only.
+
+    Session ``i`` (id ``r00000``, ``r00001``, ...) plays the ``i % k``-th of the ``k``
+    installed games (sorted by id) with 4 seats, or the game's bounds, every seat taken by a
+    human whose token is known; its actions are the game's bot choices for whoever is to act
+    (:class:`host.engine.Engine`, as ``host.local`` plays), stopped at ``records`` records or
+    just before the action that would end the game. Deterministic for a ``seed``.
+
+    Returns:
+        For each session, in order, its seats with their tokens.
+
+    Raises:
+        Conflict: a session of that id exists in ``data_dir`` already.
+    """
+    rng = random.Random(seed)
+    registry = load_registry()
+    engines: list[Engine] = [registry.engines[gid] for gid in sorted(registry.engines)]
+    made: list[list[RestartSeat]] = []
+    store = FileStore(data_dir, "never")
+    refused: Exception | None = None
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        try:
+            for i in range(sessions):
+                sid = f"r{i:05d}"
+                log_records, seats = _restart_session(sid, engines[i % len(engines)], rng, records)
+                await store.create(sid, [r.to_json() for r in log_records])
+                made.append(seats)
+        except Conflict as exc:
+            refused = exc
+        await store.aclose()
+    if refused is not None:
+        raise refused
+    return made
+
+
+async def _resume_all(
+    port: int, picks: list[RestartSeat], listening: float
+) -> tuple[list[float], list[dict[str, Any]]]:
+    """Resume every pick at once, each on its own connection, the first one first; the seconds
+    from ``listening`` (a ``time.perf_counter``) to each answer, and each answer."""
+    times: list[float] = [math.nan] * len(picks)
+    replies: list[dict[str, Any]] = [{}] * len(picks)
+
+    async def one(i: int, pick: RestartSeat, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with await Client.connect("127.0.0.1", port) as client:
+            task_status.started()
+            reply = await client.request("resume", session=pick.session, token=pick.token)
+            times[i] = time.perf_counter() - listening
+            replies[i] = reply
+
+    async with trio.open_nursery() as nursery:
+        for i, pick in enumerate(picks):  # each connects, then sends while the next connects
+            await nursery.start(one, i, pick)
+    return times, replies
+
+
+def run_restart(args: argparse.Namespace) -> dict[str, Any]:
+    """``bench --restart N``: make the data dir, start a host on it, resume 20 random sessions;
+    the figures (see the module docstring), in seconds.
+
+    Raises:
+        ValueError: N below 1. RuntimeError: the host did not start, or a resume was refused
+            or answered with another seat.
+    """
+    n = args.restart
+    if n < 1:
+        raise ValueError("--restart must be at least 1")
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory(prefix="gamehost-restart-") as tmp:
+        made = trio.run(make_restart_data, tmp, n, args.seed)
+        picks = [rng.choice(seats) for seats in rng.sample(made, min(RESTART_RESUMES, n))]
+        t0 = time.perf_counter()
+        proc, port = _start_host(args.fsync, tmp)
+        listening = time.perf_counter()
+        try:
+            times, replies = trio.run(_resume_all, port, picks, listening)
+        finally:
+            _stop(proc)
+    for pick, reply in zip(picks, replies, strict=True):
+        seat = (reply.get("result") or {}).get("seat")
+        if not reply.get("ok") or seat != pick.seat:
+            raise RuntimeError(
+                f"resume of {pick.session} seat {pick.seat} was answered with {reply!r}"
+            )
+    return {
+        "fsync": args.fsync,
+        "restart_sessions": n,
+        "restart_games": sorted({seats[0].game for seats in made}),
+        "restart_listening_s": listening - t0,
+        "restart_first_resume_s": times[0],
+        "restart_all_resumes_s": max(times),
+        "restart_resumes": len(picks),
+        "restart_resumed": [[p.session, p.seat] for p in picks],
+    }
+
+
+def _restart_summary(r: dict[str, Any]) -> list[str]:
+    return [
+        f"restart with {r['restart_sessions']} unfinished sessions"
+        f" ({', '.join(r['restart_games'])}), fsync={r['fsync']}:"
+        f" listening after {r['restart_listening_s']:.2f} s; then the first resume answered in"
+        f" {r['restart_first_resume_s']:.2f} s, all {r['restart_resumes']} in"
+        f" {r['restart_all_resumes_s']:.2f} s"
+    ]
