@@ -3,6 +3,10 @@
 One cattrs converter (``cattrs.preconf.orjson``) per host, with strict scalar hooks (``"5"`` is not
 an int, ``1`` is not a str) and ``forbid_extra_keys``; one :class:`GameCodec` per game on top of it
 maps the ``type`` tag of each action and event (:func:`host.game.tag_of`) to its class.
+
+Encoding is on the hot path (every event is written once and redacted once per viewer), so a
+:class:`GameCodec` looks up each class's tag and cattrs hooks once and keeps them: no regex, no
+type-hint reflection and no hook dispatch per value.
 """
 
 from __future__ import annotations
@@ -125,6 +129,11 @@ class GameCodec:
         self.conv = conv or make_converter()
         self._actions = {tag_of(c): c for c in game.info.action_types}
         self._events = {tag_of(c): c for c in game.info.event_types}
+        # per class: (tag, unstructure hook) for tagged values, the hook for plain values, the
+        # structure hook (filled on first use; classes are few, so these stay small)
+        self._tagged_hooks: dict[type, tuple[str, Any]] = {}
+        self._plain_hooks: dict[type, Any] = {}
+        self._structure_hooks: dict[type, Any] = {}
         self._action_hints = {c: typing.get_type_hints(c) for c in game.info.action_types}
         opts = game.info.options
         self._hints = typing.get_type_hints(opts)
@@ -240,12 +249,20 @@ class GameCodec:
     # -- anything ------------------------------------------------------------------------------
     def tagged(self, obj: Any) -> dict[str, Any]:
         """An action or event as ``{"type": tag, **fields}``."""
-        body = self.conv.unstructure(obj)
-        return {"type": tag_of(type(obj)), **body}
+        cls = type(obj)
+        found = self._tagged_hooks.get(cls)
+        if found is None:
+            found = self._tagged_hooks[cls] = (tag_of(cls), self.conv.get_unstructure_hook(cls))
+        tag, hook = found
+        return {"type": tag, **hook(obj)}
 
     def to_wire(self, value: Any) -> Any:
         """A view, outcome or any attrs/plain value as JSON-able data."""
-        return self.conv.unstructure(value)
+        cls = type(value)
+        hook = self._plain_hooks.get(cls)
+        if hook is None:
+            hook = self._plain_hooks[cls] = self.conv.get_unstructure_hook(cls)
+        return hook(value)
 
     def _structure(
         self, data: Any, table: dict[str, type], what: str, error: type[Exception]
@@ -257,7 +274,10 @@ class GameCodec:
         if cls is None:
             raise error(f"unknown {what} type {tag!r}; known: {', '.join(sorted(table))}")
         body = {k: v for k, v in data.items() if k != "type"}
+        hook = self._structure_hooks.get(cls)
+        if hook is None:
+            hook = self._structure_hooks[cls] = self.conv.get_structure_hook(cls)
         try:
-            return self.conv.structure(body, cls)
+            return hook(body, cls)
         except Exception as exc:  # noqa: BLE001 - cattrs raises many kinds
             raise error(f"bad {what} {tag!r}: {error_text(exc)}") from exc
