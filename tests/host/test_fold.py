@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import CodeType
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import host.game
+from host.codec import BadAction, admits, admitter
 from host.engine import Engine, Record, SessionState
 from host.game import Emitter, Rng
 from host.local import play_local, roundtrip
@@ -24,6 +26,7 @@ from plugins import crazy_eights_rules, seven_twenty_seven_evolve
 from plugins.around_the_world import AroundTheWorld
 from plugins.around_the_world_model import fold as around_the_world_fold
 from plugins.crazy_eights import CrazyEights
+from plugins.crazy_eights_model import Play
 from plugins.seven_twenty_seven import SevenTwentySeven
 from tests.toy import HighCard, Keep, Kept, State, Swap
 
@@ -358,3 +361,50 @@ def test_encoding_computes_no_tag_twice(seed: bytes) -> None:
     finally:
         host.game._CAMEL = saved
     assert records[-1].type == "ended"
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.sampled_from("ab"),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("xy"), inner),
+    max_leaves=6,
+)
+HINTS = [
+    hint
+    for game in GAMES.values()
+    for cls in game.info.action_types
+    for hint in typing.get_type_hints(cls).values()
+] + [
+    int,
+    str,
+    bool,
+    float,
+    type(None),
+    int | None,
+    typing.Literal[1, True, "a"],
+    tuple[int, ...],
+    tuple[int, str],
+    tuple[()],
+    list[bool],
+    tuple[int | None, ...],
+    dict[str, int],
+]
+
+
+@given(st.sampled_from(HINTS), JSON)
+def test_a_worked_out_field_check_admits_what_admits_does(hint: Any, value: Any) -> None:
+    assert admitter(hint)(value) == admits(hint, value)
+
+
+def test_decoding_an_action_reflects_on_no_type_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = Engine(GAMES["crazy-eights"])
+    monkeypatch.setattr(typing, "get_origin", _no_reflection)
+    monkeypatch.setattr(typing, "get_type_hints", _no_reflection)
+    assert engine.codec.action_from_wire({"type": "play", "card": "8C", "suit": "H"}) == Play(
+        "8C", "H"
+    )
+    with pytest.raises(BadAction, match="suit"):
+        engine.codec.action_from_wire({"type": "play", "card": "8C", "suit": 1})
+
+
+def _no_reflection(*args: Any) -> Any:
+    raise AssertionError("type hints read while decoding an action")
