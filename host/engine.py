@@ -697,6 +697,18 @@ class Engine:
         written: an action without all its events). Appends are acknowledged only once whole,
         so the records past this count were never acknowledged to anyone.
 
+        The count of :meth:`load`, without the state.
+
+        Raises:
+            BadRecord: the log does not fold (see :meth:`rebuild`).
+        """
+        return self.load(records)[0]
+
+    def load(self, records: list[Record]) -> tuple[int, SessionState]:
+        """:meth:`complete_prefix` and :meth:`rebuild` of those records, in one pass: how many
+        leading records form whole causes, and the state they fold to. Each record is folded
+        once; the last cause is re-run once on the current code to count the records it makes.
+
         Raises:
             BadRecord: the log does not fold (see :meth:`rebuild`).
         """
@@ -707,10 +719,9 @@ class Engine:
                 last_cause = i
                 break
         if last_cause is None:
-            self.apply_all(state, records[1:])
-            return len(records)
+            return len(records), self.apply_all(state, records[1:])
         before = self.apply_all(state, records[1:last_cause])
-        self.apply_all(before, records[last_cause:])  # the rest must fold too
+        after = self.apply_all(before, records[last_cause:])  # the rest must fold too
         rec = records[last_cause]
         d = rec.data
         try:
@@ -720,8 +731,10 @@ class Engine:
                 action = self.codec.action_from_wire(d["action"])
                 want = self.act(before, d["seat"], action, d.get("timed_out", False))
         except (IllegalAction, ValueError, GameFault):
-            return len(records)  # not for this check to judge: verify reports it
-        return len(records) if len(records) - last_cause >= len(want) else last_cause
+            return len(records), after  # not for this check to judge: verify reports it
+        if len(records) - last_cause >= len(want):
+            return len(records), after
+        return last_cause, before
 
     # -- replay checking -----------------------------------------------------------------------
     def verify(self, records: list[Record]) -> tuple[int, str] | None:

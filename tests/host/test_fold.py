@@ -408,3 +408,25 @@ def test_decoding_an_action_reflects_on_no_type_hint(monkeypatch: pytest.MonkeyP
 
 def _no_reflection(*args: Any) -> Any:
     raise AssertionError("type hints read while decoding an action")
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_load_cuts_a_half_written_cause_and_folds_each_record_once(game: str) -> None:
+    engine = Engine(GAMES[game])
+    _, records = play_local(GAMES[game], {}, 4, b"h" * 32)
+    logged = roundtrip(records)
+    # cut inside the last action that made several events: a crash mid-append
+    last = max(
+        i
+        for i, r in enumerate(logged)
+        if r.type == "action" and i + 2 < len(logged) and logged[i + 2].type == "event"
+    )
+    torn = logged[: last + 2]
+    with counting_calls(EVOLVE_CODE[game]) as calls:
+        whole, state = engine.load(torn)
+    assert whole == last == engine.complete_prefix(torn)
+    assert state == engine.rebuild(torn[:last])
+    # every event record once, plus the re-run of the last cause to count what it makes
+    rerun = _events(engine.step(state, records[last].data["seat"], records[last].obj)[0])
+    assert calls[0] == _events(torn) + rerun
+    assert engine.load(logged) == (len(logged), engine.rebuild(logged))
