@@ -190,6 +190,14 @@ class Emitter(list[Any]):
             states over only when this is the game's ``evolve`` and the list was changed only
             through :meth:`emit`; otherwise it folds the events itself (correct, just slower).
 
+    Example, in ``decide`` (the last card played ends the deal)::
+
+        out = Emitter(state, self.evolve)
+        after = out.emit(Played(seat, card))
+        if not after.hands[seat]:
+            out.emit(DealScored(...))
+        return out
+
     Attributes:
         state: the state after the last emitted event (``state`` as given before the first).
         initial: the state as given.
