@@ -3,12 +3,17 @@
 One cattrs converter (``cattrs.preconf.orjson``) per host, with strict scalar hooks (``"5"`` is not
 an int, ``1`` is not a str) and ``forbid_extra_keys``; one :class:`GameCodec` per game on top of it
 maps the ``type`` tag of each action and event (:func:`host.game.tag_of`) to its class.
+
+Encoding is on the hot path (every event is written once and redacted once per viewer), so a
+:class:`GameCodec` looks up each class's tag and cattrs hooks once and keeps them: no regex, no
+type-hint reflection and no hook dispatch per value.
 """
 
 from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -77,6 +82,53 @@ def admits(tp: Any, value: Any) -> bool:
     return True
 
 
+Check = Callable[[Any], bool]
+_CHECKS: dict[Any, Check] = {}
+
+
+def admitter(tp: Any) -> Check:
+    """:func:`admits` for one type hint, worked out once: a function of the value alone that
+    does no type reflection when called (the hot path of every client action). Remembered per
+    hint.
+    """
+    try:
+        found = _CHECKS.get(tp)
+    except TypeError:  # an unhashable hint: work it out every time
+        return _make_admitter(tp)
+    if found is None:
+        found = _CHECKS[tp] = _make_admitter(tp)
+    return found
+
+
+def _make_admitter(tp: Any) -> Check:  # noqa: C901 - one branch per kind of hint, as admits
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        choices = typing.get_args(tp)
+        return lambda value: any(same_json(value, choice) for choice in choices)
+    if origin in (typing.Union, types.UnionType):
+        alternatives = [admitter(arg) for arg in typing.get_args(tp)]
+        return lambda value: any(check(value) for check in alternatives)
+    if tp is type(None):
+        return lambda value: value is None
+    if tp in (int, str, bool, float):
+        return lambda value: type(value) is tp
+    if origin in (tuple, list):
+        all_args = typing.get_args(tp)
+        args = [a for a in all_args if a is not Ellipsis]
+        if len(args) == 1 or (origin is tuple and Ellipsis in all_args):
+            if not args:
+                return lambda value: isinstance(value, list)
+            item = admitter(args[0])
+            return lambda value: isinstance(value, list) and all(item(v) for v in value)
+        items = [admitter(a) for a in args]
+        return lambda value: (
+            isinstance(value, list)
+            and len(items) == len(value)
+            and all(check(v) for check, v in zip(items, value, strict=True))
+        )
+    return lambda value: True
+
+
 def same_json(a: Any, b: Any) -> bool:
     """Whether two JSON values are equal *and* of the same JSON types (``true`` is not ``1``,
     ``1.0`` is not ``1``); tuples count as lists."""
@@ -125,7 +177,15 @@ class GameCodec:
         self.conv = conv or make_converter()
         self._actions = {tag_of(c): c for c in game.info.action_types}
         self._events = {tag_of(c): c for c in game.info.event_types}
-        self._action_hints = {c: typing.get_type_hints(c) for c in game.info.action_types}
+        # per class: (tag, unstructure hook) for tagged values, the hook for plain values, the
+        # structure hook (filled on first use; classes are few, so these stay small)
+        self._tagged_hooks: dict[type, tuple[str, Any]] = {}
+        self._plain_hooks: dict[type, Any] = {}
+        self._structure_hooks: dict[type, Any] = {}
+        self._action_checks = {
+            c: {name: admitter(hint) for name, hint in typing.get_type_hints(c).items()}
+            for c in game.info.action_types
+        }
         opts = game.info.options
         self._hints = typing.get_type_hints(opts)
         self._option_fields = attrs.fields(opts)
@@ -142,9 +202,9 @@ class GameCodec:
         except ValueError as exc:
             raise BadAction(f"action too large: {exc}") from None
         action = self._structure(data, self._actions, "action", BadAction)
-        hints = self._action_hints[type(action)]
+        checks = self._action_checks[type(action)]
         for key, value in data.items():
-            if key != "type" and not admits(hints[key], value):
+            if key != "type" and not checks[key](value):
                 raise BadAction(f"bad action field {key!r}: {value!r} is not of the field's type")
         return action
 
@@ -240,12 +300,20 @@ class GameCodec:
     # -- anything ------------------------------------------------------------------------------
     def tagged(self, obj: Any) -> dict[str, Any]:
         """An action or event as ``{"type": tag, **fields}``."""
-        body = self.conv.unstructure(obj)
-        return {"type": tag_of(type(obj)), **body}
+        cls = type(obj)
+        found = self._tagged_hooks.get(cls)
+        if found is None:
+            found = self._tagged_hooks[cls] = (tag_of(cls), self.conv.get_unstructure_hook(cls))
+        tag, hook = found
+        return {"type": tag, **hook(obj)}
 
     def to_wire(self, value: Any) -> Any:
         """A view, outcome or any attrs/plain value as JSON-able data."""
-        return self.conv.unstructure(value)
+        cls = type(value)
+        hook = self._plain_hooks.get(cls)
+        if hook is None:
+            hook = self._plain_hooks[cls] = self.conv.get_unstructure_hook(cls)
+        return hook(value)
 
     def _structure(
         self, data: Any, table: dict[str, type], what: str, error: type[Exception]
@@ -257,7 +325,10 @@ class GameCodec:
         if cls is None:
             raise error(f"unknown {what} type {tag!r}; known: {', '.join(sorted(table))}")
         body = {k: v for k, v in data.items() if k != "type"}
+        hook = self._structure_hooks.get(cls)
+        if hook is None:
+            hook = self._structure_hooks[cls] = self.conv.get_structure_hook(cls)
         try:
-            return self.conv.structure(body, cls)
+            return hook(body, cls)
         except Exception as exc:  # noqa: BLE001 - cattrs raises many kinds
             raise error(f"bad {what} {tag!r}: {error_text(exc)}") from exc

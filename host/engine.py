@@ -54,6 +54,7 @@ from host.codec import GameCodec
 from host.faults import GameFault
 from host.game import (
     NOT_YOUR_TURN,
+    Emitter,
     Game,
     IllegalAction,
     Rng,
@@ -293,44 +294,74 @@ class Engine:
                 that does not exist or is taken, holds an event the game cannot read, or the
                 game's ``evolve`` raised on it (the cause is chained).
         """
-        seq = state.seq + 1
-        if rec.seq != seq:
-            raise BadRecord(seq, f"a record with seq {rec.seq!r} where {seq} should follow")
-        if state.ended:
-            raise BadRecord(seq, f"a {rec.type!r} record after the session ended")
-        if rec.type == "event":
-            event = rec.obj
-            if event is None:
+        return self.apply_all(state, (rec,))
+
+    def apply_all(self, state: SessionState, records: Iterable[Record]) -> SessionState:
+        """Fold several records (each as :meth:`apply` does, each event exactly once).
+
+        The session state is built once at the end, not once per record; an event record that
+        carries its structured event (``obj``) is not structured again from its wire form.
+
+        Raises:
+            BadRecord: the first record that does not fold (see :meth:`apply`); nothing of the
+                records before it is returned.
+        """
+        header, game, seats = state.header, state.game, state.seats
+        seq, started, ended = state.seq, state.started, state.ended
+        evolve = self.game.evolve
+        read = self.codec.event_from_wire
+        folded = False
+        for rec in records:
+            folded = True
+            seq += 1
+            if rec.seq != seq:
+                raise BadRecord(seq, f"a record with seq {rec.seq!r} where {seq} should follow")
+            if ended:
+                raise BadRecord(seq, f"a {rec.type!r} record after the session ended")
+            kind = rec.type
+            if kind == "event":
+                event = rec.obj
+                if event is None:
+                    try:
+                        event = read(rec.data["event"], rec.data.get("v"))
+                    except (KeyError, TypeError, ValueError) as exc:
+                        raise BadRecord(seq, f"an event the game cannot read: {exc}") from exc
                 try:
-                    event = self.codec.event_from_wire(rec.data["event"], rec.data.get("v"))
-                except (KeyError, TypeError, ValueError) as exc:
-                    raise BadRecord(seq, f"an event the game cannot read: {exc}") from exc
-            try:
-                game = self.game.evolve(state.game, event)
-            except Exception as exc:
-                raise BadRecord(
-                    seq, f"the game's evolve raised {type(exc).__name__} on it: {exc}"
-                ) from exc
-            return attrs.evolve(state, game=game, seq=seq, started=True)
-        if rec.type == "seat_taken":
-            d = rec.data
-            try:
-                seat = d["seat"]
-                if type(seat) is not int or not 0 <= seat < len(state.seats):
-                    raise ValueError(f"there is no seat {seat!r}")
-                if state.seats[seat] is not None:
-                    raise ValueError(f"seat {seat} is already taken")
-                info = SeatInfo(d["name"], d["bot"], d.get("token_hash"))
-            except (KeyError, ValueError) as exc:
-                raise BadRecord(seq, f"a bad seat_taken record: {exc!r}") from exc
-            seats = list(state.seats)
-            seats[seat] = info
-            return attrs.evolve(state, seats=tuple(seats), seq=seq)
-        if rec.type == "action":
-            return attrs.evolve(state, seq=seq)
-        if rec.type == "ended":
-            return attrs.evolve(state, seq=seq, ended=True)
-        raise BadRecord(seq, f"unknown record type {rec.type!r}")
+                    game = evolve(game, event)
+                except Exception as exc:
+                    raise BadRecord(
+                        seq, f"the game's evolve raised {type(exc).__name__} on it: {exc}"
+                    ) from exc
+                started = True
+            elif kind == "seat_taken":
+                seats = self._seat_taken(seats, seq, rec.data)
+            elif kind == "ended":
+                ended = True
+            elif kind != "action":
+                raise BadRecord(seq, f"unknown record type {kind!r}")
+        if not folded:
+            return state
+        return SessionState(header, game, seats, seq, started, ended)
+
+    @staticmethod
+    def _seat_taken(
+        seats: tuple[SeatInfo | None, ...], seq: int, d: dict[str, Any]
+    ) -> tuple[SeatInfo | None, ...]:
+        """The seats after a ``seat_taken`` record with data ``d`` at ``seq``.
+
+        Raises:
+            BadRecord: a missing field, no such seat, or the seat is taken.
+        """
+        try:
+            seat = d["seat"]
+            if type(seat) is not int or not 0 <= seat < len(seats):
+                raise ValueError(f"there is no seat {seat!r}")
+            if seats[seat] is not None:
+                raise ValueError(f"seat {seat} is already taken")
+            info = SeatInfo(d["name"], d["bot"], d.get("token_hash"))
+        except (KeyError, ValueError) as exc:
+            raise BadRecord(seq, f"a bad seat_taken record: {exc!r}") from exc
+        return (*seats[:seat], info, *seats[seat + 1 :])
 
     def rebuild(self, records: Iterable[Record]) -> SessionState:
         """Fold a whole log (header first).
@@ -343,16 +374,28 @@ class Engine:
         first = next(it, None)
         if first is None or first.type != "header" or first.seq != 0:
             raise BadRecord(0, "a log must start with its header at seq 0")
-        state = self.initial(first)
-        for rec in it:
-            state = self.apply(state, rec)
-        return state
+        return self.apply_all(self.initial(first), it)
 
     # -- causes --------------------------------------------------------------------------------
     def take_seat(
         self, state: SessionState, seat: Seat, name: str, bot: bool, token_hash: str | None
     ) -> list[Record]:
         """Records for a seat being taken, plus the opening events if it was the last free one.
+
+        The records of :meth:`seat_step`, without the state.
+
+        Raises:
+            ValueError: the seat does not exist or is taken.
+            GameFault: the game's ``start`` (or what its events lead to) faulted.
+        """
+        return self.seat_step(state, seat, name, bot, token_hash)[0]
+
+    def seat_step(
+        self, state: SessionState, seat: Seat, name: str, bot: bool, token_hash: str | None
+    ) -> tuple[list[Record], SessionState]:
+        """A seat being taken: its records (``seat_taken``, then the opening events and perhaps
+        ``ended`` if it was the last free seat) and the state after them, each event folded
+        exactly once (the state is what :meth:`apply_all` of the records gives).
 
         Raises:
             ValueError: the seat does not exist or is taken.
@@ -365,24 +408,46 @@ class Engine:
             "seat_taken",
             {"seat": seat, "name": name, "bot": bot, "token_hash": token_hash},
         )
-        out = [rec]
         after = self.apply(state, rec)
-        if not after.free_seats and not after.started:
-            seq = after.seq + 1
-            rng = Rng(after.seed, seq)
-            try:
-                events = list(self.game.start(after.game, rng))
-            except Exception as exc:
-                raise self._fault(seq, "start", exc) from exc
-            if not events:
-                raise self._fault(seq, "start returned no events")
-            out += self._events(after, events)
-        return out
+        if after.free_seats or after.started:
+            return [rec], after
+        seq = after.seq + 1
+        rng = Rng(after.seed, seq)
+        try:
+            events = self.game.start(after.game, rng)
+            if not isinstance(events, Emitter):
+                events = list(events)
+        except Exception as exc:
+            raise self._fault(seq, "start", exc) from exc
+        if not events:
+            raise self._fault(seq, "start returned no events")
+        out, end = self._events(after, events)
+        return [rec, *out], end
 
     def act(
         self, state: SessionState, seat: Seat, action: Any, timed_out: bool = False
     ) -> list[Record]:
         """Records for an accepted action: the action, its events, ``ended`` if it ended the game.
+
+        The records of :meth:`step`, without the state.
+
+        Args:
+            timed_out: the host chose the action for a seat whose turn timer ran out (recorded
+                as ``"timed_out": true`` in the action record).
+
+        Raises:
+            IllegalAction: the game refuses it (reason ``not_your_turn`` if the seat is not in
+                ``to_act``, or the session is not running).
+            GameFault: the game faulted (see the module docstring); nothing is produced.
+        """
+        return self.step(state, seat, action, timed_out)[0]
+
+    def step(
+        self, state: SessionState, seat: Seat, action: Any, timed_out: bool = False
+    ) -> tuple[list[Record], SessionState]:
+        """An action: its records (the ``action`` record, its events, ``ended`` if it ended the
+        game) and the state after them, each event folded exactly once (the state is what
+        :meth:`apply_all` of the records gives; the caller need not fold them again).
 
         Args:
             timed_out: the host chose the action for a seat whose turn timer ran out (recorded
@@ -404,7 +469,9 @@ class Engine:
             raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
         data: dict[str, Any] = {"seat": seat, "action": self._checked_wire(action, seq, "action")}
         try:
-            events = list(self.game.decide(state.game, seat, action, Rng(state.seed, seq)))
+            events = self.game.decide(state.game, seat, action, Rng(state.seed, seq))
+            if not isinstance(events, Emitter):
+                events = list(events)
         except IllegalAction:
             raise
         except Exception as exc:
@@ -412,7 +479,9 @@ class Engine:
         if timed_out:
             data["timed_out"] = True
         rec = Record(seq, "action", data, action)
-        return [rec, *self._events(self.apply(state, rec), events)]
+        after = SessionState(state.header, state.game, state.seats, seq, True, False)
+        out, end = self._events(after, events)
+        return [rec, *out], end
 
     def bot_seat(self, state: SessionState) -> Seat | None:
         """The first bot seat that is to act, or ``None`` if no bot is to act.
@@ -466,7 +535,22 @@ class Engine:
     def bot_act(self, state: SessionState, seat: Seat, timed_out: bool = False) -> list[Record]:
         """A host-driven step: the records of the bot's action (:meth:`bot_action`) in ``seat``.
 
-        For bot seats and for seats whose turn timer ran out (``timed_out``, see :meth:`act`).
+        The records of :meth:`bot_step`, without the state.
+
+        Raises:
+            IllegalAction: the caller's mistake, not the game's: the session is not running or
+                ``seat`` is not to act (check :meth:`bot_seat` or ``to_act`` first).
+            GameFault: the game faulted; nothing is produced.
+        """
+        return self.bot_step(state, seat, timed_out)[0]
+
+    def bot_step(
+        self, state: SessionState, seat: Seat, timed_out: bool = False
+    ) -> tuple[list[Record], SessionState]:
+        """A host-driven step: the bot's action (:meth:`bot_action`) in ``seat``, as
+        :meth:`step` gives it (records and the state after them, each event folded once).
+
+        For bot seats and for seats whose turn timer ran out (``timed_out``, see :meth:`step`).
         Whatever the game does wrong here is a :class:`GameFault`, including ``decide``
         refusing the action the game's own bot or ``legal_actions`` chose.
 
@@ -486,7 +570,7 @@ class Engine:
             raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
         action = self.bot_action(state, seat)
         try:
-            return self.act(state, seat, action, timed_out)
+            return self.step(state, seat, action, timed_out)
         except IllegalAction as exc:
             raise self._fault(
                 seq, f"decide refused the bot's action {action!r} for seat {seat}", exc
@@ -535,27 +619,40 @@ class Engine:
         except Exception as exc:
             raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
 
-    def _events(self, state: SessionState, events: list[Any]) -> list[Record]:
+    def _events(self, state: SessionState, events: list[Any]) -> tuple[list[Record], SessionState]:
         """The records of a cause's events (``state`` is the state before the first), checked,
-        with ``ended`` after the first event that yields an outcome.
+        with ``ended`` after the first event that yields an outcome, and the state after them.
+
+        Each event is folded exactly once: by the game's :class:`Emitter` inside ``start`` or
+        ``decide`` when ``events`` is one that folded them from ``state`` with the game's
+        ``evolve``, else here.
 
         Raises:
             GameFault: a bad event, ``evolve``/``outcome``/``to_act`` raised, an outcome that is
                 not JSON, or no seat to act while the game has no outcome.
         """
-        out = []
-        v = self.game.info.event_version
         game = self.game
-        game_state = state.game
         seq = state.seq
-        for ev in events:
+        states = None
+        if isinstance(events, Emitter):
+            try:
+                states = events.folded_states(state.game, game.evolve)
+            except Exception:  # noqa: BLE001 - an odd evolve to compare with: fold here instead
+                states = None
+        out = []
+        v = game.info.event_version
+        game_state = state.game
+        for i, ev in enumerate(events):
             seq += 1
             wire = self._checked_wire(ev, seq, "event")
             out.append(Record(seq, "event", {"v": v, "event": wire}, ev))
-            try:
-                game_state = game.evolve(game_state, ev)
-            except Exception as exc:
-                raise self._fault(seq, f"evolve on {wire['type']!r}", exc) from exc
+            if states is not None:
+                game_state = states[i]
+            else:
+                try:
+                    game_state = game.evolve(game_state, ev)
+                except Exception as exc:
+                    raise self._fault(seq, f"evolve on {wire['type']!r}", exc) from exc
             try:
                 outcome = game.outcome(game_state)
             except Exception as exc:
@@ -568,20 +665,14 @@ class Engine:
                     raise self._fault(seq, "the outcome is not JSON:", exc) from exc
                 seq += 1
                 out.append(Record(seq, "ended", {"outcome": result, "seed": state.header["seed"]}))
-                return out
+                return out, SessionState(state.header, game_state, state.seats, seq, True, True)
         try:
             waiting = tuple(game.to_act(game_state))
         except Exception as exc:
             raise self._fault(seq, "to_act", exc) from exc
         if not waiting:
             raise self._fault(seq, "no seat is to act and the game has no outcome (stalled)")
-        return out
-
-    def apply_all(self, state: SessionState, records: Iterable[Record]) -> SessionState:
-        """Fold several records."""
-        for rec in records:
-            state = self.apply(state, rec)
-        return state
+        return out, SessionState(state.header, game_state, state.seats, seq, True, False)
 
     def abort(self, state: SessionState, reason: str) -> list[Record]:
         """The ``ended`` record that stops a session the game did not end (a host limit).
@@ -596,22 +687,41 @@ class Engine:
             )
         ]
 
+    def abort_step(self, state: SessionState, reason: str) -> tuple[list[Record], SessionState]:
+        """:meth:`abort`'s record and the state after it."""
+        records = self.abort(state, reason)
+        return records, self.apply_all(state, records)
+
     def complete_prefix(self, records: list[Record]) -> int:
         """How many leading records form whole causes (a crash can leave the last append half
         written: an action without all its events). Appends are acknowledged only once whole,
         so the records past this count were never acknowledged to anyone.
 
+        The count of :meth:`load`, without the state.
+
+        Raises:
+            BadRecord: the log does not fold (see :meth:`rebuild`).
+        """
+        return self.load(records)[0]
+
+    def load(self, records: list[Record]) -> tuple[int, SessionState]:
+        """:meth:`complete_prefix` and :meth:`rebuild` of those records, in one pass: how many
+        leading records form whole causes, and the state they fold to. Each record is folded
+        once; the last cause is re-run once on the current code to count the records it makes.
+
         Raises:
             BadRecord: the log does not fold (see :meth:`rebuild`).
         """
         state = self.rebuild(records[:1])
-        last_cause, before = None, state
-        for i, rec in enumerate(records[1:], start=1):
-            if rec.type in ("seat_taken", "action"):
-                last_cause, before = i, state
-            state = self.apply(state, rec)
+        last_cause = None
+        for i in range(len(records) - 1, 0, -1):
+            if records[i].type in ("seat_taken", "action"):
+                last_cause = i
+                break
         if last_cause is None:
-            return len(records)
+            return len(records), self.apply_all(state, records[1:])
+        before = self.apply_all(state, records[1:last_cause])
+        after = self.apply_all(before, records[last_cause:])  # the rest must fold too
         rec = records[last_cause]
         d = rec.data
         try:
@@ -621,8 +731,10 @@ class Engine:
                 action = self.codec.action_from_wire(d["action"])
                 want = self.act(before, d["seat"], action, d.get("timed_out", False))
         except (IllegalAction, ValueError, GameFault):
-            return len(records)  # not for this check to judge: verify reports it
-        return len(records) if len(records) - last_cause >= len(want) else last_cause
+            return len(records), after  # not for this check to judge: verify reports it
+        if len(records) - last_cause >= len(want):
+            return len(records), after
+        return last_cause, before
 
     # -- replay checking -----------------------------------------------------------------------
     def verify(self, records: list[Record]) -> tuple[int, str] | None:
@@ -645,7 +757,7 @@ class Engine:
             while i < len(records):
                 rec = records[i]
                 at = rec.seq
-                diff, produced = self._replay_cause(state, rec)
+                diff, produced, after = self._replay_cause(state, rec)
                 if diff is not None:
                     return diff
                 for j, want in enumerate(produced):
@@ -661,9 +773,9 @@ class Engine:
                             got.seq,
                             f"recorded {got.to_json()} but the code produces {want.to_json()}",
                         )
-                for j in range(len(produced)):
-                    at = records[i + j].seq
-                    state = self.apply(state, records[i + j])
+                # the recorded records equal the produced ones, whose events read back equal
+                # to themselves: the state they fold to is the one the cause produced
+                state = after
                 i += len(produced)
         except BadRecord as exc:
             return (exc.seq, f"the log does not fold: {exc.message}")
@@ -675,22 +787,23 @@ class Engine:
 
     def _replay_cause(
         self, state: SessionState, rec: Record
-    ) -> tuple[tuple[int, str] | None, list[Record]]:
-        """What the current code produces for the cause ``rec`` records, or why it refuses."""
+    ) -> tuple[tuple[int, str] | None, list[Record], SessionState]:
+        """What the current code produces for the cause ``rec`` records and the state after
+        it, or why it refuses."""
         d = rec.data
         if rec.type == "seat_taken":
             try:
-                return None, self.take_seat(
+                return None, *self.seat_step(
                     state, d["seat"], d["name"], d["bot"], d.get("token_hash")
                 )
             except (KeyError, ValueError) as exc:
-                return (rec.seq, f"seat_taken refused on replay: {exc}"), []
+                return (rec.seq, f"seat_taken refused on replay: {exc}"), [], state
         if rec.type == "action":
             try:
                 action = self.codec.action_from_wire(d["action"])
-                return None, self.act(state, d["seat"], action, d.get("timed_out", False))
+                return None, *self.step(state, d["seat"], action, d.get("timed_out", False))
             except (KeyError, IllegalAction, ValueError) as exc:
-                return (rec.seq, f"action refused on replay: {exc}"), []
+                return (rec.seq, f"action refused on replay: {exc}"), [], state
         if rec.type == "ended" and "aborted" in d:
-            return None, self.abort(state, d["aborted"])
-        return (rec.seq, f"a {rec.type!r} record that no cause produced"), []
+            return None, *self.abort_step(state, d["aborted"])
+        return (rec.seq, f"a {rec.type!r} record that no cause produced"), [], state

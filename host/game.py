@@ -9,7 +9,8 @@ A game is a *decider* over immutable state (see docs/architecture.md, "The game 
 ``start(state, rng) -> events``    the opening events (shuffle, deal)
 ``decide(state, seat, action, rng) -> events``
                                    validates an action and returns the events it causes, or raises
-                                   :class:`IllegalAction`
+                                   :class:`IllegalAction`; follow-on events (the next deal, the
+                                   end of a round) are emitted through an :class:`Emitter`
 ``evolve(state, event) -> state``  applies one event; pure, never reads clocks or randomness
 ``to_act(state) -> seats``         whose input is awaited (several seats at once is normal)
 ``legal_actions(state, seat)``     the actions a seat may take now
@@ -29,6 +30,14 @@ or the class attribute ``TAG``). Views and outcomes are attrs instances or plain
 Actions are public: every seat and spectator sees who acted and how. A game whose action would
 carry a secret keeps the secret in an event, which :meth:`Game.redact` can hide.
 
+Follow-on events: when ``start`` or ``decide`` must look at the state an event leads to before it
+knows the next one (a deal ends, so the scores follow, then the next deal), it emits its events
+through an :class:`Emitter` built with ``Emitter(state, self.evolve)`` and returns it. The
+emitter folds each event as it is emitted (``emit(event) -> new state``); the host takes the
+folded states over and does not fold those events again, so every event is folded exactly once.
+A game never calls its own ``evolve`` inside ``start`` or ``decide``. A plain list of events is
+fine too: the host folds it.
+
 Randomness comes only from the :class:`Rng` handed to ``start`` and ``decide``; the outcomes (the
 shuffled order, the drawn card) are written into events, so replay never needs the generator.
 """
@@ -37,7 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
@@ -45,6 +54,7 @@ import pluggy
 
 __all__ = [
     "NOT_YOUR_TURN",
+    "Emitter",
     "Game",
     "GameInfo",
     "IllegalAction",
@@ -150,9 +160,9 @@ class Game(Protocol):
 
     def initial_state(self, options: Any, seats: int) -> Any: ...
 
-    def start(self, state: Any, rng: Rng) -> list[Any]: ...
+    def start(self, state: Any, rng: Rng) -> Sequence[Any]: ...
 
-    def decide(self, state: Any, seat: Seat, action: Any, rng: Rng) -> list[Any]: ...
+    def decide(self, state: Any, seat: Seat, action: Any, rng: Rng) -> Sequence[Any]: ...
 
     def evolve(self, state: Any, event: Any) -> Any: ...
 
@@ -167,18 +177,92 @@ class Game(Protocol):
     def outcome(self, state: Any) -> Any | None: ...
 
 
+class Emitter(list[Any]):
+    """The events one ``start`` or ``decide`` call produces, folded into the state as emitted.
+
+    It is the list of the events emitted so far, so ``start``/``decide`` return it as their
+    events. It also remembers the state after each event, which the host takes over instead of
+    folding the events again (see the module docstring, "Follow-on events").
+
+    Args:
+        state: the state ``start``/``decide`` was given.
+        evolve: the game's own ``evolve`` (pass ``self.evolve``). The host takes the folded
+            states over only when this is the game's ``evolve`` and the list was changed only
+            through :meth:`emit`; otherwise it folds the events itself (correct, just slower).
+
+    Example, in ``decide`` (the last card played ends the deal)::
+
+        out = Emitter(state, self.evolve)
+        after = out.emit(Played(seat, card))
+        if not after.hands[seat]:
+            out.emit(DealScored(...))
+        return out
+
+    Attributes:
+        state: the state after the last emitted event (``state`` as given before the first).
+        initial: the state as given.
+        evolve: as given.
+    """
+
+    __slots__ = ("state", "initial", "evolve", "_folded")
+
+    def __init__(self, state: Any, evolve: Callable[[Any, Any], Any]) -> None:
+        super().__init__()
+        self.state = state
+        self.initial = state
+        self.evolve = evolve
+        self._folded: list[tuple[Any, Any]] = []
+
+    def emit(self, *events: Any) -> Any:
+        """Append each event and fold it into :attr:`state`, in order.
+
+        Returns:
+            The state after the last one.
+
+        Raises:
+            whatever ``evolve`` raises (the event it raised on is not appended).
+        """
+        for event in events:
+            state = self.evolve(self.state, event)
+            self.append(event)
+            self._folded.append((event, state))
+            self.state = state
+        return self.state
+
+    def folded_states(self, state: Any, evolve: Callable[[Any, Any], Any]) -> list[Any] | None:
+        """The state after each event, if these events are exactly those emitted from ``state``
+        (the same object) by ``evolve`` (equal to the one given); else ``None``.
+
+        For the host: it folds the events itself when this is ``None``.
+        """
+        folded = self._folded
+        if self.initial is not state or len(folded) != len(self) or self.evolve != evolve:
+            return None
+        for event, (done, _) in zip(self, folded, strict=True):
+            if event is not done:
+                return None
+        return [after for _, after in folded]
+
+
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+_TAGS: dict[type, str] = {}
 
 
 def tag_of(cls: type) -> str:
     """The ``type`` tag of a class: its ``TAG`` attribute, else its snake_case name.
 
+    Computed once per class, then remembered.
+
     >>> class SuitNamed: ...
     >>> tag_of(SuitNamed)
     'suit_named'
     """
-    tag: str | None = cls.__dict__.get("TAG")
-    return tag if tag else _CAMEL.sub("_", cls.__name__).lower()
+    tag = _TAGS.get(cls)
+    if tag is None:
+        own: str | None = cls.__dict__.get("TAG")
+        tag = own if own else _CAMEL.sub("_", cls.__name__).lower()
+        _TAGS[cls] = tag
+    return tag
 
 
 def seed_commitment(seed: bytes) -> str:

@@ -41,7 +41,7 @@ def play_local(
 
     Raises:
         OptionError: a bad option. DidNotEnd: the budget ran out. GameFault: the game faulted
-            (see :meth:`Engine.bot_act`).
+            (see :meth:`Engine.bot_step`).
     """
     engine = engine or Engine(game)
     n = seats if seats is not None else game.info.min_seats
@@ -50,16 +50,14 @@ def play_local(
     records = [header]
     state = engine.initial(header)
     for seat in range(n):
-        new = engine.take_seat(state, seat, f"bot{seat}", True, None)
+        new, state = engine.seat_step(state, seat, f"bot{seat}", True, None)
         records += new
-        state = engine.apply_all(state, new)
     for _ in range(max_actions):
         seat = engine.bot_seat(state)
         if seat is None:
             break
-        new = engine.bot_act(state, seat)
+        new, state = engine.bot_step(state, seat)
         records += new
-        state = engine.apply_all(state, new)
     if not state.ended:
         raise DidNotEnd(f"{game.info.id}: no end after {max_actions} actions")
     return state, records

@@ -38,7 +38,16 @@ from typing import Any
 
 import attrs
 
-from host.game import NOT_YOUR_TURN, GameInfo, IllegalAction, OptionError, Rng, Viewer, hookimpl
+from host.game import (
+    NOT_YOUR_TURN,
+    Emitter,
+    GameInfo,
+    IllegalAction,
+    OptionError,
+    Rng,
+    Viewer,
+    hookimpl,
+)
 from plugins import around_the_world_rules as rules
 from plugins import cards
 from plugins.around_the_world_model import (
@@ -243,15 +252,18 @@ class AroundTheWorld:
         if not isinstance(action, wanted):
             raise IllegalAction("wrong_action", f"seat {seat} must {kind} now")
         if isinstance(action, Guess):
-            events = [self._guess(state, seat, action)]
+            event: Any = self._guess(state, seat, action)
         elif isinstance(action, Give):
             self._check_give(state, seat, action)
-            events = [Given(seat, action.to)]
+            event = Given(seat, action.to)
         elif isinstance(action, Flip):
-            events = [self._flip(state)]
+            event = self._flip(state)
         else:
-            events = [self._cancel(state, seat, action)]
-        return self._follow_ups(state, events)
+            event = self._cancel(state, seat, action)
+        out = Emitter(state, self.evolve)
+        out.emit(event)
+        self._follow_ups(out)
+        return out
 
     def _guess(self, state: State, seat: int, action: Guess) -> Guessed:
         question, value = self._question(state)
@@ -305,33 +317,24 @@ class AroundTheWorld:
                 )
         return Cancelled(seat, tuple(sorted(action.entries)))
 
-    def _follow_ups(self, state: State, events: list[Any]) -> list[Any]:
-        """Append the automatic events the new state calls for (round 2 laid, poker, end)."""
-        for ev in events:
-            state = self.evolve(state, ev)
-        more: list[Any] = []
-
-        def add(ev: Any) -> None:
-            nonlocal state
-            more.append(ev)
-            state = self.evolve(state, ev)
-
+    def _follow_ups(self, out: Emitter) -> None:
+        """Emit the automatic events the new state calls for (round 2 laid, poker, end)."""
+        state = out.state
         if state.phase == "round1" and self._guesser(state) is None and not any(state.pending):
-            add(ColumnsLaid(len(self._layout(state))))
+            state = out.emit(ColumnsLaid(len(self._layout(state))))
         if (
             state.phase == "round2"
             and len(state.turned) == len(self._layout(state))
             and not any(state.pending)
         ):
             if state.options.poker_cancel:
-                add(BestHand(*rules.best_hands(state.rows)))
+                state = out.emit(BestHand(*rules.best_hands(state.rows)))
                 if not self._round2_entries(state):
-                    add(Finished())
+                    state = out.emit(Finished())
             else:
-                add(Finished())
+                state = out.emit(Finished())
         if state.phase == "cancel" and set(state.decided) == set(state.best):
-            add(Finished())
-        return events + more
+            out.emit(Finished())
 
     # -- state ---------------------------------------------------------------------------------
     def evolve(self, state: State, event: Any) -> State:

@@ -65,7 +65,7 @@ from typing import Any
 
 import attrs
 
-from host.game import NOT_YOUR_TURN, GameInfo, IllegalAction, Rng, Viewer, hookimpl
+from host.game import NOT_YOUR_TURN, Emitter, GameInfo, IllegalAction, Rng, Viewer, hookimpl
 from plugins import cards
 from plugins import crazy_eights_rules as rules
 from plugins.crazy_eights_model import (
@@ -89,17 +89,8 @@ from plugins.crazy_eights_text import describe, render
 __all__ = ["CrazyEights", "gamehost_register_games"]
 
 
-class _Events:
-    """Events being built by one ``decide``, with the state they lead to."""
-
-    def __init__(self, state: State) -> None:
-        self.state = state
-        self.events: list[Any] = []
-
-    def emit(self, event: Any) -> State:
-        self.events.append(event)
-        self.state = rules.evolve(self.state, event)
-        return self.state
+class _Events(Emitter):
+    """The events of one ``decide`` (an :class:`Emitter`), with the moves that emit several."""
 
     def draw(self, seat: int, want: int, rng: Rng) -> int:
         """Draw up to ``want`` cards for ``seat``, reshuffling when the stock runs out."""
@@ -212,7 +203,7 @@ class CrazyEights:
             raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
         if isinstance(action, Play):
             return self._play(state, seat, action, rng)
-        out = _Events(state)
+        out = _Events(state, self.evolve)
         if isinstance(action, Draw):
             if not rules.can_draw(state):
                 raise IllegalAction("cannot_draw", self._why_no_draw(state))
@@ -220,7 +211,7 @@ class CrazyEights:
                 out.take_penalty(seat, rng)
             else:
                 out.draw(seat, 1, rng)
-            return out.events
+            return out
         if isinstance(action, Pass):
             if not rules.can_pass(state, seat):
                 raise IllegalAction(
@@ -232,7 +223,7 @@ class CrazyEights:
             s = out.emit(Passed(seat))
             if s.passes >= s.seats:
                 out.end_deal(None, rng)
-            return out.events
+            return out
         raise IllegalAction("unknown_action", f"not a Crazy Eights action: {action!r}")
 
     @staticmethod
@@ -267,13 +258,13 @@ class CrazyEights:
                 "suit_not_allowed",
                 f"{card} names no suit (only a wild card that is not your last does)",
             )
-        out = _Events(state)
+        out = _Events(state, self.evolve)
         s = out.emit(Played(seat, card, suit))
         if not s.hands[seat]:
             if s.penalty > 0 and s.turn is not None:
                 out.take_penalty(s.turn, rng)
             out.end_deal(seat, rng)
-        return out.events
+        return out
 
     # -- what people see -----------------------------------------------------------------------
     def view(self, state: State, viewer: Viewer) -> dict[str, Any]:

@@ -120,11 +120,11 @@ class SevenTwentySeven:
 
     def start(self, state: State, rng: Rng) -> list[Any]:
         """The first hand: antes, the deal, the first draw round (seat 0 deals)."""
-        return flow.start(state, rng)
+        return flow.start(state, rng, self.evolve)
 
     def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list[Any]:
         """See :func:`plugins.seven_twenty_seven_flow.decide`."""
-        return flow.decide(state, seat, action, rng)
+        return flow.decide(state, seat, action, rng, self.evolve)
 
     def evolve(self, state: State, event: Any) -> State:
         return evolve(state, event)

@@ -7,9 +7,10 @@ here as events, so ``evolve`` never needs randomness (rule spec, "A hand" and "O
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from host.game import NOT_YOUR_TURN, IllegalAction, Rng
+from host.game import NOT_YOUR_TURN, Emitter, IllegalAction, Rng
 from plugins import cards
 from plugins import seven_twenty_seven_hands as hv
 from plugins.seven_twenty_seven_evolve import evolve, responders
@@ -45,6 +46,9 @@ from plugins.seven_twenty_seven_model import (
     VoteDecided,
 )
 from plugins.seven_twenty_seven_pots import build_pots, from_left, share, uncalled
+
+Evolve = Callable[[State, Any], State]
+"""An ``evolve``: the state after one event."""
 
 
 def to_act(s: State) -> tuple[int, ...]:
@@ -161,60 +165,54 @@ def legal_actions(s: State, seat: int) -> list[Any]:
     return out
 
 
-def decide(s: State, seat: int, action: Any, rng: Rng) -> list[Any]:
-    """The events of an action and of everything that follows it until a seat must act.
+def decide(s: State, seat: int, action: Any, rng: Rng, fold: Evolve = evolve) -> Emitter:
+    """The events of an action and of everything that follows it until a seat must act, each
+    folded once by ``fold`` (the game's ``evolve``) as it is emitted.
 
     Raises:
         IllegalAction: see :func:`check_action`.
     """
-    events = check_action(s, seat, action)
-    for e in events:
-        s = evolve(s, e)
-    return events + advance(s, rng)
+    out = Emitter(s, fold)
+    out.emit(*check_action(s, seat, action))
+    _run(out, rng)
+    return out
 
 
-def start(s: State, rng: Rng) -> list[Any]:
+def start(s: State, rng: Rng, fold: Evolve = evolve) -> Emitter:
     """The first hand's antes and deal."""
-    return advance(s, rng)
+    return advance(s, rng, fold)
 
 
-class _Out:
-    """Collects events while folding them into the state."""
-
-    def __init__(self, s: State) -> None:
-        self.s = s
-        self.events: list[Any] = []
-
-    def __call__(self, *events: Any) -> None:
-        for e in events:
-            self.s = evolve(self.s, e)
-            self.events.append(e)
-
-
-def advance(s: State, rng: Rng) -> list[Any]:
+def advance(s: State, rng: Rng, fold: Evolve = evolve) -> Emitter:
     """Events that follow without anyone choosing, until a seat must act or the session ends."""
-    out = _Out(s)
+    out = Emitter(s, fold)
+    _run(out, rng)
+    return out
+
+
+def _run(out: Emitter, rng: Rng) -> None:
+    """Emit what follows without anyone choosing, until a seat must act or the session ends."""
     while True:
-        s = out.s
+        s = out.state
         if s.phase == "over":
-            return out.events
+            return
         live = s.live
         if s.phase != "idle" and len(live) == 1:
             _uncontested(out)
             continue
         if s.phase == "draw" and s.pending and not s.stock and not s.stock_out:
-            out(StockRanOut())
+            out.emit(StockRanOut())
             continue
         if s.pending:
-            return out.events
+            return
         if s.phase == "idle":
             _next_hand(out, rng)
         elif s.phase == "dealt":
-            out(PhaseStarted("draw", 1, from_left(live, s.dealer, s.seats)))
+            out.emit(PhaseStarted("draw", 1, from_left(live, s.dealer, s.seats)))
         elif s.phase == "draw":
             can_bet = [x for x in live if s.stacks[x] > 0]
             order = from_left(can_bet, s.dealer, s.seats) if len(can_bet) > 1 else ()
-            out(PhaseStarted("betting", s.round, order))
+            out.emit(PhaseStarted("betting", s.round, order))
         elif s.phase == "betting":
             _after_betting(out)
         elif s.phase == "vote":
@@ -223,63 +221,63 @@ def advance(s: State, rng: Rng) -> list[Any]:
             raise AssertionError(s.phase)
 
 
-def _uncontested(out: _Out) -> None:
+def _uncontested(out: Emitter) -> None:
     """All but one folded (or busted): the pot is paid at once, no hand evaluated or shown."""
-    s = out.s
+    s = out.state
     (winner,) = s.live
     amount = s.pot_total
-    out(PotAwarded(0, "all", amount, (winner,), (amount,), True))
-    out(HandEnded(s.hand_no, out.s.stacks))
+    out.emit(PotAwarded(0, "all", amount, (winner,), (amount,), True))
+    out.emit(HandEnded(s.hand_no, out.state.stacks))
 
 
-def _after_betting(out: _Out) -> None:
-    s = out.s
+def _after_betting(out: Emitter) -> None:
+    s = out.state
     back = uncalled(s.contrib)
     if back is not None:
-        out(BetReturned(*back))
-        s = out.s
+        out.emit(BetReturned(*back))
+        s = out.state
     live = s.live
     if s.options.draw_rounds == "until_all_stand":
         if s.drew and s.stock and not s.stock_out:
-            out(PhaseStarted("draw", s.round + 1, from_left(live, s.dealer, s.seats)))
+            out.emit(PhaseStarted("draw", s.round + 1, from_left(live, s.dealer, s.seats)))
         else:
             _showdown(out)
     elif s.round == 1 and len(s.stock) >= len(live):
-        out(PhaseStarted("vote", 1, from_left(live, s.dealer, s.seats)))
+        out.emit(PhaseStarted("vote", 1, from_left(live, s.dealer, s.seats)))
     else:
         _showdown(out)
 
 
-def _after_vote(out: _Out) -> None:
-    s = out.s
+def _after_vote(out: Emitter) -> None:
+    s = out.state
     if s.agreed is None:
-        out(VoteDecided(all(s.votes[x] for x in s.live)))
+        out.emit(VoteDecided(all(s.votes[x] for x in s.live)))
         return
     if not s.agreed:
         _showdown(out)
         return
     for seat in from_left(s.live, s.dealer, s.seats):
-        s = out.s
+        s = out.state
         if len(s.live) == 1:
             return  # everyone else busted: paid uncontested by advance()
         card = s.stock[0]
-        out(CardDrawn(seat, card, s.options.extra_card_face))
-        hand = out.s.hands[seat]
+        out.emit(CardDrawn(seat, card, s.options.extra_card_face))
+        hand = out.state.hands[seat]
         if s.options.bust_over_27 and hv.lowest_total(hand) > hv.TWENTY_SEVEN:
-            out(Busted(seat))
-    s = out.s
+            out.emit(Busted(seat))
+    s = out.state
     if len(s.live) > 1:
         can_bet = [x for x in s.live if s.stacks[x] > 0]
         order = from_left(can_bet, s.dealer, s.seats) if len(can_bet) > 1 else ()
-        out(PhaseStarted("betting", 2, order))
+        out.emit(PhaseStarted("betting", 2, order))
 
 
-def _showdown(out: _Out) -> None:
+def _showdown(out: Emitter) -> None:
     """Turn up the remaining hands and pay every pot (rule spec, step 5 and "Options")."""
-    s = out.s
+    s = out.state
     n, dealer = s.seats, s.dealer
     live = from_left(s.live, dealer, n)
-    out(
+    out.emit(
         Showdown(
             tuple(
                 ShownHand(x, s.hands[x], hv.totals(s.hands[x]), hv.distance(s.hands[x]))
@@ -293,7 +291,7 @@ def _showdown(out: _Out) -> None:
         if s.options.pot == "single":
             keys = {x: hv.single_key(h, under) for x, h in hands.items()}
             win = from_left(hv.best(keys), dealer, n)
-            out(PotAwarded(i, "all", pot.amount, win, share(pot.amount, win), False))
+            out.emit(PotAwarded(i, "all", pot.amount, win, share(pot.amount, win), False))
             continue
         low = from_left(
             hv.best({x: hv.half_key(h, hv.SEVEN, under) for x, h in hands.items()}), dealer, n
@@ -306,37 +304,37 @@ def _showdown(out: _Out) -> None:
         if not low or not high:
             half = "seven" if low else "twenty_seven"
             win = low or high
-            out(PotAwarded(i, half, pot.amount, win, share(pot.amount, win), False))
+            out.emit(PotAwarded(i, half, pot.amount, win, share(pot.amount, win), False))
             continue
         half_amount, odd = divmod(pot.amount, 2)
         first = from_left(set(low) | set(high), dealer, n)[0]
         low_amount = half_amount + (odd if first in low else 0)
         high_amount = pot.amount - low_amount
-        out(PotAwarded(i, "seven", low_amount, low, share(low_amount, low), False))
-        out(PotAwarded(i, "twenty_seven", high_amount, high, share(high_amount, high), False))
-    out(HandEnded(s.hand_no, out.s.stacks))
+        out.emit(PotAwarded(i, "seven", low_amount, low, share(low_amount, low), False))
+        out.emit(PotAwarded(i, "twenty_seven", high_amount, high, share(high_amount, high), False))
+    out.emit(HandEnded(s.hand_no, out.state.stacks))
 
 
-def _next_hand(out: _Out, rng: Rng) -> None:
+def _next_hand(out: Emitter, rng: Rng) -> None:
     """End the session, or post the antes and deal the next hand (rule spec, step 1)."""
-    s = out.s
+    s = out.state
     o, n = s.options, s.seats
     if s.hand_no > 0:
         if sum(1 for st in s.stacks if st > 0) == 1:
-            out(SessionEnded("one_player_left", s.stacks))
+            out.emit(SessionEnded("one_player_left", s.stacks))
             return
         if o.hands != "unlimited" and s.hand_no >= o.hands:
-            out(SessionEnded("hands_played", s.stacks))
+            out.emit(SessionEnded("hands_played", s.stacks))
             return
     can = [x for x in range(n) if s.stacks[x] >= o.ante]
     if len(can) < 2:
-        out(SessionEnded("too_few_can_ante", s.stacks))
+        out.emit(SessionEnded("too_few_can_ante", s.stacks))
         return
     if s.hand_no == 0:
         dealer = 0 if 0 in can else can[0]
     else:
         dealer = next(x for x in ((s.dealer + k) % n for k in range(1, n + 1)) if x in can)
-    out(HandStarted(s.hand_no + 1, dealer, tuple(o.ante if x in can else 0 for x in range(n))))
+    out.emit(HandStarted(s.hand_no + 1, dealer, tuple(o.ante if x in can else 0 for x in range(n))))
     deck = cards.shuffled_shoe(rng)
     order = from_left(can, dealer, n)
     downs = 2 if o.deal == "up_down_down" else 1
@@ -347,10 +345,10 @@ def _next_hand(out: _Out, rng: Rng) -> None:
     for _ in range(downs):
         for x in order:
             down[x] = down[x] + (deck.pop(0),)
-    out(Dealt(tuple(up), tuple(down), tuple(deck)))
+    out.emit(Dealt(tuple(up), tuple(down), tuple(deck)))
     if o.bust_over_27:
         for x in order:
-            if len(out.s.live) == 1:
+            if len(out.state.live) == 1:
                 break
-            if hv.lowest_total(out.s.hands[x]) > hv.TWENTY_SEVEN:
-                out(Busted(x))
+            if hv.lowest_total(out.state.hands[x]) > hv.TWENTY_SEVEN:
+                out.emit(Busted(x))
