@@ -142,6 +142,9 @@ class HostConfig:
 FD_RESERVE = 64
 """Descriptors kept free for listeners, stdio, trio's own and the store beyond its cache."""
 
+LINGER_REASONS = frozenset({"idle", "line_timeout"})
+"""``closed`` reasons after which the host drains the client's input briefly before closing."""
+
 MAX_CONNECTIONS = 10_000
 """The most connections the default cap allows, however high the descriptor limit."""
 
@@ -308,6 +311,9 @@ class Connection:
                         with trio.move_on_after(5):
                             await self._answered.wait()
                         self._send.close()
+            if self.reason in LINGER_REASONS:
+                with trio.move_on_after(1):
+                    await self._linger()
             if self.reason == "slow_consumer" and not self._mid_send:
                 # best effort: a send cut off by the kill leaves the stream unusable
                 with trio.move_on_after(1):
@@ -323,6 +329,18 @@ class Connection:
                 cleanup.shield = True
                 await self.stream.aclose()
             log.info("disconnected", reason=self.reason)
+
+    async def _linger(self) -> None:
+        """Half-close, then read and drop what the client still sends until it closes too
+        (within the caller's deadline; host shutdown cancels it): closing a socket with unread
+        input resets it, and the reset can destroy the ``closed`` push before the client reads
+        it."""
+        try:
+            await self.stream.send_eof()  # type: ignore[attr-defined]
+            while await self.stream.receive_some(65536):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError, AttributeError, OSError):
+            pass
 
     async def _writer(self) -> None:
         try:
