@@ -62,6 +62,7 @@ import errno
 import os
 import queue
 import re
+import secrets
 import stat
 import threading
 import time
@@ -404,6 +405,9 @@ class FileStore:
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not logs_in_root:
             os.chmod(self.dir, 0o700)  # also when it existed before, with a looser mode
+        for tmp in self.dir.glob(".*.tmp"):  # a create cut off by a crash: never acknowledged
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         self.fsync = fsync
         self.max_open = max_open
         # trio side: the next seq of each open session, its opening, its appends not yet done
@@ -543,7 +547,9 @@ class FileStore:
     # -- writing -------------------------------------------------------------------------------
     async def create(self, session: str, header: dict[str, Any] | list[dict[str, Any]]) -> None:
         """Create a session's log with its records from seq 0 (one header dict, or a list with
-        the header first) in one append, durably. A create that fails leaves no log.
+        the header first) in one append, durably. A create that fails leaves no log, and a crash
+        during one leaves either no log or the whole of it (it is written to a temporary file,
+        synced, then linked into place; leftover temporary files are removed on start).
 
         Raises:
             Conflict: the log exists, or the records' seqs are not 0, 1, ...
@@ -553,21 +559,52 @@ class FileStore:
         if self._closed:
             raise StoreClosed("the store is closed")
         records = creation_records(session, header)
+        for i, rec in enumerate(records):
+            if rec.get("seq") != i:
+                raise Conflict(f"record {i} has seq {rec.get('seq')}, wanted {i}")
+        ts = _now()
+        data = b"".join(  # TypeError here (not JSON): nothing is on disk yet
+            orjson.dumps({"seq": r["seq"], "ts": ts, **r}, option=orjson.OPT_APPEND_NEWLINE)
+            for r in records
+        )
         path = self.path(session)
+        if os.path.lexists(path):
+            raise Conflict(f"session {session} exists")
+        await trio.to_thread.run_sync(self._create_file, session, path, data)
+        self._open(session, len(records))
+        self._n_appends += 1
+        self._n_records += len(records)
+
+    def _create_file(self, session: str, path: Path, data: bytes) -> None:
+        """Write a new log whole into a temporary file, sync it, then link it into place, so a
+        crash leaves either no log or the whole first append, never an empty or torn one.
+
+        Raises:
+            Conflict: the log exists (the link is refused). OSError: the write failed.
+        """
+        tmp = self.dir / f".{session}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        except FileExistsError:
-            raise Conflict(f"session {session} exists") from None
-        os.close(fd)
-        self._open(session, 0)
-        try:
-            await self.append(session, 0, records)
-        except Exception:
-            self._next.pop(session, None)
-            path.unlink(missing_ok=True)  # no half-made log to trip over on the next start
-            raise
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                if self.fsync != "never":
+                    os.fsync(fd)
+                    self._n_fsyncs += 1
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, path, follow_symlinks=False)
+            except FileExistsError:
+                raise Conflict(f"session {session} exists") from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         if self.fsync != "never":
-            await trio.to_thread.run_sync(self._fsync_dir)
+            self._fsync_dir()
 
     def _fsync_dir(self) -> None:
         dfd = os.open(self.dir, os.O_RDONLY)

@@ -153,7 +153,8 @@ async def test_a_session_whose_create_failed_can_be_created_again(tmp_path, monk
     failures = []
 
     def write(fd: int, data: bytes) -> int:
-        if os.readlink(f"/proc/self/fd/{fd}") == path and not failures:
+        written = os.readlink(f"/proc/self/fd/{fd}")
+        if written.startswith(os.fspath(store.dir)) and not failures:  # the log or its temp file
             failures.append(fd)
             raise OSError(28, "No space left on device")
         return REAL_WRITE(fd, data)
@@ -169,3 +170,20 @@ async def test_a_session_whose_create_failed_can_be_created_again(tmp_path, monk
         await store.aclose()
     assert len(failures) == 1
     assert [r["seq"] for r in read_log(store.path("s1"))] == [0, 1]
+
+
+async def test_a_crash_during_create_leaves_no_log_and_its_temporary_file_is_removed(tmp_path):
+    """A create is written to a temporary file and linked into place whole: a crash before the
+    link (simulated by a leftover temporary file) leaves no log, and the next start removes it."""
+    store = FileStore(tmp_path, "batch")
+    leftover = store.dir / ".s1.0badc0de.tmp"
+    leftover.write_bytes(b'{"seq":0,"type":"hea')  # cut off mid-write by a crash
+    again = FileStore(tmp_path, "batch")
+    assert not leftover.exists()
+    assert again.session_ids() == []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(again.run)
+        await again.create("s1", rec(0))
+        assert [p.name for p in again.dir.iterdir()] == ["s1.jsonl"]  # no temporary file left
+        await again.aclose()
+    assert [r["seq"] for r in read_log(again.path("s1"))] == [0]
