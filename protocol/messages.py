@@ -8,6 +8,7 @@ ready lines. PROTOCOL.md documents every op, push, field and code.
 from __future__ import annotations
 
 import enum
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 1
+
+_log = logging.getLogger("gamehost.protocol")
 
 MAX_MESSAGE = 500
 """The longest error ``message`` sent, in characters (longer ones are cut)."""
@@ -409,11 +412,14 @@ def encode_error(rid: Any, code: ErrorCode | str, message: str, **extra: Any) ->
     """``{"id": rid, "ok": false, "error": {"code": code, "message": message, **extra}}``.
 
     ``rid`` is normally an :data:`Id`; a ``bad_request`` for a mistyped id echoes that value.
-    Extra fields :data:`ERRORS` does not declare for ``code`` are left out (a host bug:
-    :data:`error_reply_hook` sees them, so the tests catch it), never sent undocumented.
+    Extra fields :data:`ERRORS` does not declare for ``code`` are left out, never sent
+    undocumented: a host bug, which :data:`error_reply_hook` sees (so the tests catch it) or,
+    without a hook, is logged (``gamehost.protocol``, level error).
     """
     if error_reply_hook is not None:
         error_reply_hook(str(code), dict(extra))
+    elif problems := extra_problems(code, extra):
+        _log.error("error reply not as PROTOCOL.md lists it: %s", "; ".join(problems))
     spec = ERRORS.get(code)  # type: ignore[call-overload]  # a StrEnum hashes as its str
     if spec is not None:
         extra = {k: v for k, v in extra.items() if k in spec.fields}

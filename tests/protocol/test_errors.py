@@ -129,3 +129,10 @@ def test_an_unparsable_line_is_answered_with_its_leading_id(rid, junk):
 def test_an_unparsable_line_without_a_readable_leading_id_is_answered_with_null(line):
     reply = refusal(line)
     assert reply["error"]["code"] == "bad_json" and reply["id"] is None
+
+
+def test_without_a_hook_an_undeclared_extra_is_logged_and_dropped(monkeypatch, caplog):
+    monkeypatch.setattr(messages, "error_reply_hook", None)
+    line = encode_error(1, ErrorCode.SESSION_ENDED, "over", seq=4)
+    assert orjson.loads(line)["error"] == {"code": "session_ended", "message": "over"}
+    assert "session_ended: undeclared extra field 'seq'" in caplog.text
