@@ -3,9 +3,14 @@ can always be matched, and ``seats`` as one shape everywhere (issue 8, items 1-4
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import orjson
 import pytest
 import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from protocol.framing import LineBuffer
 from tests.conftest import start_host
@@ -225,3 +230,65 @@ async def test_the_connection_serves_on_after_unreadable_ids(toy_host):
         toy_host.port, [b'{"id": 1.5, "op": "ping"}', b'{"id": 2, "op": "ping"}']
     )
     assert replies[1] == {"id": 2, "ok": True, "result": {"pong": True}}
+
+
+# -- the role rule as a property: any sequence of ops on one connection -------------------------
+ROLE_OPS = st.lists(
+    st.sampled_from(["join", "watch", "resume_mine", "resume_theirs", "leave"]),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=ROLE_OPS)
+async def test_any_sequence_of_role_ops_follows_the_one_role_rule(ops):
+    """A model of the rule: the connection holds nothing, a seat, or a spectator's place; a
+    ``join``/``watch``/``resume`` while it holds one is ``already_attached`` naming it and
+    changes nothing; ``leave`` frees it (``not_seated`` when there is nothing to leave)."""
+    with tempfile.TemporaryDirectory() as where:
+        async with trio.open_nursery() as n:
+            running = await start_host(n, Path(where))
+            a, b = await running.client(), await running.client()
+            sid = await new_session(a, seats=3)
+            theirs = await b.call("join", session=sid)  # seat 0
+            held: int | None | str = "nothing"  # a seat, None (watching) or "nothing"
+            mine: dict[str, int] = {}  # token -> seat, of the seats a took
+            free = [1, 2]
+            for op in ops:
+                if op == "leave":
+                    r = await a.request("leave", session=sid)
+                    if held == "nothing":
+                        assert refused(r, "not_seated")
+                    else:
+                        assert r["result"] == {"left": True}
+                        held = "nothing"
+                    continue
+                if op == "join":
+                    r = await a.request("join", session=sid)
+                elif op == "watch":
+                    r = await a.request("watch", session=sid)
+                elif op == "resume_mine" and mine:
+                    r = await a.request("resume", session=sid, token=next(reversed(mine)))
+                else:  # resume_theirs (or resume_mine before a took any seat)
+                    r = await a.request("resume", session=sid, token=theirs["token"])
+                if held != "nothing":
+                    assert refused(r, "already_attached", seat=held)
+                elif op == "join" and not free:
+                    assert refused(r, "session_full", free=[])
+                else:
+                    assert r["ok"], r
+                    held = r["result"].get("seat")
+                    if op == "join":
+                        assert held == free.pop(0)
+                        mine[r["result"]["token"]] = held
+                    elif op == "resume_mine" and mine:
+                        assert held == mine[next(reversed(mine))]
+                    elif op.startswith("resume"):
+                        assert held == theirs["seat"]
+                view = await a.call("view", session=sid)  # the role held, as `view` sees it
+                hands = view["view"]["hands"]
+                if isinstance(held, int) and view["started"]:
+                    assert hands[held] is not None
+                assert free == [i for i, s in enumerate(view["seats"]) if s is None]
+            running.host.request_shutdown()
