@@ -137,7 +137,10 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
         "`act` named a `seq` the session has moved past",
         {"seq": "the session's current seq"},
     ),
-    ErrorCode.SESSION_ENDED: ErrorSpec("`join` or `act` on a session that is over"),
+    ErrorCode.SESSION_ENDED: ErrorSpec(
+        "`join` or `act` on a session that is over (and `leave` once it is answered from its"
+        ' log: see "Ended sessions stay addressable")'
+    ),
     ErrorCode.OVERLOADED: ErrorSpec(
         "the session's command queue is full, this connection has 32 requests waiting on that"
         " session already, the host holds `--max-sessions` live sessions, or a `create` limit"

@@ -159,6 +159,7 @@ async def test_join_on_an_ended_session_is_session_ended(tmp_path):
         running = await start_host(n, tmp_path)
         c = await running.client()
         assert refused(await c.request("join", session=sid), "session_ended")
+        assert refused(await c.request("leave", session=sid), "session_ended")
         running.host.request_shutdown()
 
 
