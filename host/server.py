@@ -709,7 +709,7 @@ class Host:
                 {
                     "session": sid,
                     "game": game_id,
-                    "seats": n,
+                    "seats": session.seat_list(),
                     "bots": bot_seats,
                     "free": st.free_seats,
                     "seq": st.seq,
@@ -843,7 +843,7 @@ class Host:
         return {
             "session": s.id,
             "game": s.game.info.id,
-            "seats": len(st.seats),
+            "seats": s.seat_list(),
             "free": st.free_seats,
             "started": st.started,
             "ended": st.ended,

@@ -432,20 +432,20 @@ class Session:
     async def join(self, conn: Subscriber, rid: Any, name: str, seat: Seat | None) -> None:
         """Take a free seat (the lowest, or ``seat``); reply with seat, token, seq, view.
 
-        One connection holds at most one seat of a session (open another connection to play
-        two seats).
+        One connection holds one role per session (:meth:`_one_role`): open another connection
+        to play two seats.
+
+        Raises:
+            ProtocolError: ``session_ended``, ``already_attached``, ``session_full`` (with
+                ``free``), ``bad_request`` (no such seat), ``internal`` (the game's start failed).
         """
         if self.state.ended:
             raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
-        held = self.subscribers.get(conn)
-        if held is not None:
-            raise ProtocolError(
-                ErrorCode.BAD_REQUEST, f"this connection holds seat {held} here already"
-            )
+        self._one_role(conn)
         free = self.state.free_seats
         if seat is None:
             if not free:
-                raise ProtocolError(ErrorCode.SESSION_FULL, "every seat is taken")
+                raise ProtocolError(ErrorCode.SESSION_FULL, "every seat is taken", free=free)
             seat = free[0]
         elif not 0 <= seat < len(self.state.seats):
             raise ProtocolError(
@@ -470,7 +470,12 @@ class Session:
 
     async def watch(self, conn: Subscriber, rid: Any) -> None:
         """Subscribe as a spectator; reply with seq and the spectator's view (then ``ended``
-        if the session is over)."""
+        if the session is over).
+
+        Raises:
+            ProtocolError: ``already_attached`` (:meth:`_one_role`).
+        """
+        self._one_role(conn)
         self._attach(conn, None)
         conn.send_nowait(encode_ok(rid, self.snapshot(None)))
         if self.state.ended:
@@ -481,8 +486,9 @@ class Session:
         ``ended`` if the session is over).
 
         Raises:
-            ProtocolError: ``bad_token``; ``bad_request`` for ``after`` < 0; ``records_lost``
-                (with ``seq``) for ``after`` past the log's end.
+            ProtocolError: ``bad_token``; ``bad_request`` for ``after`` < 0;
+                ``records_lost`` (with ``seq``) for ``after`` past the log's end;
+                ``already_attached`` (:meth:`_one_role`).
         """
         h = hash_token(token)
         seat = next(
@@ -493,7 +499,7 @@ class Session:
             raise ProtocolError(ErrorCode.BAD_TOKEN, "that token holds no seat in this session")
         if after is not None and after < 0:
             raise ProtocolError(
-                ErrorCode.BAD_REQUEST, f"'after' must be 0..{self.state.seq}", seq=self.state.seq
+                ErrorCode.BAD_REQUEST, f"'after' must be 0..{self.state.seq}, not {after}"
             )
         if after is not None and after > self.state.seq:
             log.error("log_lost_records", seat=seat, after=after, seq=self.state.seq)
@@ -503,6 +509,7 @@ class Session:
                 "the log lost records",
                 seq=self.state.seq,
             )
+        self._one_role(conn)
         for other, viewer in list(self.subscribers.items()):
             if viewer == seat and other is not conn:
                 self._detach(other)
@@ -568,6 +575,24 @@ class Session:
             self._wait.cancel()  # the actor works out its next deadline again
 
     # -- internals -----------------------------------------------------------------------------
+    def _one_role(self, conn: Subscriber) -> None:
+        """The role rule: a connection plays one seat of a session or watches it, and changes
+        that only by ``leave`` first (so no op silently drops a seat or takes a second one).
+
+        Raises:
+            ProtocolError: ``already_attached`` with ``seat``: the seat held, or None for a
+                spectator.
+        """
+        if conn not in self.subscribers:
+            return
+        held = self.subscribers[conn]
+        what = "watches this session" if held is None else f"holds seat {held} here"
+        raise ProtocolError(
+            ErrorCode.ALREADY_ATTACHED,
+            f"this connection {what} already; leave first",
+            seat=held,
+        )
+
     def _attach(self, conn: Subscriber, viewer: Viewer) -> None:
         if not self.live:
             return
@@ -589,6 +614,14 @@ class Session:
     def _ended_line(self) -> bytes:
         return push("ended", session=self.id, seq=self.state.seq, **self._ended_fields())
 
+    def seat_list(self) -> list[dict[str, Any] | None]:
+        """The wire's ``seats``, in every reply that has it: one entry per seat, None while it
+        is free, else ``{"seat": i, "name": ..., "bot": bool}``."""
+        return [
+            None if s is None else {"seat": i, "name": s.name, "bot": s.bot}
+            for i, s in enumerate(self.state.seats)
+        ]
+
     def snapshot(self, viewer: Viewer) -> dict[str, Any]:
         """``seq``, ``to_act``, ``seats``, ``started``, ``ended``, ``view`` (and ``outcome``,
         ``seed``, and ``aborted`` if the host ended it)."""
@@ -597,10 +630,7 @@ class Session:
             "session": self.id,
             "game": self.game.info.id,
             "seq": st.seq,
-            "seats": [
-                None if s is None else {"seat": i, "name": s.name, "bot": s.bot}
-                for i, s in enumerate(st.seats)
-            ],
+            "seats": self.seat_list(),
             "started": st.started,
             "ended": st.ended,
             "to_act": list(self.game.to_act(st.game)) if st.started and not st.ended else [],

@@ -8,6 +8,9 @@ ready lines. PROTOCOL.md documents every op, push, field and code.
 from __future__ import annotations
 
 import enum
+import logging
+import re
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -17,46 +20,190 @@ from protocol.convert import error_text, make_converter
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "ERRORS",
     "REQUESTS",
     "ErrorCode",
+    "ErrorSpec",
     "HOST_DEFAULT",
     "ProtocolError",
     "Request",
     "encode",
     "encode_error",
     "encode_ok",
+    "error_table",
+    "extra_problems",
+    "leading_id",
     "parse_request",
 ]
 
 PROTOCOL_VERSION = 1
+
+_log = logging.getLogger("gamehost.protocol")
 
 MAX_MESSAGE = 500
 """The longest error ``message`` sent, in characters (longer ones are cut)."""
 
 
 class ErrorCode(enum.StrEnum):
-    """The closed list of error codes a reply may carry."""
+    """The closed list of error codes a reply may carry (:data:`ERRORS` says what each means)."""
 
-    BAD_JSON = "bad_json"  # the line is not a JSON object (or not UTF-8)
-    LINE_TOO_LONG = "line_too_long"  # the line passed 64 KiB
-    UNKNOWN_OP = "unknown_op"  # "op" names no operation
-    BAD_REQUEST = "bad_request"  # missing/extra/mistyped fields, or values out of range
-    UNSUPPORTED_PROTOCOL = "unsupported_protocol"  # hello asked for a protocol we do not speak
+    BAD_JSON = "bad_json"
+    LINE_TOO_LONG = "line_too_long"
+    UNKNOWN_OP = "unknown_op"
+    BAD_REQUEST = "bad_request"
+    UNSUPPORTED_PROTOCOL = "unsupported_protocol"
     UNKNOWN_GAME = "unknown_game"
-    BAD_OPTION = "bad_option"  # a game option is unknown or its value not allowed ("option")
+    BAD_OPTION = "bad_option"
     UNKNOWN_SESSION = "unknown_session"
-    SESSION_FULL = "session_full"  # no free seat (or the seat asked for is taken)
-    NOT_SEATED = "not_seated"  # act/leave from a connection that holds no seat there
-    BAD_TOKEN = "bad_token"  # resume with a token that matches no seat
+    SESSION_FULL = "session_full"
+    ALREADY_ATTACHED = "already_attached"
+    NOT_SEATED = "not_seated"
+    BAD_TOKEN = "bad_token"
     NOT_YOUR_TURN = "not_your_turn"
-    BAD_ACTION = "bad_action"  # the action object fits none of the game's actions
-    ILLEGAL_ACTION = "illegal_action"  # the rules refuse the action now ("reason")
-    CONFLICT = "conflict"  # the expected "seq" is not the session's current seq
-    SESSION_ENDED = "session_ended"  # the session is over: nothing more to do
-    OVERLOADED = "overloaded"  # the session's queue is full; retry
-    UNAVAILABLE = "unavailable"  # the host is shutting down or the session failed
-    RECORDS_LOST = "records_lost"  # resume "after" is past the log's end ("seq": its last seq)
-    INTERNAL = "internal"  # a bug: logged by the host; the connection stays up
+    BAD_ACTION = "bad_action"
+    ILLEGAL_ACTION = "illegal_action"
+    CONFLICT = "conflict"
+    SESSION_ENDED = "session_ended"
+    OVERLOADED = "overloaded"
+    UNAVAILABLE = "unavailable"
+    RECORDS_LOST = "records_lost"
+    INTERNAL = "internal"
+
+
+@attrs.frozen
+class ErrorSpec:
+    """What an error code means and the extra fields its ``error`` object carries.
+
+    ``fields`` maps each extra field's name to its description (Markdown); ``optional`` names
+    those that may be left out (every other one is always present). ``code`` and ``message``
+    are in every error and are not listed.
+    """
+
+    meaning: str
+    fields: dict[str, str] = attrs.field(factory=dict)
+    optional: frozenset[str] = frozenset()
+
+
+ERRORS: dict[ErrorCode, ErrorSpec] = {
+    ErrorCode.BAD_JSON: ErrorSpec(
+        "the line is not a JSON object (or not UTF-8), or is beyond the parser (nesting deeper"
+        ' than 1,024, a number out of range such as `1e400`, a lone surrogate): see "Request'
+        " ids\" for the reply's `id`"
+    ),
+    ErrorCode.LINE_TOO_LONG: ErrorSpec(
+        "the line passed 64 KiB; it was skipped up to its newline (the reply's `id` is null)"
+    ),
+    ErrorCode.UNKNOWN_OP: ErrorSpec("`op` names no operation"),
+    ErrorCode.BAD_REQUEST: ErrorSpec(
+        "missing, unknown or mistyped fields (an `id` that is not an integer or a string"
+        " included); values out of range (seats, bots, `after` < 0, `limit`)"
+    ),
+    ErrorCode.UNSUPPORTED_PROTOCOL: ErrorSpec(
+        "`hello` asked for a protocol other than 1",
+        {"supported": "the protocol numbers this host speaks (a list of integers)"},
+    ),
+    ErrorCode.UNKNOWN_GAME: ErrorSpec("`create` named no installed game"),
+    ErrorCode.BAD_OPTION: ErrorSpec(
+        "a game option is unknown or its value is not allowed",
+        {"option": "the option's name"},
+    ),
+    ErrorCode.UNKNOWN_SESSION: ErrorSpec(
+        "no session with that id (live, or ended with its log kept)"
+    ),
+    ErrorCode.SESSION_FULL: ErrorSpec(
+        "`join`: no free seat, or the seat asked for is taken",
+        {"free": "the free seats now (a list of integers, empty when none is free)"},
+    ),
+    ErrorCode.ALREADY_ATTACHED: ErrorSpec(
+        "`join`, `watch` or `resume` on a session this connection already plays or watches"
+        ' (see "One role per connection"); `leave` first',
+        {"seat": "what the connection holds there: its seat number, or `null` as a spectator"},
+    ),
+    ErrorCode.NOT_SEATED: ErrorSpec(
+        "`act` from a connection that holds no seat there (a spectator included), or `leave`"
+        " from one that neither plays nor watches there"
+    ),
+    ErrorCode.BAD_TOKEN: ErrorSpec("`resume` with a token that holds no seat"),
+    ErrorCode.NOT_YOUR_TURN: ErrorSpec("the seat is not in `to_act`"),
+    ErrorCode.BAD_ACTION: ErrorSpec(
+        "the action object fits none of the game's actions (unknown `type`, missing/extra/"
+        "mistyped fields)"
+    ),
+    ErrorCode.ILLEGAL_ACTION: ErrorSpec(
+        "the rules refuse it now",
+        {"reason": "the game's typed code (e.g. `card_does_not_match`, `cannot_pass`)"},
+    ),
+    ErrorCode.CONFLICT: ErrorSpec(
+        "`act` named a `seq` the session has moved past",
+        {"seq": "the session's current seq"},
+    ),
+    ErrorCode.SESSION_ENDED: ErrorSpec(
+        "`join` or `act` on a session that is over (and `leave` once it is answered from its"
+        ' log: see "Ended sessions stay addressable")'
+    ),
+    ErrorCode.OVERLOADED: ErrorSpec(
+        "the session's command queue is full, this connection has 32 requests waiting on that"
+        " session already, the host holds `--max-sessions` live sessions, or a `create` limit"
+        ' was reached (see "Limits"); retry later',
+        {
+            "retry_after": "seconds until the next `create` is allowed (the per-address rate"
+            " only; `null` when creates from that address are not allowed at all)"
+        },
+        optional=frozenset({"retry_after"}),
+    ),
+    ErrorCode.UNAVAILABLE: ErrorSpec(
+        "the host is shutting down, or the session's log could not be written or read just now"
+        " (the session reloads its log and carries on; retry)"
+    ),
+    ErrorCode.RECORDS_LOST: ErrorSpec(
+        "`resume` with an `after` past the log's last record: the host lost records the client"
+        " saw (the host logs `log_lost_records`)",
+        {"seq": "the log's last seq"},
+    ),
+    ErrorCode.INTERNAL: ErrorSpec(
+        "a bug in the host or a game: it is logged, nothing changed, the connection stays up."
+        " A game's fault during a client's command fails only that command (nothing is"
+        " appended); during a step the host drives it ends the session with"
+        ' `aborted: "game_error"`'
+    ),
+}
+"""The one source of the error codes and their extra fields: :func:`encode_error` holds every
+error reply to it, and PROTOCOL.md's error table is :func:`error_table` (a test compares them)."""
+
+
+def extra_problems(code: ErrorCode | str, extra: dict[str, Any]) -> list[str]:
+    """What is wrong with an error's extra fields by :data:`ERRORS` (empty: nothing).
+
+    Returns one sentence per problem: an unknown code, an undeclared field, a missing one.
+    """
+    try:
+        spec = ERRORS[ErrorCode(code)]
+    except ValueError:
+        return [f"{code!r} is not an error code"]
+    out = [f"{code}: undeclared extra field {k!r}" for k in extra if k not in spec.fields]
+    out += [
+        f"{code}: missing extra field {k!r}"
+        for k in spec.fields
+        if k not in extra and k not in spec.optional
+    ]
+    return out
+
+
+def error_table() -> str:
+    """PROTOCOL.md's error table (Markdown), rendered from :data:`ERRORS`."""
+    rows = ["| code | meaning | extra fields |", "|---|---|---|"]
+    for code, spec in ERRORS.items():
+        extra = "; ".join(
+            f"`{name}`{' (optional)' if name in spec.optional else ''}: {doc}"
+            for name, doc in spec.fields.items()
+        )
+        rows.append(f"| `{code}` | {spec.meaning} | {extra} |")
+    return "\n".join(rows) + "\n"
+
+
+error_reply_hook: Callable[[str, dict[str, Any]], None] | None = None
+"""Called with (code, extra fields) for every error reply :func:`encode_error` makes (tests set
+it to hold each reply to :data:`ERRORS`)."""
 
 
 class ProtocolError(Exception):
@@ -65,7 +212,9 @@ class ProtocolError(Exception):
     Args:
         code: the :class:`ErrorCode`.
         message: for people.
-        extra: more fields for the ``error`` object (e.g. ``option``, ``reason``, ``seq``).
+        extra: more fields for the ``error`` object, as :data:`ERRORS` declares them for
+            ``code`` (e.g. ``option``, ``reason``, ``seq``); ``id`` is not a field but the
+            request id to answer, when the error knows it better than its caller.
     """
 
     def __init__(self, code: ErrorCode, message: str, **extra: Any) -> None:
@@ -192,23 +341,50 @@ class Request:
 _conv = make_converter()
 
 
+_LEADING_ID = re.compile(
+    rb'\s*\{\s*"id"\s*:\s*(-?(?:0|[1-9][0-9]*)|"(?:[^"\\\x00-\x1f]|\\.)*")\s*[,}]'
+)
+"""A line whose first member is ``"id"`` with an integer or string value (cheap to find even
+when the rest of the line cannot be parsed)."""
+
+
+def leading_id(line: bytes) -> Id:
+    """The request id of a line the parser refused, when ``"id"`` is the object's first member
+    and its value a readable integer or string; else None."""
+    m = _LEADING_ID.match(line)
+    if m is None:
+        return None
+    try:
+        rid = orjson.loads(m.group(1))
+    except orjson.JSONDecodeError:  # a lone surrogate, an integer past 64 bits
+        return None
+    return rid if isinstance(rid, int | str) else None
+
+
 def parse_request(line: bytes) -> Request:
     """Parse one line (without terminator) into a :class:`Request`.
 
+    The id rules (PROTOCOL.md, "Request ids"): an ``id`` must be an integer or a string (or
+    absent: null). A line that parses but whose ``id`` has another type is refused with
+    ``bad_request`` and that value echoed as the reply's ``id``. A line that does not parse is
+    ``bad_json``, answered with the id :func:`leading_id` recovers (else null).
+
     Raises:
-        ProtocolError: ``bad_json`` (not UTF-8 JSON, or not an object), ``bad_request`` (no
-            ``op``, a bad ``id``, missing/extra/mistyped fields) or ``unknown_op``; the error's
-            ``extra["id"]`` holds the request id when it could be read.
+        ProtocolError: ``bad_json`` (not UTF-8 JSON, beyond the parser, or not an object),
+            ``bad_request`` (no ``op``, a bad ``id``, missing/extra/mistyped fields) or
+            ``unknown_op``; the error's ``extra["id"]`` holds the request id to answer.
     """
     try:
         msg = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        raise ProtocolError(ErrorCode.BAD_JSON, f"not JSON: {exc}") from None
+        raise ProtocolError(ErrorCode.BAD_JSON, f"not JSON: {exc}", id=leading_id(line)) from None
     if not isinstance(msg, dict):
         raise ProtocolError(ErrorCode.BAD_JSON, "a request must be a JSON object")
     rid = msg.pop("id", None)
     if rid is not None and (isinstance(rid, bool) or not isinstance(rid, int | str)):
-        raise ProtocolError(ErrorCode.BAD_REQUEST, "'id' must be an integer or a string")
+        raise ProtocolError(
+            ErrorCode.BAD_REQUEST, "'id' must be an integer or a string (or left out)", id=rid
+        )
     op = msg.pop("op", None)
     if not isinstance(op, str):
         raise ProtocolError(ErrorCode.BAD_REQUEST, "a request needs a string 'op'", id=rid)
@@ -235,8 +411,21 @@ def encode_ok(rid: Id, result: Any) -> bytes:
     return encode({"id": rid, "ok": True, "result": result})
 
 
-def encode_error(rid: Id, code: ErrorCode | str, message: str, **extra: Any) -> bytes:
-    """``{"id": rid, "ok": false, "error": {"code": code, "message": message, **extra}}``."""
+def encode_error(rid: Any, code: ErrorCode | str, message: str, **extra: Any) -> bytes:
+    """``{"id": rid, "ok": false, "error": {"code": code, "message": message, **extra}}``.
+
+    ``rid`` is normally an :data:`Id`; a ``bad_request`` for a mistyped id echoes that value.
+    Extra fields :data:`ERRORS` does not declare for ``code`` are left out, never sent
+    undocumented: a host bug, which :data:`error_reply_hook` sees (so the tests catch it) or,
+    without a hook, is logged (``gamehost.protocol``, level error).
+    """
+    if error_reply_hook is not None:
+        error_reply_hook(str(code), dict(extra))
+    elif problems := extra_problems(code, extra):
+        _log.error("error reply not as PROTOCOL.md lists it: %s", "; ".join(problems))
+    spec = ERRORS.get(code)  # type: ignore[call-overload]  # a StrEnum hashes as its str
+    if spec is not None:
+        extra = {k: v for k, v in extra.items() if k in spec.fields}
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"
     return encode(

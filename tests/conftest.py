@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import attrs
@@ -14,6 +14,7 @@ from hypothesis import settings
 from host import logs
 from host.registry import Registry, load_registry
 from host.server import Host, HostConfig, run_host
+from protocol import messages
 from tests.toy import Plugin
 from tools.client import Client
 
@@ -24,6 +25,22 @@ logs.configure(json=True, level="warning")
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def error_replies_match_the_table() -> Iterator[list[tuple[str, dict[str, object]]]]:
+    """Every error reply a test provokes is held to ``protocol.messages.ERRORS`` (the source of
+    PROTOCOL.md's error table): a code it does not list, an extra field it does not declare, or
+    a declared one missing fails the test that provoked it."""
+    seen: list[tuple[str, dict[str, object]]] = []
+    previous = messages.error_reply_hook
+    messages.error_reply_hook = lambda code, extra: seen.append((code, extra))
+    try:
+        yield seen
+    finally:
+        messages.error_reply_hook = previous
+    problems = [p for code, extra in seen for p in messages.extra_problems(code, extra)]
+    assert not problems, f"error replies that PROTOCOL.md does not describe: {problems}"
 
 
 @attrs.define

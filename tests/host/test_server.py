@@ -210,7 +210,11 @@ async def test_a_session_is_rebuilt_from_its_log_exactly_as_the_live_host_held_i
         sid = await new_session(a, seats=3, bots=1, rounds=2)
         ja = await a.call("join", session=sid)
         again = await a.request("join", session=sid)
-        assert again["error"]["code"] == "bad_request"  # one seat per connection
+        assert again["error"] == {  # one seat per connection
+            "code": "already_attached",
+            "message": again["error"]["message"],
+            "seat": ja["seat"],
+        }
         await (await first.client()).call("join", session=sid)
         live = first.host.sessions[sid].state
         first.host.request_shutdown()
