@@ -903,6 +903,10 @@ def _waves(sessions: int, kills: int) -> list[list[int]]:
     return [list(range(sessions))[i::count] for i in range(count)]
 
 
+CHAOS_TIMERS = ("--turn-timeout=5", "--abandon-after=10")
+"""The host's timers in a kill loop unless ``--serve-arg`` sets others (the last flag wins)."""
+
+
 async def chaos(cfg: ChaosConfig) -> ChaosReport:
     """Run the kill loop and check its logs (see the module docstring).
 
@@ -914,7 +918,9 @@ async def chaos(cfg: ChaosConfig) -> ChaosReport:
     data_dir.mkdir(parents=True, exist_ok=True)
     sessions_dir = data_dir / "sessions"
     report = ChaosReport(cfg.sessions, cfg.kills, data_dir)
-    argv = [*serve_command(cfg.fsync, str(data_dir)), *cfg.serve_args]
+    # timers short enough to end, within the settle window, a table whose create or join reply
+    # a kill swallowed (its client asks again; the orphan is abandoned); --serve-arg overrides
+    argv = [*serve_command(cfg.fsync, str(data_dir)), *CHAOS_TIMERS, *cfg.serve_args]
     hosts = [HostProcess("host", argv, data_dir / "host.log")]
     run = _Run(cfg, report, hosts, random.Random(cfg.seed))
     deadline = trio.current_time() + cfg.max_seconds

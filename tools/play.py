@@ -305,12 +305,16 @@ async def play(args: argparse.Namespace) -> int:
             return await _loop(c, args, sid, seat, r, rng)
         if sid is None:
             options = dict(args.option)
-            seats = args.seats if args.seats is not None else args.bots + 1
+            bots = args.bots
+            if bots is None:  # every seat but yours is a bot (3 when --seats is not given)
+                bots = args.seats - 1 if args.seats is not None else 3
+            seats = args.seats if args.seats is not None else bots + 1
             listed = {g["id"]: g for g in (await c.call("games"))["games"]}
             if args.game in listed and args.seats is None:
                 seats = max(seats, listed[args.game]["min_seats"])
+            args.bots = bots
             created = await c.call(
-                "create", game=args.game, seats=seats, bots=args.bots, options=options
+                "create", game=args.game, seats=seats, bots=bots, options=options
             )
             sid = created["session"]
             print(f"created session {sid} ({args.game}, {seats} seats, {args.bots} bots)")
@@ -366,6 +370,8 @@ async def _loop(
             return 0
         elif p["push"] == "closed":
             print(f"closed by the host: {p.get('reason')}")
+            if getattr(args, "resume_hint", None):
+                print(f"resume it with: {args.resume_hint}")
             return 1
 
 
@@ -376,7 +382,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=port_number, default=7878)
     p.add_argument("--game", default="crazy-eights")
     p.add_argument("--seats", type=count, help="seats (default: bots + 1)")
-    p.add_argument("--bots", type=non_negative_int, default=3, help="seats filled by host bots")
+    p.add_argument(
+        "--bots",
+        type=non_negative_int,
+        default=None,
+        help="seats filled by host bots (default: every seat but yours; 3 without --seats)",
+    )
     p.add_argument(
         "--option",
         action="append",

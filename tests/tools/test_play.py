@@ -145,3 +145,18 @@ async def test_a_player_who_does_not_answer_sees_the_host_play_for_them(
     notes = [line for line in out if line == "your turn timer ran out: the host played for you"]
     assert len(notes) == len(mine)
     running.host.request_shutdown()
+
+
+@pytest.mark.parametrize(("flags", "want"), [([], (4, 3)), (["--seats", "3"], (3, 2))])
+async def test_by_default_every_seat_but_yours_is_a_bot(tmp_path, nursery, capsys, flags, want):
+    running = await start_host(nursery, tmp_path, registry=REGISTRY)
+    args = _args(
+        "--port", str(running.port), "--game", "crazy-eights", "--option", "target=1", *flags
+    )
+    args.auto, args.seed = True, 3
+    assert await play.play(args) == 0
+    out = capsys.readouterr().out
+    seats, bots = want
+    assert f"(crazy-eights, {seats} seats, {bots} bots)" in out
+    assert "ended:" in out
+    running.host.request_shutdown()
