@@ -112,7 +112,9 @@ class HostConfig:
         create_rate: ``create`` tokens a peer address regains per second.
         create_limit_loopback: apply the per-address ``create`` rate to loopback peers too (off:
             local tools such as ``bench`` and ``demo`` create freely).
-        max_unstarted: sessions a connection may have created that are live and not started.
+        max_unstarted: sessions a connection, and (unless loopback, see
+            ``create_limit_loopback``) a peer address, may have created that are live and not
+            started.
         abandon_after: seconds a live session may have no connection attached (no seat, no
             spectator; counted from its creation or load) before the host ends it with
             ``aborted: "abandoned"`` (None or 0: never).
@@ -475,6 +477,7 @@ class Host:
         self.create_limiter = CreateLimiter(
             config.create_burst, config.create_rate, config.create_limit_loopback
         )
+        self._created_by: dict[str, set[Session]] = {}  # peer address -> sessions it created
         self.sessions: dict[str, Session] = {}
         self.connections: set[Connection] = set()
         self.shutdown = trio.Event()
@@ -593,9 +596,11 @@ class Host:
             return self._sessions_page(p.game, p.after, p.limit)
         if req.op == "create":
             self._check_create(conn)
-            conn.created.add(
-                await self.create(conn, req.id, p.game, p.options, p.seats, p.bots, p.turn_timeout)
+            made = await self.create(
+                conn, req.id, p.game, p.options, p.seats, p.bots, p.turn_timeout
             )
+            conn.created.add(made)
+            self._created_by.setdefault(conn.address, set()).add(made)
             return None
         session = self.sessions.get(p.session)
         if session is None:
@@ -818,17 +823,34 @@ class Host:
             ProtocolError: ``overloaded`` (with ``retry_after`` seconds for the address rate).
         """
         c = self.config
-        conn.created = {
-            s
-            for s in conn.created
-            if self.sessions.get(s.id) is s and not s.state.started and not s.state.ended
-        }
+
+        def waiting(sessions: set[Session]) -> set[Session]:
+            return {
+                s
+                for s in sessions
+                if self.sessions.get(s.id) is s and not s.state.started and not s.state.ended
+            }
+
+        conn.created = waiting(conn.created)
         if len(conn.created) >= c.max_unstarted:
             raise ProtocolError(
                 ErrorCode.OVERLOADED,
                 f"this connection has {len(conn.created)} sessions waiting for players already"
                 f" (at most {c.max_unstarted}); create more once they start or end",
             )
+        if c.create_limit_loopback or not _is_loopback(conn.address):
+            # the same cap per peer address, so reconnecting does not get round it
+            mine = waiting(self._created_by.get(conn.address, set()))
+            if mine:
+                self._created_by[conn.address] = mine
+            else:
+                self._created_by.pop(conn.address, None)
+            if len(mine) >= c.max_unstarted:
+                raise ProtocolError(
+                    ErrorCode.OVERLOADED,
+                    f"{len(mine)} sessions created from {conn.address} are waiting for players"
+                    f" already (at most {c.max_unstarted}); create more once they start or end",
+                )
         wait = self.create_limiter.take(conn.address, trio.current_time())
         if wait:
             raise ProtocolError(
@@ -934,7 +956,7 @@ async def run_host(
     if config.max_connections is None:
         config = attrs.evolve(config, max_connections=default_max_connections(fd_limit))
     log.info("limits", fd_limit=fd_limit, max_connections=config.max_connections)
-    store = FileStore(config.data_dir, config.fsync)
+    store = FileStore(config.data_dir, config.fsync, exclusive=True)
     async with trio.open_nursery() as outer:
         await outer.start(store.run)
         try:

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import queue
 import re
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Conflict",
     "CorruptLog",
+    "DataDirInUse",
     "FileStore",
     "FsyncMode",
     "StoreClosed",
@@ -170,6 +172,34 @@ def _now() -> str:
         text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
         _ts_cache = (ms, text)
     return text
+
+
+class DataDirInUse(OSError):
+    """Another process holds the data dir (two hosts on one set of files would corrupt logs)."""
+
+
+def _lock_dir(folder: Path) -> int:
+    """Take an exclusive ``flock`` on ``folder/.gamehost.lock`` (it holds the holder's pid);
+    returns the open descriptor, which holds the lock until it is closed or the process dies.
+
+    Raises:
+        DataDirInUse: another process holds it.
+    """
+    fd = os.open(
+        folder / ".gamehost.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise DataDirInUse(
+            f"{folder} is in use by another host (pid {holder}); one data dir serves one"
+            " host process (several hosts share a database store instead)"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
 
 
 def _open_log(path: Path, flags: int) -> int:
@@ -398,11 +428,17 @@ class FileStore:
         *,
         max_open: int = MAX_OPEN,
         logs_in_root: bool = False,
+        exclusive: bool = False,
     ) -> None:
         if max_open < 1:
             raise ValueError(f"max_open must be at least 1, not {max_open}")
         self.dir = Path(root) if logs_in_root else Path(root) / "sessions"
+        if self.dir.is_symlink():  # a link would let repairs and chmod reach outside the data dir
+            raise NotADirectoryError(f"{self.dir} is a symbolic link, not the log folder: refused")
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._lock_fd: int | None = None
+        if exclusive:
+            self._lock_fd = _lock_dir(Path(root))
         if not logs_in_root:
             os.chmod(self.dir, 0o700)  # also when it existed before, with a looser mode
         for tmp in self.dir.glob(".*.tmp"):  # a create cut off by a crash: never acknowledged
@@ -673,6 +709,9 @@ class FileStore:
             if not self._thread_started:  # cancelled before the thread began: drain it here
                 self._stop()
                 self._writer()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # frees the data dir for the next host
+                self._lock_fd = None
             self._stopped.set()
 
     async def _stop_when_cancelled(self) -> None:

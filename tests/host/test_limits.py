@@ -291,3 +291,32 @@ async def test_a_resume_whose_missed_events_pass_the_byte_budget_drops_the_conne
         assert not [p for p in pushes if p["push"] == "event"]  # none of the refused ones
         assert (await a.call("view", session=sid))["session"] == sid  # the others go on
         running.host.request_shutdown()
+
+
+async def test_reconnecting_does_not_get_round_the_cap_on_sessions_waiting_for_players(tmp_path):
+    """The cap on created, unstarted sessions holds per peer address too (loopback included
+    with ``create_limit_loopback``), so a client cannot fill ``--max-sessions`` by reconnecting;
+    without the flag loopback is exempt, as local tools need."""
+    async with trio.open_nursery() as n:
+        running = await start_host(
+            n, tmp_path, max_unstarted=2, create_limit_loopback=True, create_burst=100
+        )
+        made = []
+        for _ in range(2):
+            c = await running.client()
+            made.append((await c.call("create", game="high-card", seats=2))["session"])
+            await c.aclose()
+        again = await running.client()
+        r = await again.request("create", game="high-card", seats=2)
+        assert r["error"]["code"] == "overloaded"
+        assert "created from 127.0.0.1" in r["error"]["message"]
+        assert sorted(running.host.sessions) == sorted(made)
+        running.host.request_shutdown()
+    async with trio.open_nursery() as n:  # loopback is exempt by default
+        running = await start_host(n, tmp_path / "b", max_unstarted=2)
+        for _ in range(3):
+            c = await running.client()
+            await c.call("create", game="high-card", seats=2)
+            await c.aclose()
+        assert len(running.host.sessions) == 3
+        running.host.request_shutdown()

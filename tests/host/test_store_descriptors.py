@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.store import Conflict, FileStore, read_log
+from host.store import Conflict, DataDirInUse, FileStore, read_log
 from tests.host.test_store import rec
 
 REAL_WRITE, REAL_FSYNC, REAL_OPEN = os.write, os.fsync, os.open
@@ -507,3 +508,28 @@ async def _faulty_rounds(root: Path, m: pytest.MonkeyPatch, sessions: int, max_o
         assert seq < nxt[sid]
         last_write = max(i for i, e in enumerate(events) if e == ("write", path, seq))
         assert ("fsync", path) in events[last_write:]
+
+
+async def test_a_second_host_store_on_one_data_dir_is_refused_until_the_first_stops(tmp_path):
+    first = FileStore(tmp_path, exclusive=True)
+    with pytest.raises(DataDirInUse, match=f"pid {os.getpid()}"):
+        FileStore(tmp_path, exclusive=True)
+    FileStore(tmp_path)  # a tool (replay, fork) that does not run a host may still read
+    async with trio.open_nursery() as n:
+        await n.start(first.run)
+        await first.aclose()
+    again = FileStore(tmp_path, exclusive=True)  # the lock went with the first store
+    async with trio.open_nursery() as n:
+        await n.start(again.run)
+        await again.aclose()
+
+
+def test_a_sessions_folder_that_is_a_symbolic_link_is_refused(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o755)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "sessions").symlink_to(outside)
+    with pytest.raises(NotADirectoryError, match="symbolic link"):
+        FileStore(data)
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o755  # not chmod-ed through the link
