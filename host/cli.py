@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import socket
+import sys
 from pathlib import Path
 
 import trio
@@ -90,8 +91,24 @@ def _timeout(text: str) -> float | None:
 
 
 def _rate(text: str) -> float:
-    """A rate flag: a finite number per second, 0 or more."""
-    return seconds(text)
+    """A rate flag: a finite number per second, more than 0."""
+    value = seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+MIN_OUTBOX_BYTES = 256 * 1024
+"""The smallest ``--outbox-bytes``: a few replies of the largest line a client may send."""
+
+
+def _outbox_bytes(text: str) -> int:
+    """``--outbox-bytes``: an integer of at least :data:`MIN_OUTBOX_BYTES` (smaller budgets would
+    drop every client on its first large reply)."""
+    value = _int(text)
+    if value < MIN_OUTBOX_BYTES:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_OUTBOX_BYTES} bytes, not {value}")
+    return value
 
 
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
@@ -122,7 +139,7 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--max-connections",
-        type=non_negative_int,
+        type=count,
         default=None,
         help="open connections at most (default: what the descriptor limit leaves after the"
         " store's open-file cache and a reserve, at most 10,000)",
@@ -141,13 +158,13 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--outbox-bytes",
-        type=non_negative_int,
+        type=_outbox_bytes,
         default=8 * 1024 * 1024,
         help="bytes queued to a connection at most before it is dropped as too slow",
     )
     p.add_argument(
         "--create-burst",
-        type=non_negative_int,
+        type=count,
         default=20,
         help="creates a peer address may make at once",
     )
@@ -192,5 +209,32 @@ def serve_main(args: argparse.Namespace) -> int:
         max_unstarted=args.max_unstarted,
         abandon_after=args.abandon_after or None,
     )
-    trio.run(run_host, config, load_registry())
+    try:
+        trio.run(run_host, config, load_registry())
+    except (OSError, BaseExceptionGroup) as exc:
+        cause = _first_os_error(exc)
+        if cause is None:
+            raise
+        # a port in use, an address not here, a data dir that is a file or not ours, another
+        # host on the same data dir: one line and exit status 2, as for a bad flag
+        print(f"gamehost serve: error: {_describe(cause)}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _first_os_error(exc: BaseException) -> OSError | None:
+    """The first ``OSError`` in ``exc`` or the exception groups it holds, else None."""
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _first_os_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _describe(exc: OSError) -> str:
+    if exc.strerror and exc.filename:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc) or type(exc).__name__

@@ -195,7 +195,7 @@ def _lock_dir(folder: Path) -> int:
         os.close(fd)
         raise DataDirInUse(
             f"{folder} is in use by another host (pid {holder}); one data dir serves one"
-            " host process (several hosts share a database store instead)"
+            " host process"
         ) from None
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())

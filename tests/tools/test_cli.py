@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from host.registry import load_registry
+from host.store import FileStore
 from tools.cli import main
 
 
@@ -20,8 +23,11 @@ from tools.cli import main
         (["serve", "--turn-timeout", "-1"], "argument --turn-timeout: seconds must be"),
         (["serve", "--abandon-after", "-5"], "argument --abandon-after: seconds must be"),
         (["serve", "--idle-timeout", "x"], "argument --idle-timeout: not a number"),
-        (["serve", "--create-burst", "-1"], "argument --create-burst: must be 0 or more"),
+        (["serve", "--create-burst", "-1"], "argument --create-burst: must be at least 1"),
         (["serve", "--max-sessions", "0"], "argument --max-sessions: must be at least 1"),
+        (["serve", "--outbox-bytes", "1"], "argument --outbox-bytes: must be at least 262144"),
+        (["serve", "--max-connections", "0"], "argument --max-connections: must be at least 1"),
+        (["serve", "--create-rate", "0"], "argument --create-rate: must be more than 0"),
         (["serve", "--max-records", "-5"], "argument --max-records: must be at least 1"),
         (["serve", "--log-level", "loud"], "argument --log-level: invalid choice: 'loud'"),
         (["serve", "--bind", "no-such-host.invalid"], "argument --bind: cannot resolve"),
@@ -61,3 +67,22 @@ def test_gamehost_alone_prints_its_help_and_exits_0(capsys):
     assert out.startswith("usage: gamehost")
     for command in ("serve", "play", "replay", "bench", "demo", "--version"):
         assert command in out
+
+
+def test_a_host_that_cannot_start_says_why_in_one_line(tmp_path, capsys):
+    """A data dir that is a file, or one another host holds: one error line, exit status 2."""
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_bytes(b"")
+    assert main(["serve", "--port", "0", "--data-dir", str(not_a_dir)]) == 2
+    (line,) = _errors(capsys.readouterr().err)
+    assert "Not a directory" in line
+    held = FileStore(tmp_path / "data", exclusive=True)  # as a running host holds it
+    assert main(["serve", "--port", "0", "--data-dir", str(tmp_path / "data")]) == 2
+    (line,) = _errors(capsys.readouterr().err)
+    assert "in use by another host" in line
+    os.close(held._lock_fd)  # the lock goes with the descriptor, as with a host's process
+
+
+def _errors(err: str) -> list[str]:
+    """The error lines among the host's output (its JSON log lines aside)."""
+    return [line for line in err.splitlines() if not line.startswith("{")]
