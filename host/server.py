@@ -55,7 +55,7 @@ from host.engine import Engine, Record
 from host.faults import notify_isolated
 from host.game import OptionError
 from host.registry import Registry
-from host.session import Session, seat_bots
+from host.session import Session, seat_bots_step
 from host.store import MAX_OPEN, FileStore, FsyncMode, read_log
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import (
@@ -686,7 +686,7 @@ class Host:
         header = engine.header(sid, opts, n, bot_seats, secrets.token_bytes(32))
         header.data["turn_timeout"] = turn_timeout or None
         try:
-            seated = seat_bots(engine, engine.initial(header), bot_seats)
+            seated, state = seat_bots_step(engine, engine.initial(header), bot_seats)
         except Exception:
             log.exception("game_fault", step="create", game=game_id)
             raise ProtocolError(
@@ -700,7 +700,7 @@ class Host:
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "the host cannot write a new log now"
             ) from None
-        session = self._session(sid, engine, records, unobserved=seated)
+        session = self._session(sid, engine, records, unobserved=seated, state=state)
         self.sessions[sid] = session
         st = session.state
         conn.send_nowait(

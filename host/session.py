@@ -46,7 +46,7 @@ from protocol.messages import (
     push,
 )
 
-__all__ = ["Session", "SessionStatistics", "Subscriber"]
+__all__ = ["Session", "SessionStatistics", "Subscriber", "seat_bots", "seat_bots_step"]
 
 log = structlog.get_logger("gamehost.session")
 
@@ -94,12 +94,22 @@ def seat_bots(engine: Engine, state: SessionState, seats: Iterable[Seat]) -> lis
     Raises:
         ValueError: a seat is not free. Anything the game's ``start`` raises.
     """
+    return seat_bots_step(engine, state, seats)[0]
+
+
+def seat_bots_step(
+    engine: Engine, state: SessionState, seats: Iterable[Seat]
+) -> tuple[list[Record], SessionState]:
+    """:func:`seat_bots`' records and the state after them, each event folded exactly once.
+
+    Raises:
+        ValueError: a seat is not free. GameFault: the game's ``start`` faulted.
+    """
     out: list[Record] = []
     for seat in seats:
-        new = engine.take_seat(state, seat, f"bot{seat}", True, None)
-        state = engine.apply_all(state, new)
+        new, state = engine.seat_step(state, seat, f"bot{seat}", True, None)
         out += new
-    return out
+    return out, state
 
 
 class Session:
@@ -302,9 +312,9 @@ class Session:
     async def _abort(self, reason: str) -> None:
         if self.state.ended:
             return
-        stop = self.engine.abort(self.state, reason)
+        stop, after = self.engine.abort_step(self.state, reason)
         log.warning("session_aborted", reason=reason, seq=self.state.seq)
-        await self._commit(stop)
+        await self._commit(stop, after)
         self._publish(stop)
 
     async def _game_error(self) -> None:
@@ -322,9 +332,9 @@ class Session:
         missing = [s for s in st.header.get("bots", []) if 0 <= s < n and st.seats[s] is None]
         if not missing:
             return
-        new = seat_bots(self.engine, st, missing)
+        new, after = seat_bots_step(self.engine, st, missing)
         log.warning("bots_seated_on_load", seats=missing)
-        await self._commit(new, self.engine.apply_all(st, new))
+        await self._commit(new, after)
         self._publish(new)
 
     async def _time_out_turns(self) -> None:
@@ -332,10 +342,8 @@ class Session:
         for seat in self.game.to_act(self.state.game):
             if self.state.ended or seat not in self.game.to_act(self.state.game):
                 continue
-            new = self.engine.act(
-                self.state, seat, self.engine.bot_action(self.state, seat), timed_out=True
-            )
-            await self._commit(new)
+            new, after = self.engine.bot_step(self.state, seat, timed_out=True)
+            await self._commit(new, after)
             log.info("turn_timed_out", seat=seat)
             self.actions += 1
             self._publish(new)
@@ -346,11 +354,10 @@ class Session:
         batch: list[Record] = []
         state = self.state
         while len(batch) < BOT_BATCH and state.seq + 1 < self.max_records:
-            move = self.engine.bot_move(state)
-            if move is None:
+            seat = self.engine.bot_seat(state)
+            if seat is None:
                 break
-            new = self.engine.act(state, *move)
-            state = self.engine.apply_all(state, new)
+            new, state = self.engine.bot_step(state, seat)
             batch += new
             if self.bot_delay:
                 break
@@ -371,11 +378,10 @@ class Session:
         try:
             raw = await trio.to_thread.run_sync(self.store.load, self.id)
             records = [Record.from_json(r) for r in raw]
-            whole = self.engine.complete_prefix(records)
+            whole, state = self.engine.load(records)
             if whole < len(records):
                 self.store.truncate(self.id, whole)
                 records = records[:whole]
-            state = self.engine.rebuild(records)
         except Exception:
             log.exception("reload_failed")
             self._reload_at = trio.current_time() + RELOAD_RETRY
@@ -455,14 +461,14 @@ class Session:
             raise ProtocolError(ErrorCode.SESSION_FULL, f"seat {seat} is not free", free=free)
         token = secrets.token_urlsafe(24)
         try:
-            new = self.engine.take_seat(self.state, seat, name, False, hash_token(token))
+            new, after = self.engine.seat_step(self.state, seat, name, False, hash_token(token))
         except Exception:  # the game's start failed: a step of the host's, not the joiner's
             log.exception("game_fault", step="start")
             self._faulted = True  # the next step ends the session (game_error)
             raise ProtocolError(
                 ErrorCode.INTERNAL, "internal error: the game failed to start"
             ) from None
-        await self._commit(new)
+        await self._commit(new, after)
         self._attach(conn, seat)
         log.info("seat_taken", seat=seat, peer=conn.peer)
         conn.send_nowait(encode_ok(rid, {"seat": seat, "token": token, **self.snapshot(seat)}))
@@ -540,7 +546,7 @@ class Session:
         except ValueError as exc:
             raise ProtocolError(ErrorCode.BAD_ACTION, str(exc)) from None
         try:
-            new = self.engine.act(self.state, seat, parsed)
+            new, after = self.engine.step(self.state, seat, parsed)
         except IllegalAction as exc:
             code = ErrorCode.NOT_YOUR_TURN if exc.reason == NOT_YOUR_TURN else None
             if code is None:
@@ -548,7 +554,7 @@ class Session:
                     ErrorCode.ILLEGAL_ACTION, exc.message, reason=exc.reason
                 ) from None
             raise ProtocolError(code, exc.message) from None
-        await self._commit(new)
+        await self._commit(new, after)
         self.actions += 1
         conn.send_nowait(encode_ok(rid, {"seq": self.state.seq}))
         self._publish(new)
@@ -630,10 +636,10 @@ class Session:
         self.records.extend(new)
         self._unobserved.extend(new)
         if not self.state.ended and self.state.seq + 1 >= self.max_records:
-            stop = self.engine.abort(self.state, "too_long")
+            stop, stopped = self.engine.abort_step(self.state, "too_long")
             log.warning("session_aborted", reason="too_long", seq=self.state.seq)
             await self._append(stop)
-            self.state = self.engine.apply_all(self.state, stop)
+            self.state = stopped
             self.records.extend(stop)
             self._unobserved.extend(stop)
             new.extend(stop)

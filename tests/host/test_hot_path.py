@@ -1,0 +1,96 @@
+"""The session's hot path: each event folded once in live play, ``turn`` legal lists computed once
+per state and seat, sessions loaded in the background on restart, and records not held in memory
+by a live session (``resume`` reads the missed ones from the store)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import trio
+
+from host.game import hookimpl
+from host.registry import Registry, load_registry
+from host.store import read_log
+from tests.conftest import start_host
+from tests.toy import HighCard, Plugin
+
+
+class Counted(HighCard):
+    """High Card counting its ``evolve`` and ``legal_actions`` calls."""
+
+    info = attrs.evolve(HighCard.info, id="counted")
+
+    def __init__(self) -> None:
+        self.evolved = 0
+        self.legal: list[tuple[int, int]] = []  # (turn, seat) per call
+
+    def evolve(self, state: Any, event: Any) -> Any:
+        self.evolved += 1
+        return super().evolve(state, event)
+
+    def legal_actions(self, state: Any, seat: int) -> list:
+        self.legal.append((state.turn, seat))
+        return super().legal_actions(state, seat)
+
+
+def counted_registry(game: Counted) -> Registry:
+    class Extra:
+        @hookimpl
+        def gamehost_register_games(self) -> list:
+            return [game]
+
+    return load_registry([("toy", Plugin()), ("extra", Extra())], entrypoints=False)
+
+
+def event_records(data_dir: Any, sid: str) -> int:
+    return sum(1 for r in read_log(data_dir / "sessions" / f"{sid}.jsonl") if r["type"] == "event")
+
+
+async def wait_ended(client: Any) -> dict[str, Any]:
+    while True:
+        p = await client.next_push()
+        assert p is not None, "the host hung up"
+        if p["push"] == "ended":
+            return p
+
+
+async def test_each_event_is_folded_once_in_live_play_over_tcp(tmp_path, autojump_clock):
+    game = Counted()
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, counted_registry(game))
+        c = await running.client()
+        sids = []
+        # every seat a bot: the opening and all moves are host-driven (create, bot steps)
+        sid = (await c.call("create", game="counted", seats=3, bots=3, options={"rounds": 2}))[
+            "session"
+        ]
+        await c.call("watch", session=sid)
+        await wait_ended(c)
+        sids.append(sid)
+        # a human with a bot: the opening follows the join; the human's moves are actions
+        p = await running.client()
+        sid = (await p.call("create", game="counted", seats=2, bots=1, options={"rounds": 2}))[
+            "session"
+        ]
+        await p.call("join", session=sid)
+        sids.append(sid)
+        while True:
+            push = await p.next_push()
+            assert push is not None
+            if push["push"] == "ended":
+                break
+            if push["push"] == "turn":
+                await p.call("act", session=sid, action={"type": "keep"})
+        # a human who never acts: the turn timer plays for it
+        q = await running.client()
+        sid = (
+            await q.call(
+                "create", game="counted", seats=2, bots=1, options={"rounds": 2}, turn_timeout=5
+            )
+        )["session"]
+        await q.call("join", session=sid)
+        await wait_ended(q)
+        sids.append(sid)
+        assert game.evolved == sum(event_records(tmp_path, s) for s in sids) > 10
+        running.host.request_shutdown()
