@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 import secrets
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
@@ -56,6 +57,9 @@ PER_CONNECTION = 32
 """The most requests one connection may have waiting on one session (``overloaded`` past it)."""
 RELOAD_RETRY = 1.0
 """Seconds between attempts to reload a session whose append failed (commands try at once)."""
+TAIL = 32
+"""The most recent records a live session keeps in memory (for a ``resume`` a few records
+behind); older ones are read from the store when a ``resume`` asks for them."""
 
 
 class Subscriber(Protocol):
@@ -119,7 +123,7 @@ class Session:
         sid: the session id.
         engine: the game's engine.
         store: the event store (the log exists and is loaded/created).
-        records: the records so far (at least the header).
+        records: the records so far (at least the header); only the last :data:`TAIL` are kept.
         hooks: the plugin manager's hook relay (observers), or None.
         bot_delay: seconds a host bot waits before acting (0: at once).
         turn_timeout: seconds a human seat may take to act; then the host plays the bot's choice
@@ -132,7 +136,7 @@ class Session:
         abandon_after: seconds a session may go on with no connection attached (no seat, no
             spectator; counted from creation or load) before the host ends it with
             ``aborted: "abandoned"``. ``None``: never.
-        state: the folded ``records`` if the caller has it already.
+        state: the folded ``records`` if the caller has it already (then they are not folded).
         unobserved: records already durable that observers have not been told of yet.
     """
 
@@ -155,7 +159,8 @@ class Session:
         self.engine = engine
         self.game = engine.game
         self.store = store
-        self.records = records
+        self._tail: deque[Record] = deque(records[-TAIL:], maxlen=TAIL)
+        self._turns: tuple[int, dict[Seat, bytes]] = (-1, {})  # seq, the turn push per seat
         self.state: SessionState = state if state is not None else engine.rebuild(records)
         self.hooks = hooks
         self.bot_delay = bot_delay
@@ -388,7 +393,7 @@ class Session:
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "the session's log cannot be read now; retry"
             ) from None
-        self.records, self.state = records, state
+        self._tail, self.state = deque(records[-TAIL:], maxlen=TAIL), state
         self._reload_at = None
         self._changed_at = trio.current_time()
         log.warning("session_reloaded", seq=state.seq, was=old)
@@ -513,7 +518,7 @@ class Session:
             if viewer == seat and other is not conn:
                 self._detach(other)
         if after is not None:  # one queued chunk, however far behind the seat is
-            missed = (self._push_line(rec, seat) for rec in self.records[after + 1 :])
+            missed = (self._push_line(rec, seat) for rec in await self._missed_records(after))
             chunk = b"".join(line for line in missed if line is not None)
             if chunk:
                 conn.send_nowait(chunk)
@@ -585,8 +590,30 @@ class Session:
         if not self.subscribers and self._unattended_since is None:
             self._unattended_since = trio.current_time()
 
+    async def _missed_records(self, after: int) -> list[Record]:
+        """The records after seq ``after`` (0 <= ``after`` <= ``state.seq``) up to the session's
+        seq: from the records held in memory if they reach back that far, else read from the
+        store (without their structured values: pushes decode the events again).
+
+        Raises:
+            ProtocolError: ``unavailable`` if the log cannot be read now.
+        """
+        tail = self._tail
+        if tail and tail[0].seq <= after + 1:
+            return [r for r in tail if r.seq > after]
+        seq = self.state.seq
+        try:
+            raw = await self.store.read(self.id, after)
+        except Exception:
+            log.exception("log_read_failed", after=after)
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, "the session's log cannot be read now; retry"
+            ) from None
+        # the store may hold records of an append not acknowledged yet: never past our seq
+        return [Record.from_json(r) for r in raw if r["seq"] <= seq]
+
     def _ended_fields(self) -> dict[str, Any]:
-        data = self.records[-1].data
+        data = self._tail[-1].data
         out = {"outcome": data["outcome"]}
         if "aborted" in data:
             out["aborted"] = data["aborted"]
@@ -633,14 +660,14 @@ class Session:
         await self._append(new)
         self.state = after if after is not None else self.engine.apply_all(self.state, new)
         self._changed_at = trio.current_time()
-        self.records.extend(new)
+        self._tail.extend(new)
         self._unobserved.extend(new)
         if not self.state.ended and self.state.seq + 1 >= self.max_records:
             stop, stopped = self.engine.abort_step(self.state, "too_long")
             log.warning("session_aborted", reason="too_long", seq=self.state.seq)
             await self._append(stop)
             self.state = stopped
-            self.records.extend(stop)
+            self._tail.extend(stop)
             self._unobserved.extend(stop)
             new.extend(stop)
         if self.state.ended:
@@ -727,7 +754,14 @@ class Session:
         st = self.state
         if not st.started or st.ended or seat not in self.game.to_act(st.game):
             return
-        legal = [
-            self.engine.codec.action_to_wire(a) for a in self.game.legal_actions(st.game, seat)
-        ]
-        conn.send_nowait(push("turn", session=self.id, seq=st.seq, seat=seat, legal=legal))
+        seq, lines = self._turns
+        if seq != st.seq:  # legal lists are computed once per state and seat
+            lines = {}
+            self._turns = (st.seq, lines)
+        line = lines.get(seat)
+        if line is None:
+            legal = [
+                self.engine.codec.action_to_wire(a) for a in self.game.legal_actions(st.game, seat)
+            ]
+            line = lines[seat] = push("turn", session=self.id, seq=st.seq, seat=seat, legal=legal)
+        conn.send_nowait(line)

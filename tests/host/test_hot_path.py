@@ -4,11 +4,13 @@ by a live session (``resume`` reads the missed ones from the store)."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import attrs
 import trio
 
+from host.engine import Record
 from host.game import hookimpl
 from host.registry import Registry, load_registry
 from host.store import read_log
@@ -34,6 +36,10 @@ class Counted(HighCard):
         return super().legal_actions(state, seat)
 
 
+HELD = 64
+"""Records a live session may hold in memory at most (its tail, with some slack), in these tests."""
+
+
 def counted_registry(game: Counted) -> Registry:
     class Extra:
         @hookimpl
@@ -52,6 +58,14 @@ async def wait_ended(client: Any) -> dict[str, Any]:
         p = await client.next_push()
         assert p is not None, "the host hung up"
         if p["push"] == "ended":
+            return p
+
+
+async def next_turn(client: Any) -> dict[str, Any]:
+    while True:
+        p = await client.next_push()
+        assert p is not None, "the host hung up"
+        if p["push"] == "turn":
             return p
 
 
@@ -93,4 +107,49 @@ async def test_each_event_is_folded_once_in_live_play_over_tcp(tmp_path, autojum
         await wait_ended(q)
         sids.append(sid)
         assert game.evolved == sum(event_records(tmp_path, s) for s in sids) > 10
+        running.host.request_shutdown()
+
+
+async def test_turn_legal_lists_are_computed_once_per_state_and_seat(tmp_path):
+    game = Counted()
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, counted_registry(game))
+        a, b = await running.client(), await running.client()
+        sid = (await a.call("create", game="counted", seats=2, options={"rounds": 2}))["session"]
+        token = (await a.call("join", session=sid))["token"]
+        await b.call("join", session=sid)  # the game starts: seat 0 gets a turn push
+        turns = [await next_turn(a)]
+        for _ in range(3):  # each resume at the same seq sends seat 0 its turn again
+            await a.call("resume", session=sid, token=token)
+            turns.append(await next_turn(a))
+        assert len(turns) == 4 and all(t == turns[0] for t in turns)
+        assert turns[0]["legal"] == [{"type": "keep"}, {"type": "swap"}]
+        assert game.legal == [(0, 0)]  # one state, one seat: computed once
+        running.host.request_shutdown()
+
+
+async def test_a_live_session_holds_few_records_and_resume_reads_the_rest_from_the_log(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, load_registry([("toy", Plugin())]))
+        a = await running.client()
+        sid = (await a.call("create", game="crazy-eights", seats=2, bots=1))["session"]
+        token = (await a.call("join", session=sid))["token"]
+        seq = 0
+        while seq < 3 * HELD:  # play the first legal action until the log is long
+            push = await next_turn(a)
+            seq = (await a.call("act", session=sid, action=push["legal"][0]))["seq"]
+        gc.collect()
+        held = sum(1 for o in gc.get_objects() if isinstance(o, Record))
+        assert held <= HELD < seq // 3  # bounded, however long the log
+        b = await running.client()
+        got = await b.call("resume", session=sid, token=token, after=0)
+        pushed = []
+        while len(pushed) < got["seq"]:
+            push = await b.next_push()
+            assert push is not None
+            if push["push"] == "event":
+                pushed.append(push)
+        logged = read_log(tmp_path / "sessions" / f"{sid}.jsonl")
+        assert [p["seq"] for p in pushed] == [r["seq"] for r in logged[1 : got["seq"] + 1]]
+        assert [p["kind"] for p in pushed] == [r["type"] for r in logged[1 : got["seq"] + 1]]
         running.host.request_shutdown()
