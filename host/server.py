@@ -27,6 +27,12 @@ Limits, so that no client can exhaust the host (all in :class:`HostConfig`):
   per connection that it created and that have not started; past either ``create`` answers
   ``overloaded`` (with ``retry_after`` seconds for the rate).
 
+Start: the host lists the session logs (reading none), listens, then loads the unfinished
+sessions one at a time in the background, answering requests in between; each log is read once
+and folded once (:meth:`host.engine.Engine.load`), and progress goes to the host log
+(``sessions_loading``, ``sessions_load_progress`` about once a second, ``sessions_loaded``). A
+request naming a listed session not loaded yet loads it first (or waits while the loader does).
+
 Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tell every client
 ``{"push": "closed", "reason": "shutdown"}``, let the session actors finish the command under way
 (so every acknowledged append is on disk) within a grace period, then close the logs.

@@ -17,6 +17,11 @@ it ends the session, appending ``ended`` with ``outcome: null, aborted: "game_er
 that fails answers ``unavailable``; the next command (or a retry a second later) reloads the
 session from its log and carries on.
 
+Each event is folded once: the engine's step methods (``step``, ``bot_step``, ``seat_step``,
+``abort_step``) return the new records with the state after them, which the actor keeps. A live
+session holds only its last :data:`TAIL` records; a ``resume`` from further back reads the missed
+records from the store. The ``turn`` push (with its legal list) is built once per seq and seat.
+
 No locks: one task, one writer. Publishing never waits: a subscriber whose outbound channel is
 full is disconnected (it can ``resume``), so a slow client never stalls a table.
 """
