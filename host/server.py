@@ -27,6 +27,12 @@ Limits, so that no client can exhaust the host (all in :class:`HostConfig`):
   per connection that it created and that have not started; past either ``create`` answers
   ``overloaded`` (with ``retry_after`` seconds for the rate).
 
+Start: the host lists the session logs (reading none), listens, then loads the unfinished
+sessions one at a time in the background, answering requests in between; each log is read once
+and folded once (:meth:`host.engine.Engine.load`), and progress goes to the host log
+(``sessions_loading``, ``sessions_load_progress`` about once a second, ``sessions_loaded``). A
+request naming a listed session not loaded yet loads it first (or waits while the loader does).
+
 Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tell every client
 ``{"push": "closed", "reason": "shutdown"}``, let the session actors finish the command under way
 (so every acknowledged append is on disk) within a grace period, then close the logs.
@@ -55,7 +61,7 @@ from host.engine import Engine, Record
 from host.faults import notify_isolated
 from host.game import OptionError
 from host.registry import Registry
-from host.session import Session, seat_bots
+from host.session import Session, seat_bots_step
 from host.store import MAX_OPEN, FileStore, FsyncMode, read_log
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import (
@@ -484,6 +490,11 @@ class Host:
         self._games: dict[str, Any] | None = None
         self._conns_changed = trio.Event()
         self._ended: OrderedDict[str, Session] = OrderedDict()
+        self._unloaded: set[str] = set()  # logs listed on start, not loaded yet
+        self._loading: dict[str, trio.Event] = {}  # being loaded; set once done
+        self._loaded_live = 0
+        self.loaded = trio.Event()
+        """Set once :meth:`load_sessions` has loaded every log listed on start."""
 
     def _session(self, sid: str, engine: Engine, records: list[Record], **kw: Any) -> Session:
         c = self.config
@@ -515,45 +526,98 @@ class Host:
         """Begin a clean shutdown (as SIGTERM does)."""
         self.shutdown.set()
 
+    def list_sessions(self) -> int:
+        """Note every session log in the store as not loaded yet (cheap: no log is read), so a
+        request for one of them loads it first; returns how many. Call before listening."""
+        self._unloaded = set(self.store.session_ids())
+        return len(self._unloaded)
+
     async def load_sessions(self) -> int:
-        """Rebuild every unfinished session from its log and start its actor; returns how many.
+        """Load every unfinished session listed by :meth:`list_sessions` (listing them first if
+        nothing is listed) and start its actor, one at a time, serving requests in between;
+        returns how many this call started. Progress goes to the host log about once a second;
+        :attr:`loaded` is set at the end. Stops early on shutdown.
 
         A log that cannot be read, or whose game is not installed, is reported and left alone.
         Bot seats the header lists but the log does not seat (a ``create`` cut short) are
         seated by the session's actor before it starts.
         """
+        if not self._unloaded and not self.loaded.is_set():
+            self.list_sessions()
+        total = len(self._unloaded)
+        log.info("sessions_loading", total=total)
         n = 0
-        for sid in self.store.session_ids():
-            try:
-                raw = self.store.load(sid)
-                records = [Record.from_json(r) for r in raw]
-                engine = self.registry.engines.get(records[0].data.get("game", ""))
-                if engine is None:
-                    log.warning(
-                        "session_game_missing", session=sid, game=records[0].data.get("game")
-                    )
-                    continue
-                whole = engine.complete_prefix(records)
-                if whole < len(records):
-                    log.warning(
-                        "half_written_cause_dropped",
-                        session=sid,
-                        kept=whole,
-                        dropped=len(records) - whole,
-                    )
-                    self.store.truncate(sid, whole)
-                    records = records[:whole]
-                session = self._session(sid, engine, records)
-            except Exception:
-                log.exception("session_load_failed", session=sid)
-                continue
-            if session.state.ended:
-                continue
-            self.sessions[sid] = session
-            await self.nursery.start(self._run_session, session)
-            n += 1
-        log.info("sessions_loaded", live=n)
+        shown = trio.current_time()
+        for done, sid in enumerate(sorted(self._unloaded), 1):
+            if self.shutdown.is_set():
+                break
+            n += await self._load_session(sid)
+            if trio.current_time() - shown >= 1.0:
+                shown = trio.current_time()
+                log.info("sessions_load_progress", done=done, total=total, live=self._loaded_live)
+            await trio.lowlevel.checkpoint()  # requests are answered between two loads
+        self.loaded.set()
+        log.info("sessions_loaded", live=self._loaded_live, total=total)
         return n
+
+    async def _live_session(self, sid: str) -> Session | None:
+        """The live session ``sid``, loading it first if its log is listed and not loaded yet
+        (or waiting while the loader loads it); None if there is no such live session."""
+        session = self.sessions.get(sid)
+        if session is None and (sid in self._unloaded or sid in self._loading):
+            await self._load_session(sid)
+            session = self.sessions.get(sid)
+        return session
+
+    async def _load_session(self, sid: str) -> bool:
+        """Load a listed session unless it is loaded or being loaded (then wait for that);
+        True if this call started its actor."""
+        busy = self._loading.get(sid)
+        if busy is not None:
+            await busy.wait()
+            return False
+        if sid not in self._unloaded:
+            return False
+        self._unloaded.discard(sid)
+        done = self._loading[sid] = trio.Event()
+        try:
+            return await self._load_one(sid)
+        finally:
+            del self._loading[sid]
+            done.set()
+
+    async def _load_one(self, sid: str) -> bool:
+        """Read a session's log, fold it once (dropping a half-written last cause) and start
+        its actor if the session has not ended; True if started."""
+        try:
+            records = []
+            for raw in self.store.load(sid):  # fresh dicts of ours: made into records in place
+                raw.pop("ts", None)
+                records.append(Record(raw.pop("seq"), raw.pop("type"), raw))
+            engine = self.registry.engines.get(records[0].data.get("game", ""))
+            if engine is None:
+                log.warning("session_game_missing", session=sid, game=records[0].data.get("game"))
+                return False
+            whole, state = engine.load(records)
+            if whole < len(records):
+                log.warning(
+                    "half_written_cause_dropped",
+                    session=sid,
+                    kept=whole,
+                    dropped=len(records) - whole,
+                )
+                self.store.truncate(sid, whole)
+                records = records[:whole]
+            if state.ended:
+                return False
+            session = self._session(sid, engine, records, state=state)
+        except Exception:
+            log.exception("session_load_failed", session=sid)
+            return False
+        self.sessions[sid] = session
+        await self.nursery.start(self._run_session, session)
+        self._loaded_live += 1
+        return True
 
     async def dispatch(self, conn: Connection, req: Request) -> Any:
         """Answer a request; returns the ``result`` for lobby ops, None when a session answers.
@@ -602,7 +666,7 @@ class Host:
             conn.created.add(made)
             self._created_by.setdefault(conn.address, set()).add(made)
             return None
-        session = self.sessions.get(p.session)
+        session = await self._live_session(p.session)
         if session is None:
             ended = await self._ended_session(p.session)
             if ended is None:
@@ -691,7 +755,7 @@ class Host:
         header = engine.header(sid, opts, n, bot_seats, secrets.token_bytes(32))
         header.data["turn_timeout"] = turn_timeout or None
         try:
-            seated = seat_bots(engine, engine.initial(header), bot_seats)
+            seated, state = seat_bots_step(engine, engine.initial(header), bot_seats)
         except Exception:
             log.exception("game_fault", step="create", game=game_id)
             raise ProtocolError(
@@ -705,7 +769,7 @@ class Host:
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "the host cannot write a new log now"
             ) from None
-        session = self._session(sid, engine, records, unobserved=seated)
+        session = self._session(sid, engine, records, unobserved=seated, state=state)
         self.sessions[sid] = session
         st = session.state
         conn.send_nowait(
@@ -951,7 +1015,9 @@ async def run_host(
     handle_signals: bool = True,
     task_status: trio.TaskStatus[tuple[Host, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Run a host until shutdown. ``task_status.started((host, port))`` once it listens."""
+    """Run a host until shutdown. ``task_status.started((host, port))`` once it listens, which
+    is before the sessions in the store are loaded: they load in the background (a request for
+    one not loaded yet loads it first; ``host.loaded`` is set once all are)."""
     fd_limit = raise_fd_limit()
     if config.max_connections is None:
         config = attrs.evolve(config, max_connections=default_max_connections(fd_limit))
@@ -962,7 +1028,7 @@ async def run_host(
         try:
             async with trio.open_nursery() as sessions:
                 host = Host(registry, store, sessions, config)
-                await host.load_sessions()
+                host.list_sessions()
                 async with trio.open_nursery() as conns:
                     accepting = trio.CancelScope()
                     listeners = await conns.start(_accept, host, config, conns, accepting)
@@ -974,6 +1040,7 @@ async def run_host(
                         data_dir=str(config.data_dir),
                         fsync=config.fsync,
                     )
+                    sessions.start_soon(host.load_sessions)  # in the background
                     if handle_signals:
                         outer.start_soon(_signals, host)
                     task_status.started((host, port))

@@ -17,6 +17,11 @@ it ends the session, appending ``ended`` with ``outcome: null, aborted: "game_er
 that fails answers ``unavailable``; the next command (or a retry a second later) reloads the
 session from its log and carries on.
 
+Each event is folded once: the engine's step methods (``step``, ``bot_step``, ``seat_step``,
+``abort_step``) return the new records with the state after them, which the actor keeps. A live
+session holds only its last :data:`TAIL` records; a ``resume`` from further back reads the missed
+records from the store. The ``turn`` push (with its legal list) is built once per seq and seat.
+
 No locks: one task, one writer. Publishing never waits: a subscriber whose outbound channel is
 full is disconnected (it can ``resume``), so a slow client never stalls a table.
 """
@@ -26,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import math
 import secrets
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
@@ -46,7 +52,7 @@ from protocol.messages import (
     push,
 )
 
-__all__ = ["Session", "SessionStatistics", "Subscriber"]
+__all__ = ["Session", "SessionStatistics", "Subscriber", "seat_bots", "seat_bots_step"]
 
 log = structlog.get_logger("gamehost.session")
 
@@ -56,6 +62,9 @@ PER_CONNECTION = 32
 """The most requests one connection may have waiting on one session (``overloaded`` past it)."""
 RELOAD_RETRY = 1.0
 """Seconds between attempts to reload a session whose append failed (commands try at once)."""
+TAIL = 32
+"""The most recent records a live session keeps in memory (for a ``resume`` a few records
+behind); older ones are read from the store when a ``resume`` asks for them."""
 
 
 class Subscriber(Protocol):
@@ -94,12 +103,22 @@ def seat_bots(engine: Engine, state: SessionState, seats: Iterable[Seat]) -> lis
     Raises:
         ValueError: a seat is not free. Anything the game's ``start`` raises.
     """
+    return seat_bots_step(engine, state, seats)[0]
+
+
+def seat_bots_step(
+    engine: Engine, state: SessionState, seats: Iterable[Seat]
+) -> tuple[list[Record], SessionState]:
+    """:func:`seat_bots`' records and the state after them, each event folded exactly once.
+
+    Raises:
+        ValueError: a seat is not free. GameFault: the game's ``start`` faulted.
+    """
     out: list[Record] = []
     for seat in seats:
-        new = engine.take_seat(state, seat, f"bot{seat}", True, None)
-        state = engine.apply_all(state, new)
+        new, state = engine.seat_step(state, seat, f"bot{seat}", True, None)
         out += new
-    return out
+    return out, state
 
 
 class Session:
@@ -109,7 +128,7 @@ class Session:
         sid: the session id.
         engine: the game's engine.
         store: the event store (the log exists and is loaded/created).
-        records: the records so far (at least the header).
+        records: the records so far (at least the header); only the last :data:`TAIL` are kept.
         hooks: the plugin manager's hook relay (observers), or None.
         bot_delay: seconds a host bot waits before acting (0: at once).
         turn_timeout: seconds a human seat may take to act; then the host plays the bot's choice
@@ -122,7 +141,7 @@ class Session:
         abandon_after: seconds a session may go on with no connection attached (no seat, no
             spectator; counted from creation or load) before the host ends it with
             ``aborted: "abandoned"``. ``None``: never.
-        state: the folded ``records`` if the caller has it already.
+        state: the folded ``records`` if the caller has it already (then they are not folded).
         unobserved: records already durable that observers have not been told of yet.
     """
 
@@ -145,7 +164,8 @@ class Session:
         self.engine = engine
         self.game = engine.game
         self.store = store
-        self.records = records
+        self._tail: deque[Record] = deque(records[-TAIL:], maxlen=TAIL)
+        self._turns: tuple[int, dict[Seat, bytes]] = (-1, {})  # seq, the turn push per seat
         self.state: SessionState = state if state is not None else engine.rebuild(records)
         self.hooks = hooks
         self.bot_delay = bot_delay
@@ -302,9 +322,9 @@ class Session:
     async def _abort(self, reason: str) -> None:
         if self.state.ended:
             return
-        stop = self.engine.abort(self.state, reason)
+        stop, after = self.engine.abort_step(self.state, reason)
         log.warning("session_aborted", reason=reason, seq=self.state.seq)
-        await self._commit(stop)
+        await self._commit(stop, after)
         self._publish(stop)
 
     async def _game_error(self) -> None:
@@ -322,9 +342,9 @@ class Session:
         missing = [s for s in st.header.get("bots", []) if 0 <= s < n and st.seats[s] is None]
         if not missing:
             return
-        new = seat_bots(self.engine, st, missing)
+        new, after = seat_bots_step(self.engine, st, missing)
         log.warning("bots_seated_on_load", seats=missing)
-        await self._commit(new, self.engine.apply_all(st, new))
+        await self._commit(new, after)
         self._publish(new)
 
     async def _time_out_turns(self) -> None:
@@ -332,10 +352,8 @@ class Session:
         for seat in self.game.to_act(self.state.game):
             if self.state.ended or seat not in self.game.to_act(self.state.game):
                 continue
-            new = self.engine.act(
-                self.state, seat, self.engine.bot_action(self.state, seat), timed_out=True
-            )
-            await self._commit(new)
+            new, after = self.engine.bot_step(self.state, seat, timed_out=True)
+            await self._commit(new, after)
             log.info("turn_timed_out", seat=seat)
             self.actions += 1
             self._publish(new)
@@ -346,11 +364,10 @@ class Session:
         batch: list[Record] = []
         state = self.state
         while len(batch) < BOT_BATCH and state.seq + 1 < self.max_records:
-            move = self.engine.bot_move(state)
-            if move is None:
+            seat = self.engine.bot_seat(state)
+            if seat is None:
                 break
-            new = self.engine.act(state, *move)
-            state = self.engine.apply_all(state, new)
+            new, state = self.engine.bot_step(state, seat)
             batch += new
             if self.bot_delay:
                 break
@@ -371,18 +388,17 @@ class Session:
         try:
             raw = await trio.to_thread.run_sync(self.store.load, self.id)
             records = [Record.from_json(r) for r in raw]
-            whole = self.engine.complete_prefix(records)
+            whole, state = self.engine.load(records)
             if whole < len(records):
                 self.store.truncate(self.id, whole)
                 records = records[:whole]
-            state = self.engine.rebuild(records)
         except Exception:
             log.exception("reload_failed")
             self._reload_at = trio.current_time() + RELOAD_RETRY
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "the session's log cannot be read now; retry"
             ) from None
-        self.records, self.state = records, state
+        self._tail, self.state = deque(records[-TAIL:], maxlen=TAIL), state
         self._reload_at = None
         self._changed_at = trio.current_time()
         log.warning("session_reloaded", seq=state.seq, was=old)
@@ -455,14 +471,14 @@ class Session:
             raise ProtocolError(ErrorCode.SESSION_FULL, f"seat {seat} is not free", free=free)
         token = secrets.token_urlsafe(24)
         try:
-            new = self.engine.take_seat(self.state, seat, name, False, hash_token(token))
+            new, after = self.engine.seat_step(self.state, seat, name, False, hash_token(token))
         except Exception:  # the game's start failed: a step of the host's, not the joiner's
             log.exception("game_fault", step="start")
             self._faulted = True  # the next step ends the session (game_error)
             raise ProtocolError(
                 ErrorCode.INTERNAL, "internal error: the game failed to start"
             ) from None
-        await self._commit(new)
+        await self._commit(new, after)
         self._attach(conn, seat)
         log.info("seat_taken", seat=seat, peer=conn.peer)
         conn.send_nowait(encode_ok(rid, {"seat": seat, "token": token, **self.snapshot(seat)}))
@@ -514,7 +530,7 @@ class Session:
             if viewer == seat and other is not conn:
                 self._detach(other)
         if after is not None:  # one queued chunk, however far behind the seat is
-            missed = (self._push_line(rec, seat) for rec in self.records[after + 1 :])
+            missed = (self._push_line(rec, seat) for rec in await self._missed_records(after))
             chunk = b"".join(line for line in missed if line is not None)
             if chunk:
                 conn.send_nowait(chunk)
@@ -547,7 +563,7 @@ class Session:
         except ValueError as exc:
             raise ProtocolError(ErrorCode.BAD_ACTION, str(exc)) from None
         try:
-            new = self.engine.act(self.state, seat, parsed)
+            new, after = self.engine.step(self.state, seat, parsed)
         except IllegalAction as exc:
             code = ErrorCode.NOT_YOUR_TURN if exc.reason == NOT_YOUR_TURN else None
             if code is None:
@@ -555,7 +571,7 @@ class Session:
                     ErrorCode.ILLEGAL_ACTION, exc.message, reason=exc.reason
                 ) from None
             raise ProtocolError(code, exc.message) from None
-        await self._commit(new)
+        await self._commit(new, after)
         self.actions += 1
         conn.send_nowait(encode_ok(rid, {"seq": self.state.seq}))
         self._publish(new)
@@ -604,8 +620,30 @@ class Session:
         if not self.subscribers and self._unattended_since is None:
             self._unattended_since = trio.current_time()
 
+    async def _missed_records(self, after: int) -> list[Record]:
+        """The records after seq ``after`` (0 <= ``after`` <= ``state.seq``) up to the session's
+        seq: from the records held in memory if they reach back that far, else read from the
+        store (without their structured values: pushes decode the events again).
+
+        Raises:
+            ProtocolError: ``unavailable`` if the log cannot be read now.
+        """
+        tail = self._tail
+        if tail and tail[0].seq <= after + 1:
+            return [r for r in tail if r.seq > after]
+        seq = self.state.seq
+        try:
+            raw = await self.store.read(self.id, after)
+        except Exception:
+            log.exception("log_read_failed", after=after)
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, "the session's log cannot be read now; retry"
+            ) from None
+        # the store may hold records of an append not acknowledged yet: never past our seq
+        return [Record.from_json(r) for r in raw if r["seq"] <= seq]
+
     def _ended_fields(self) -> dict[str, Any]:
-        data = self.records[-1].data
+        data = self._tail[-1].data
         out = {"outcome": data["outcome"]}
         if "aborted" in data:
             out["aborted"] = data["aborted"]
@@ -657,14 +695,14 @@ class Session:
         await self._append(new)
         self.state = after if after is not None else self.engine.apply_all(self.state, new)
         self._changed_at = trio.current_time()
-        self.records.extend(new)
+        self._tail.extend(new)
         self._unobserved.extend(new)
         if not self.state.ended and self.state.seq + 1 >= self.max_records:
-            stop = self.engine.abort(self.state, "too_long")
+            stop, stopped = self.engine.abort_step(self.state, "too_long")
             log.warning("session_aborted", reason="too_long", seq=self.state.seq)
             await self._append(stop)
-            self.state = self.engine.apply_all(self.state, stop)
-            self.records.extend(stop)
+            self.state = stopped
+            self._tail.extend(stop)
             self._unobserved.extend(stop)
             new.extend(stop)
         if self.state.ended:
@@ -751,7 +789,14 @@ class Session:
         st = self.state
         if not st.started or st.ended or seat not in self.game.to_act(st.game):
             return
-        legal = [
-            self.engine.codec.action_to_wire(a) for a in self.game.legal_actions(st.game, seat)
-        ]
-        conn.send_nowait(push("turn", session=self.id, seq=st.seq, seat=seat, legal=legal))
+        seq, lines = self._turns
+        if seq != st.seq:  # legal lists are computed once per state and seat
+            lines = {}
+            self._turns = (st.seq, lines)
+        line = lines.get(seat)
+        if line is None:
+            legal = [
+                self.engine.codec.action_to_wire(a) for a in self.game.legal_actions(st.game, seat)
+            ]
+            line = lines[seat] = push("turn", session=self.id, seq=st.seq, seat=seat, legal=legal)
+        conn.send_nowait(line)

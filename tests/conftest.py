@@ -61,9 +61,15 @@ def toy_registry() -> Registry:
 
 
 async def start_host(
-    nursery: trio.Nursery, data_dir: Path, registry: Registry | None = None, **config: object
+    nursery: trio.Nursery,
+    data_dir: Path,
+    registry: Registry | None = None,
+    *,
+    wait_loaded: bool = True,
+    **config: object,
 ) -> RunningHost:
-    """An in-process host on 127.0.0.1 port 0 (the test game only, unless ``registry``).
+    """An in-process host on 127.0.0.1 port 0 (the test game only, unless ``registry``); with
+    ``wait_loaded`` once it has loaded the sessions in ``data_dir`` (it listens before that).
 
     Connection timeouts are off unless a test asks for them: under ``autojump_clock`` virtual
     time leaps while the store's thread works, and idle test clients would be hung up on.
@@ -74,6 +80,8 @@ async def start_host(
     host, port = await nursery.start(
         lambda task_status: run_host(cfg, registry, handle_signals=False, task_status=task_status)
     )
+    if wait_loaded:
+        await host.loaded.wait()
     return RunningHost(host, port, data_dir, nursery)
 
 
