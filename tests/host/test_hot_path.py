@@ -121,6 +121,7 @@ async def test_turn_legal_lists_are_computed_once_per_state_and_seat(tmp_path):
         await b.call("join", session=sid)  # the game starts: seat 0 gets a turn push
         turns = [await next_turn(a)]
         for _ in range(3):  # each resume at the same seq sends seat 0 its turn again
+            await a.call("leave", session=sid)  # one role per connection: leave, then resume
             await a.call("resume", session=sid, token=token)
             turns.append(await next_turn(a))
         assert len(turns) == 4 and all(t == turns[0] for t in turns)
