@@ -121,8 +121,9 @@ class HostConfig:
         max_unstarted: sessions a connection, and (unless loopback, see
             ``create_limit_loopback``) a peer address, may have created that are live and not
             started.
-        abandon_after: seconds a live session may have no connection attached (no seat, no
-            spectator; counted from its creation or load) before the host ends it with
+        abandon_after: seconds a live session may have no player attached (no connection
+            holding a human seat; spectators count only at an all-bot table; counted from its
+            creation or load) before the host ends it with
             ``aborted: "abandoned"`` (None or 0: never).
     """
 
