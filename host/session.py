@@ -15,8 +15,10 @@ earliest step due, so a busy table still answers its commands and cancellation b
 Faults: a game plugin that raises (or a bot whose listed legal action is refused) during a
 *command* fails that command with ``internal`` and appends nothing; during a *host-driven step*
 it ends the session, appending ``ended`` with ``outcome: null, aborted: "game_error"``. An append
-that fails answers ``unavailable``; the next command (or a retry a second later) reloads the
-session from its log and carries on.
+that fails answers ``unavailable``; the next command (or a retry later: 1 s, doubling up to 60 s
+while the store keeps failing) reloads the session from its log and carries on. The first
+failure in a row logs a traceback and pushes ``stalled`` (reason ``store_error``) to every
+subscriber once; later ones log one line each.
 
 Each event is folded once: the engine's step methods (``step``, ``bot_step``, ``seat_step``,
 ``abort_step``) return the new records with the state after them, which the actor keeps. A live
@@ -62,7 +64,10 @@ BOT_BATCH = 64
 PER_CONNECTION = 32
 """The most requests one connection may have waiting on one session (``overloaded`` past it)."""
 RELOAD_RETRY = 1.0
-"""Seconds between attempts to reload a session whose append failed (commands try at once)."""
+"""Seconds before the first retry (reload, then the step again) of a session whose append
+failed; the delay doubles with each failure in a row (commands try at once)."""
+RELOAD_RETRY_MAX = 60.0
+"""The longest delay, in seconds, between two retries of a session whose log keeps failing."""
 ABSENT_AFTER = 3
 """Consecutive timed-out turns of a seat no connection holds after which the host plays that
 seat's turns at once (until a connection resumes it)."""
@@ -186,6 +191,7 @@ class Session:
         self._changed_at = now
         self._unattended_since: float | None = now
         self._reload_at: float | None = None
+        self._store_failures = 0  # failed appends/reloads in a row
         self._timeouts: dict[Seat, int] = {}  # consecutive timed-out turns of an absent seat
         self._faulted = False
         self._wait: trio.CancelScope | None = None
@@ -415,9 +421,8 @@ class Session:
             if whole < len(records):
                 self.store.truncate(self.id, whole)
                 records = records[:whole]
-        except Exception:
-            log.exception("reload_failed")
-            self._reload_at = trio.current_time() + RELOAD_RETRY
+        except Exception as exc:
+            self._store_failed("reload_failed", exc)
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "the session's log cannot be read now; retry"
             ) from None
@@ -760,12 +765,31 @@ class Session:
     async def _append(self, new: list[Record]) -> None:
         try:
             await self.store.append(self.id, self.state.seq + 1, [r.to_json() for r in new])
-        except Exception:
-            log.exception("append_failed")
-            self._reload_at = trio.current_time() + RELOAD_RETRY
+        except Exception as exc:
+            self._store_failed("append_failed", exc)
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "the session's log could not be written; retry"
             ) from None
+        if self._store_failures:
+            log.warning("store_recovered", failures=self._store_failures)
+            self._store_failures = 0
+
+    def _store_failed(self, event: str, exc: Exception) -> None:
+        """Note a failed append or reload: retry after a delay doubling from
+        :data:`RELOAD_RETRY` to :data:`RELOAD_RETRY_MAX` seconds; the first failure in a row
+        logs its traceback and tells every subscriber once (``stalled`` push), later ones log
+        one line each."""
+        self._store_failures += 1
+        n = self._store_failures
+        delay = min(RELOAD_RETRY_MAX, RELOAD_RETRY * 2 ** min(n - 1, 16))
+        self._reload_at = trio.current_time() + delay
+        if n == 1:
+            log.exception(event, retry_in=delay)
+            line = push("stalled", session=self.id, reason="store_error")
+            for conn in list(self.subscribers):
+                conn.send_nowait(line)
+        else:
+            log.error(event, error=repr(exc), failures=n, retry_in=delay)
 
     def _observe(self) -> None:
         """Tell the observer hooks of the records appended since (after the replies and the

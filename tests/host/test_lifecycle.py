@@ -479,6 +479,8 @@ async def test_a_session_carries_on_after_an_append_fails_once(tmp_path):
         assert r["error"]["code"] == "unavailable"
         acted = await a.call("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
         assert acted == {"seq": jb["seq"] + 2}
+        stalled = await b.next_push()  # told once that the store failed
+        assert stalled == {"push": "stalled", "session": sid, "reason": "store_error"}
         got = await b.next_push()  # b is still subscribed and gets the action
         assert (got["kind"], got["seq"]) == ("action", jb["seq"] + 1)
         running.host.request_shutdown()
@@ -580,3 +582,32 @@ async def test_a_join_whose_view_faults_appends_nothing(tmp_path):
         assert await a.call("ping") == {"pong": True}
         running.host.request_shutdown()
     assert [r.type for r in log_of(tmp_path, sid)] == ["header", "seat_taken"]
+
+
+async def test_a_failing_store_is_retried_with_backoff_and_told_once(tmp_path, autojump_clock):
+    seen = Observer()
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, registry(observers=(seen,)), bot_delay=5.0)
+        store = running.host.store
+        real = store.append
+        attempts: list[float] = []
+
+        async def failing(*args: Any, **kw: Any) -> None:
+            attempts.append(trio.current_time())
+            if len(attempts) <= 5:
+                raise OSError(28, "No space left on device")
+            await real(*args, **kw)
+
+        store.append = failing  # type: ignore[method-assign]
+        c, w = await running.client(), await running.client()
+        sid = (await create(c, seats=2, bots=2))["session"]
+        await w.call("watch", session=sid)
+        pushes = await pushes_until(w, "ended")
+        assert [p for p in pushes if p["push"] == "stalled"] == [
+            {"push": "stalled", "session": sid, "reason": "store_error"}
+        ]
+        assert pushes[-1]["outcome"] is not None  # it carried on once the store recovered
+        gaps = [b - a for a, b in zip(attempts[:5], attempts[1:6], strict=True)]
+        assert all(gap >= 2.0**i for i, gap in enumerate(gaps))  # 1, 2, 4, 8, 16 s at least
+        running.host.request_shutdown()
+    assert verify_log(running.host.registry.engines["high-card"], log_of(tmp_path, sid)) is None
