@@ -62,7 +62,7 @@ from host.faults import notify_isolated
 from host.game import OptionError
 from host.registry import Registry
 from host.session import Session, seat_bots_step
-from host.store import MAX_OPEN, FileStore, FsyncMode, read_log
+from host.store import MAX_OPEN, CorruptLog, FileStore, FsyncMode, read_log
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import (
     HOST_DEFAULT,
@@ -121,8 +121,9 @@ class HostConfig:
         max_unstarted: sessions a connection, and (unless loopback, see
             ``create_limit_loopback``) a peer address, may have created that are live and not
             started.
-        abandon_after: seconds a live session may have no connection attached (no seat, no
-            spectator; counted from its creation or load) before the host ends it with
+        abandon_after: seconds a live session may have no player attached (no connection
+            holding a human seat; spectators count only at an all-bot table; counted from its
+            creation or load) before the host ends it with
             ``aborted: "abandoned"`` (None or 0: never).
     """
 
@@ -490,6 +491,7 @@ class Host:
         self._games: dict[str, Any] | None = None
         self._conns_changed = trio.Event()
         self._ended: OrderedDict[str, Session] = OrderedDict()
+        self._damaged: dict[str, str] = {}  # session id -> what is wrong with its log
         self._unloaded: set[str] = set()  # logs listed on start, not loaded yet
         self._loading: dict[str, trio.Event] = {}  # being loaded; set once done
         self._loaded_live = 0
@@ -611,6 +613,9 @@ class Host:
             if state.ended:
                 return False
             session = self._session(sid, engine, records, state=state)
+        except CorruptLog as exc:
+            self._damage(sid, exc)
+            return False
         except Exception:
             log.exception("session_load_failed", session=sid)
             return False
@@ -821,13 +826,31 @@ class Host:
         while len(self._ended) > ENDED_CACHE:
             self._ended.popitem(last=False)
 
+    def _damage(self, sid: str, exc: CorruptLog) -> ProtocolError:
+        """Note a session whose log is damaged: one error line in the host log (the first time
+        this host run meets it), and the ``session_damaged`` error every request for it gets."""
+        if sid not in self._damaged:
+            log.error(
+                "session_log_corrupt",
+                session=sid,
+                path=str(exc.path),
+                seq=exc.seq,
+                error=exc.message,
+            )
+        what = f"the log of session {sid!r} is damaged at seq {exc.seq}: {exc.message}"
+        self._damaged[sid] = what
+        return ProtocolError(ErrorCode.SESSION_DAMAGED, self._damaged[sid])
+
     async def _ended_session(self, sid: str) -> Session | None:
         """An ended session that is not live, read from its log (a few stay cached), or None
         if there is no such log or the session in it has not ended.
 
         Raises:
-            ProtocolError: ``unavailable`` if the log exists but cannot be read.
+            ProtocolError: ``session_damaged`` if the log is damaged or not a regular file
+                (logged once per host run); ``unavailable`` if it cannot be read now.
         """
+        if sid in self._damaged:
+            raise ProtocolError(ErrorCode.SESSION_DAMAGED, self._damaged[sid])
         cached = self._ended.get(sid)
         if cached is not None:
             self._ended.move_to_end(sid)
@@ -839,7 +862,7 @@ class Host:
         def load() -> tuple[Engine, list[Record], Any] | None:
             try:
                 if not stat.S_ISREG(os.lstat(path).st_mode):
-                    return None
+                    raise CorruptLog(path, 0, "not a regular file")
             except FileNotFoundError:
                 return None
             records = [Record.from_json(r) for r in read_log(path)]
@@ -850,6 +873,8 @@ class Host:
 
         try:
             got = await trio.to_thread.run_sync(load)
+        except CorruptLog as exc:
+            raise self._damage(sid, exc) from None
         except Exception:
             log.exception("session_log_unreadable", session=sid)
             raise ProtocolError(

@@ -7,15 +7,18 @@ requester, then publish each new record, redacted per viewer, to every subscribe
 
 The actor's loop alternates between commands and *host-driven steps*, each bounded: a host bot's
 move (one batch of at most :data:`BOT_BATCH` records, or one move when bots wait ``bot_delay``
-seconds), a turn timer running out, a session nobody is attached to being ended as abandoned,
+seconds), a turn timer running out (or, at once, the turn of a seat whose player is gone:
+:data:`ABSENT_AFTER`), a session nobody is attached to being ended as abandoned,
 a log being reloaded after a failed append. It waits for the next command with a deadline, the
 earliest step due, so a busy table still answers its commands and cancellation between steps.
 
 Faults: a game plugin that raises (or a bot whose listed legal action is refused) during a
 *command* fails that command with ``internal`` and appends nothing; during a *host-driven step*
 it ends the session, appending ``ended`` with ``outcome: null, aborted: "game_error"``. An append
-that fails answers ``unavailable``; the next command (or a retry a second later) reloads the
-session from its log and carries on.
+that fails answers ``unavailable``; the next command (or a retry later: 1 s, doubling up to 60 s
+while the store keeps failing) reloads the session from its log and carries on. The first
+failure in a row logs a traceback and pushes ``stalled`` (reason ``store_error``) to every
+subscriber once; later ones log one line each.
 
 Each event is folded once: the engine's step methods (``step``, ``bot_step``, ``seat_step``,
 ``abort_step``) return the new records with the state after them, which the actor keeps. A live
@@ -61,7 +64,13 @@ BOT_BATCH = 64
 PER_CONNECTION = 32
 """The most requests one connection may have waiting on one session (``overloaded`` past it)."""
 RELOAD_RETRY = 1.0
-"""Seconds between attempts to reload a session whose append failed (commands try at once)."""
+"""Seconds before the first retry (reload, then the step again) of a session whose append
+failed; the delay doubles with each failure in a row (commands try at once)."""
+RELOAD_RETRY_MAX = 60.0
+"""The longest delay, in seconds, between two retries of a session whose log keeps failing."""
+ABSENT_AFTER = 3
+"""Consecutive timed-out turns of a seat no connection holds after which the host plays that
+seat's turns at once (until a connection resumes it)."""
 TAIL = 32
 """The most recent records a live session keeps in memory (for a ``resume`` a few records
 behind); older ones are read from the store when a ``resume`` asks for them."""
@@ -138,8 +147,9 @@ class Session:
             action may pass it), the host ends it with one more: ``ended`` with ``outcome``
             null and ``aborted: "too_long"``, so no table grows for ever.
         linger: seconds a finished session stays (for ``view``/``resume``) once idle.
-        abandon_after: seconds a session may go on with no connection attached (no seat, no
-            spectator; counted from creation or load) before the host ends it with
+        abandon_after: seconds a session may go on with no player attached (no connection
+            holding a human seat; a spectator counts only if every seat is a bot; counted from
+            creation or load) before the host ends it with
             ``aborted: "abandoned"``. ``None``: never.
         state: the folded ``records`` if the caller has it already (then they are not folded).
         unobserved: records already durable that observers have not been told of yet.
@@ -181,6 +191,8 @@ class Session:
         self._changed_at = now
         self._unattended_since: float | None = now
         self._reload_at: float | None = None
+        self._store_failures = 0  # failed appends/reloads in a row
+        self._timeouts: dict[Seat, int] = {}  # consecutive timed-out turns of an absent seat
         self._faulted = False
         self._wait: trio.CancelScope | None = None
         self._unobserved: list[Record] = list(unobserved)
@@ -291,6 +303,8 @@ class Session:
             if any(st.seats[s] is not None and st.seats[s].bot for s in to_act):  # type: ignore[union-attr]
                 steps.append((self._changed_at + self.bot_delay, "bot"))
             elif to_act and self.turn_timeout is not None:
+                if self._absent(to_act):
+                    steps.append((self._changed_at, "absent"))
                 steps.append((self._changed_at + self.turn_timeout, "timeout"))
         return min(steps)
 
@@ -300,6 +314,7 @@ class Session:
             "reload": self._reload,
             "bot": self._bot_step,
             "timeout": self._time_out_turns,
+            "absent": self._play_absent,
             "abandon": self._abandon,
             "fault": self._game_error,
         }
@@ -347,16 +362,30 @@ class Session:
         await self._commit(new, after)
         self._publish(new)
 
-    async def _time_out_turns(self) -> None:
-        """Play the host bot's choice for every human seat still to act (turn timer ran out)."""
-        for seat in self.game.to_act(self.state.game):
+    def _absent(self, to_act: Iterable[Seat]) -> list[Seat]:
+        """The seats in ``to_act`` whose turns timed out :data:`ABSENT_AFTER` times in a row
+        with no connection holding them: the host plays those at once."""
+        held = set(self.subscribers.values())
+        return [s for s in to_act if self._timeouts.get(s, 0) >= ABSENT_AFTER and s not in held]
+
+    async def _time_out_turns(self, seats: Iterable[Seat] | None = None) -> None:
+        """Play the host bot's choice for every human seat still to act (turn timer ran out),
+        or for ``seats`` only; each is recorded ``"timed_out": true``. A seat that times out
+        with no connection holding it counts one more turn towards being played at once."""
+        held = set(self.subscribers.values())
+        for seat in list(self.game.to_act(self.state.game) if seats is None else seats):
             if self.state.ended or seat not in self.game.to_act(self.state.game):
                 continue
             new, after = self.engine.bot_step(self.state, seat, timed_out=True)
             await self._commit(new, after)
+            self._timeouts[seat] = 0 if seat in held else self._timeouts.get(seat, 0) + 1
             log.info("turn_timed_out", seat=seat)
             self.actions += 1
             self._publish(new)
+
+    async def _play_absent(self) -> None:
+        """Play at once the turns of the seats whose players are gone (:meth:`_absent`)."""
+        await self._time_out_turns(self._absent(self.game.to_act(self.state.game)))
 
     async def _bot_step(self) -> None:
         """One bounded step of host bots: one move (with a ``bot_delay``), else consecutive moves
@@ -392,9 +421,8 @@ class Session:
             if whole < len(records):
                 self.store.truncate(self.id, whole)
                 records = records[:whole]
-        except Exception:
-            log.exception("reload_failed")
-            self._reload_at = trio.current_time() + RELOAD_RETRY
+        except Exception as exc:
+            self._store_failed("reload_failed", exc)
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "the session's log cannot be read now; retry"
             ) from None
@@ -478,10 +506,14 @@ class Session:
             raise ProtocolError(
                 ErrorCode.INTERNAL, "internal error: the game failed to start"
             ) from None
+        # the reply's view is built before the append: a game fault there appends nothing
+        snap = self.snapshot(seat, after, new[-1])
         await self._commit(new, after)
+        if self.state is not after:  # the commit ended it (too_long): build it again
+            snap = self.snapshot(seat)
         self._attach(conn, seat)
         log.info("seat_taken", seat=seat, peer=conn.peer)
-        conn.send_nowait(encode_ok(rid, {"seat": seat, "token": token, **self.snapshot(seat)}))
+        conn.send_nowait(encode_ok(rid, {"seat": seat, "token": token, **snap}))
         self._publish(new, skip=conn)
 
     async def watch(self, conn: Subscriber, rid: Any) -> None:
@@ -572,6 +604,7 @@ class Session:
                 ) from None
             raise ProtocolError(code, exc.message) from None
         await self._commit(new, after)
+        self._timeouts.pop(seat, None)
         self.actions += 1
         conn.send_nowait(encode_ok(rid, {"seq": self.state.seq}))
         self._publish(new)
@@ -613,11 +646,24 @@ class Session:
         if not self.live:
             return
         self.subscribers[conn] = viewer
-        self._unattended_since = None
+        if viewer is not None:
+            self._timeouts.pop(viewer, None)  # its player is back: wait for it again
+        self._check_attended()
 
     def _detach(self, conn: Subscriber) -> None:
         self.subscribers.pop(conn, None)
-        if not self.subscribers and self._unattended_since is None:
+        self._check_attended()
+
+    def _attended(self) -> bool:
+        """Whether a connection counts as attached (for abandonment): one holding a human
+        seat; a spectator only counts if the session has no human seat at all (all bots)."""
+        humans = len(self.state.seats) > len(self.state.header.get("bots", ()))
+        return any(v is not None or not humans for v in self.subscribers.values())
+
+    def _check_attended(self) -> None:
+        if self._attended():
+            self._unattended_since = None
+        elif self._unattended_since is None:
             self._unattended_since = trio.current_time()
 
     async def _missed_records(self, after: int) -> list[Record]:
@@ -642,8 +688,8 @@ class Session:
         # the store may hold records of an append not acknowledged yet: never past our seq
         return [Record.from_json(r) for r in raw if r["seq"] <= seq]
 
-    def _ended_fields(self) -> dict[str, Any]:
-        data = self._tail[-1].data
+    def _ended_fields(self, last: Record | None = None) -> dict[str, Any]:
+        data = (self._tail[-1] if last is None else last).data
         out = {"outcome": data["outcome"]}
         if "aborted" in data:
             out["aborted"] = data["aborted"]
@@ -652,23 +698,30 @@ class Session:
     def _ended_line(self) -> bytes:
         return push("ended", session=self.id, seq=self.state.seq, **self._ended_fields())
 
-    def seat_list(self) -> list[dict[str, Any] | None]:
+    def seat_list(self, state: SessionState | None = None) -> list[dict[str, Any] | None]:
         """The wire's ``seats``, in every reply that has it: one entry per seat, None while it
-        is free, else ``{"seat": i, "name": ..., "bot": bool}``."""
+        is free, else ``{"seat": i, "name": ..., "bot": bool}`` (of ``state``, default now)."""
         return [
             None if s is None else {"seat": i, "name": s.name, "bot": s.bot}
-            for i, s in enumerate(self.state.seats)
+            for i, s in enumerate((state or self.state).seats)
         ]
 
-    def snapshot(self, viewer: Viewer) -> dict[str, Any]:
+    def snapshot(
+        self, viewer: Viewer, state: SessionState | None = None, last: Record | None = None
+    ) -> dict[str, Any]:
         """``seq``, ``to_act``, ``seats``, ``started``, ``ended``, ``view`` (and ``outcome``,
-        ``seed``, and ``aborted`` if the host ended it)."""
-        st = self.state
+        ``seed``, and ``aborted`` if the host ended it), of the session now, or of ``state``
+        whose last record is ``last`` (a state not committed yet).
+
+        Raises:
+            Exception: whatever the game's ``to_act``/``view`` raise.
+        """
+        st = self.state if state is None else state
         out: dict[str, Any] = {
             "session": self.id,
             "game": self.game.info.id,
             "seq": st.seq,
-            "seats": self.seat_list(),
+            "seats": self.seat_list(st),
             "started": st.started,
             "ended": st.ended,
             "to_act": list(self.game.to_act(st.game)) if st.started and not st.ended else [],
@@ -676,7 +729,7 @@ class Session:
             "seed_commitment": st.header["seed_commitment"],
         }
         if st.ended:
-            out.update(self._ended_fields())
+            out.update(self._ended_fields(last))
             out["seed"] = self._public_seed()
         return out
 
@@ -712,12 +765,31 @@ class Session:
     async def _append(self, new: list[Record]) -> None:
         try:
             await self.store.append(self.id, self.state.seq + 1, [r.to_json() for r in new])
-        except Exception:
-            log.exception("append_failed")
-            self._reload_at = trio.current_time() + RELOAD_RETRY
+        except Exception as exc:
+            self._store_failed("append_failed", exc)
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "the session's log could not be written; retry"
             ) from None
+        if self._store_failures:
+            log.warning("store_recovered", failures=self._store_failures)
+            self._store_failures = 0
+
+    def _store_failed(self, event: str, exc: Exception) -> None:
+        """Note a failed append or reload: retry after a delay doubling from
+        :data:`RELOAD_RETRY` to :data:`RELOAD_RETRY_MAX` seconds; the first failure in a row
+        logs its traceback and tells every subscriber once (``stalled`` push), later ones log
+        one line each."""
+        self._store_failures += 1
+        n = self._store_failures
+        delay = min(RELOAD_RETRY_MAX, RELOAD_RETRY * 2 ** min(n - 1, 16))
+        self._reload_at = trio.current_time() + delay
+        if n == 1:
+            log.exception(event, retry_in=delay)
+            line = push("stalled", session=self.id, reason="store_error")
+            for conn in list(self.subscribers):
+                conn.send_nowait(line)
+        else:
+            log.error(event, error=repr(exc), failures=n, retry_in=delay)
 
     def _observe(self) -> None:
         """Tell the observer hooks of the records appended since (after the replies and the

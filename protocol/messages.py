@@ -55,6 +55,7 @@ class ErrorCode(enum.StrEnum):
     UNKNOWN_GAME = "unknown_game"
     BAD_OPTION = "bad_option"
     UNKNOWN_SESSION = "unknown_session"
+    SESSION_DAMAGED = "session_damaged"
     SESSION_FULL = "session_full"
     ALREADY_ATTACHED = "already_attached"
     NOT_SEATED = "not_seated"
@@ -109,6 +110,11 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ),
     ErrorCode.UNKNOWN_SESSION: ErrorSpec(
         "no session with that id (live, or ended with its log kept)"
+    ),
+    ErrorCode.SESSION_DAMAGED: ErrorSpec(
+        "the session's log is damaged, or is not a regular file: the host cannot serve it"
+        " (the message says what is wrong and where); retrying does not help, only its operator"
+        " can (`gamehost replay --verify` names the damage)"
     ),
     ErrorCode.SESSION_FULL: ErrorSpec(
         "`join`: no free seat, or the seat asked for is taken",

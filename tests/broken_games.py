@@ -129,6 +129,15 @@ class ViewRaises(HighCard):
         return super().redact(event, viewer)
 
 
+class ViewRaisesOnceDealt(HighCard):
+    """``view`` raises ``LookupError`` once the cards are dealt (the game has started)."""
+
+    def view(self, state: State, viewer: Viewer) -> dict:
+        if state.hands:
+            raise LookupError("planted bug in view")
+        return super().view(state, viewer)
+
+
 class BotRaises(HighCard):
     """The game's own ``bot_action`` raises ``ValueError``."""
 
@@ -166,6 +175,7 @@ BROKEN = (
     Stalls,
     OutcomeNotJson,
     ViewRaises,
+    ViewRaisesOnceDealt,
     BotRaises,
     RefusesItsLegalAction,
     BotPicksUnregisteredAction,

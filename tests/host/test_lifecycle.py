@@ -20,6 +20,7 @@ from host.game import IllegalAction, hookimpl
 from host.registry import Registry, load_registry
 from host.session import seat_bots
 from host.store import read_log
+from tests import broken_games
 from tests.conftest import start_host
 from tests.toy import HighCard, Plugin, Swap
 from tools.client import Client
@@ -368,21 +369,53 @@ async def test_a_session_nobody_joins_ends_as_abandoned(tmp_path, autojump_clock
     assert verify_log(running.host.registry.engines["high-card"], recs) is None
 
 
-async def test_a_session_whose_watcher_left_ends_as_abandoned_after_the_delay(
-    tmp_path, autojump_clock
-):
+async def test_a_watched_session_nobody_plays_ends_as_abandoned(tmp_path, autojump_clock):
     seen = Observer()
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path, registry(observers=(seen,)), abandon_after=50.0)
         c, w = await running.client(), await running.client()
+        t0 = trio.current_time()
         sid = (await create(c))["session"]
+        await w.call("watch", session=sid)  # a spectator does not keep a table alive
+        pushes = await pushes_until(w, "ended")
+        assert pushes[-1]["aborted"] == "abandoned" and trio.current_time() - t0 >= 50.0
+        running.host.request_shutdown()
+
+
+async def test_a_session_whose_players_left_ends_as_abandoned_though_watched(
+    tmp_path, autojump_clock
+):
+    seen = Observer()
+    async with trio.open_nursery() as n:
+        running = await start_host(
+            n, tmp_path, registry(observers=(seen,)), abandon_after=50.0, turn_timeout=None
+        )
+        c, w = await running.client(), await running.client()
+        sid = (await create(c, seats=2, bots=1))["session"]
+        await c.call("join", session=sid)
         await w.call("watch", session=sid)
-        await trio.sleep(100)  # watched: not abandoned
+        await trio.sleep(100)  # a player is attached: not abandoned
         assert not seen.event(sid).is_set()
         t0 = trio.current_time()
-        await w.aclose()
+        await c.aclose()  # the only player goes; the spectator stays
         await ended(seen, sid)
         assert trio.current_time() - t0 >= 50.0
+        snap = await w.call("view", session=sid)
+        assert snap["aborted"] == "abandoned"
+        running.host.request_shutdown()
+
+
+async def test_a_watcher_keeps_an_all_bot_session_attended(tmp_path, autojump_clock):
+    seen = Observer()
+    async with trio.open_nursery() as n:
+        running = await start_host(
+            n, tmp_path, registry(observers=(seen,)), abandon_after=50.0, bot_delay=30.0
+        )
+        c, w = await running.client(), await running.client()
+        sid = (await create(c, seats=2, bots=2))["session"]
+        await w.call("watch", session=sid)
+        await ended(seen, sid)  # played out by its bots, not abandoned
+        assert seen.outcomes[sid] is not None
         running.host.request_shutdown()
 
 
@@ -446,6 +479,8 @@ async def test_a_session_carries_on_after_an_append_fails_once(tmp_path):
         assert r["error"]["code"] == "unavailable"
         acted = await a.call("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
         assert acted == {"seq": jb["seq"] + 2}
+        stalled = await b.next_push()  # told once that the store failed
+        assert stalled == {"push": "stalled", "session": sid, "reason": "store_error"}
         got = await b.next_push()  # b is still subscribed and gets the action
         assert (got["kind"], got["seq"]) == ("action", jb["seq"] + 1)
         running.host.request_shutdown()
@@ -479,3 +514,100 @@ def test_the_records_of_a_create_fold_and_verify_for_any_bot_count(seats, data):
     assert [s.bot for s in state.seats if s is not None] == [True] * bots
     assert state.started == (bots == seats)
     assert engine.verify(records) is None
+
+
+# -- a seat whose player is gone is played at once after a few timeouts ---------------------------
+class LongHighCard(HighCard):
+    """The toy, eight turns per seat."""
+
+    info = attrs.evolve(HighCard.info, id="long-high-card")
+
+    def to_act(self, state):
+        if not state.hands or state.turn >= state.seats * 8:
+            return ()
+        return (state.turn % state.seats,)
+
+    def outcome(self, state):
+        if not state.hands or state.turn < state.seats * 8:
+            return None
+        return super().outcome(state)
+
+
+async def test_an_absent_seat_is_played_at_once_after_three_timeouts_until_resumed(
+    tmp_path, autojump_clock
+):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, registry(LongHighCard()), abandon_after=None)
+        a, b = await running.client(), await running.client()
+        sid = (await create(a, game="long-high-card", turn_timeout=10))["session"]
+        await a.call("join", session=sid)
+        jb = await b.call("join", session=sid)
+        await b.aclose()  # seat 1's player is gone (say its join reply was lost)
+        turn = (await pushes_until(a, "turn"))[-1]
+
+        async def seat_1_turn() -> float:
+            """Act for seat 0; how long seat 1's turn then took."""
+            nonlocal turn
+            t0 = trio.current_time()
+            await a.call("act", session=sid, action={"type": "keep"}, seq=turn["seq"])
+            turn = (await pushes_until(a, "turn"))[-1]
+            return trio.current_time() - t0
+
+        waited = [await seat_1_turn() for _ in range(3)]
+        assert all(w >= 10.0 for w in waited)
+        assert await seat_1_turn() < 10.0  # played at once
+        assert await seat_1_turn() < 10.0
+        b2 = await running.client()
+        await b2.call("resume", session=sid, token=jb["token"])
+        assert await seat_1_turn() >= 10.0  # resumed: its turns wait for it again
+        running.host.request_shutdown()
+    actions = [r.data for r in log_of(tmp_path, sid) if r.type == "action"]
+    assert [d.get("timed_out") for d in actions if d["seat"] == 1] == [True] * 6
+
+
+# -- a join whose reply cannot be built appends nothing -------------------------------------------
+async def test_a_join_whose_view_faults_appends_nothing(tmp_path):
+    game = broken_games.ViewRaisesOnceDealt()
+    async with trio.open_nursery() as n:
+        running = await start_host(
+            n, tmp_path, load_registry([("broken", broken_games.Plugin(game))], entrypoints=False)
+        )
+        a, b = await running.client(), await running.client()
+        sid = (await create(a))["session"]
+        await a.call("join", session=sid)
+        r = await b.request("join", session=sid)  # the second seat deals: view raises
+        assert r["error"]["code"] == "internal"
+        session = running.host.sessions[sid]
+        assert (session.state.seq, session.state.free_seats) == (1, [1])
+        assert await a.call("ping") == {"pong": True}
+        running.host.request_shutdown()
+    assert [r.type for r in log_of(tmp_path, sid)] == ["header", "seat_taken"]
+
+
+async def test_a_failing_store_is_retried_with_backoff_and_told_once(tmp_path, autojump_clock):
+    seen = Observer()
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, registry(observers=(seen,)), bot_delay=5.0)
+        store = running.host.store
+        real = store.append
+        attempts: list[float] = []
+
+        async def failing(*args: Any, **kw: Any) -> None:
+            attempts.append(trio.current_time())
+            if len(attempts) <= 5:
+                raise OSError(28, "No space left on device")
+            await real(*args, **kw)
+
+        store.append = failing  # type: ignore[method-assign]
+        c, w = await running.client(), await running.client()
+        sid = (await create(c, seats=2, bots=2))["session"]
+        await w.call("watch", session=sid)
+        pushes = await pushes_until(w, "ended")
+        assert [p for p in pushes if p["push"] == "stalled"] == [
+            {"push": "stalled", "session": sid, "reason": "store_error"}
+        ]
+        assert pushes[-1]["outcome"] is not None  # it carried on once the store recovered
+        gaps = [b - a for a, b in zip(attempts[:5], attempts[1:6], strict=True)]
+        assert all(gap >= 2.0**i for i, gap in enumerate(gaps))  # 1, 2, 4, 8, 16 s at least
+        running.host.request_shutdown()
+    assert verify_log(running.host.registry.engines["high-card"], log_of(tmp_path, sid)) is None
