@@ -57,7 +57,7 @@ import structlog
 import trio
 
 from host import __version__
-from host.engine import Engine, Record
+from host.engine import BadRecord, Engine, Record
 from host.faults import notify_isolated
 from host.game import OptionError
 from host.registry import Registry
@@ -616,6 +616,9 @@ class Host:
         except CorruptLog as exc:
             self._damage(sid, exc)
             return False
+        except BadRecord as exc:  # reads, but does not fold (an unknown card, ...): damage too
+            self._damage(sid, CorruptLog(self.store.path(sid), exc.seq, exc.message))
+            return False
         except Exception:
             log.exception("session_load_failed", session=sid)
             return False
@@ -875,6 +878,8 @@ class Host:
             got = await trio.to_thread.run_sync(load)
         except CorruptLog as exc:
             raise self._damage(sid, exc) from None
+        except BadRecord as exc:
+            raise self._damage(sid, CorruptLog(path, exc.seq, exc.message)) from None
         except Exception:
             log.exception("session_log_unreadable", session=sid)
             raise ProtocolError(

@@ -643,8 +643,8 @@ class Session:
         )
 
     def _attach(self, conn: Subscriber, viewer: Viewer) -> None:
-        if not self.live:
-            return
+        if not self.live or getattr(conn, "dead", False):
+            return  # a connection that went away while its join/watch/resume was under way
         self.subscribers[conn] = viewer
         if viewer is not None:
             self._timeouts.pop(viewer, None)  # its player is back: wait for it again

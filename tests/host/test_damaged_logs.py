@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 
+import orjson
 import trio
 from structlog.testing import capture_logs
 
-from tests.conftest import start_host
+from host.local import play_local
+from tests.conftest import start_host, toy_registry
 
 
 async def test_a_damaged_log_is_one_error_line_and_session_damaged_for_every_request(tmp_path):
@@ -44,3 +46,28 @@ async def serve_damaged(tmp_path, damaged: list[str]) -> None:
         assert r["error"]["code"] == "unknown_session"
         assert await c.call("ping") == {"pong": True}
         running.host.request_shutdown()
+
+
+async def test_a_log_that_reads_but_does_not_fold_is_damaged_too(tmp_path):
+    """A log whose lines read but whose records the game cannot fold (an event of no type it
+    knows, live or ended) is damage like any other: one line, ``session_damaged``."""
+    engine = toy_registry().engines["high-card"]
+    _, records = play_local(engine.game, seats=2, engine=engine)
+    lines = [r.to_json() for r in records]
+    event = next(i for i, r in enumerate(lines) if r["type"] == "event")
+    lines[event]["event"] = {"type": "no_such_event"}
+    sessions = tmp_path / "sessions"
+    sessions.mkdir(mode=0o700)
+    live = [{**r, "session": "unfolding0live"} if r["seq"] == 0 else r for r in lines]
+    (sessions / "unfolding0live.jsonl").write_bytes(
+        b"".join(orjson.dumps(r) + b"\n" for r in live[: event + 1])  # cut before its end
+    )
+    (sessions / "unfolding0ended.jsonl").write_bytes(
+        b"".join(orjson.dumps(r) + b"\n" for r in lines)
+    )
+    with capture_logs() as logged:
+        await serve_damaged(tmp_path, ["unfolding0live", "unfolding0ended"])
+    corrupt = [e for e in logged if e["event"] == "session_log_corrupt"]
+    assert sorted(e["session"] for e in corrupt) == ["unfolding0ended", "unfolding0live"]
+    assert all(e["seq"] == event for e in corrupt)
+    assert not [e for e in logged if e.get("exc_info")]

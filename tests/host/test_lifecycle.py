@@ -611,3 +611,34 @@ async def test_a_failing_store_is_retried_with_backoff_and_told_once(tmp_path, a
         assert all(gap >= 2.0**i for i, gap in enumerate(gaps))  # 1, 2, 4, 8, 16 s at least
         running.host.request_shutdown()
     assert verify_log(running.host.registry.engines["high-card"], log_of(tmp_path, sid)) is None
+
+
+@attrs.define(eq=False)
+class _GoneConnection:
+    """A connection that went away while its request waited on the session."""
+
+    peer: str = "gone"
+    dead: bool = True
+    lines: list[bytes] = attrs.Factory(list)
+
+    def send_nowait(self, line: bytes) -> bool:
+        return False
+
+    def settled(self) -> None:
+        pass
+
+
+async def test_a_connection_gone_before_its_join_is_answered_does_not_keep_the_session(tmp_path):
+    """The seat is taken (it is in the log), but a dead connection is not attached: it would
+    hold the session against abandonment for ever and keep the connection in memory."""
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path)
+        c = await running.client()
+        sid = (await c.call("create", game="high-card", seats=3))["session"]
+        session = running.host.sessions[sid]
+        gone = _GoneConnection()
+        session.submit(gone, 1, session.join, "x", None)
+        await c.call("view", session=sid)  # answered after the join: the actor got there
+        assert session.state.seats[0] is not None  # the join itself went through
+        assert gone not in session.subscribers
+        running.host.request_shutdown()
