@@ -745,19 +745,18 @@ class Session:
             ProtocolError: ``unavailable`` if the append failed (the session reloads its log
                 on the next command, or after :data:`RELOAD_RETRY` seconds).
         """
+        state = after if after is not None else self.engine.apply_all(self.state, new)
+        too_long = not state.ended and state.seq + 1 >= self.max_records
+        if too_long:  # the host's stop goes in the same append: both durable, or neither
+            stop, state = self.engine.abort_step(state, "too_long")
+            new.extend(stop)
         await self._append(new)
-        self.state = after if after is not None else self.engine.apply_all(self.state, new)
+        self.state = state
         self._changed_at = trio.current_time()
         self._tail.extend(new)
         self._unobserved.extend(new)
-        if not self.state.ended and self.state.seq + 1 >= self.max_records:
-            stop, stopped = self.engine.abort_step(self.state, "too_long")
+        if too_long:
             log.warning("session_aborted", reason="too_long", seq=self.state.seq)
-            await self._append(stop)
-            self.state = stopped
-            self._tail.extend(stop)
-            self._unobserved.extend(stop)
-            new.extend(stop)
         if self.state.ended:
             self.store.release(self.id)
             log.info("session_ended", seq=self.state.seq, **self._ended_fields())

@@ -380,3 +380,20 @@ async def test_a_client_that_closes_its_side_still_gets_its_answers(toy_host):
     assert replies[1]["ok"] and replies[1]["result"]["token"]
     assert replies[2]["result"] == {"pong": True}
     await s.aclose()
+
+
+async def test_the_host_writes_its_record_limit_stop_with_the_action_that_reached_it(tmp_path):
+    """The ``too_long`` stop is appended together with the records that reach the limit: if
+    that append fails, neither is acknowledged (the action is not left durable but unanswered)."""
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, max_records=4)
+        c = await running.client()
+        sid = await new_session(c, seats=2, bots=1, rounds=2)  # seq 1: the bot's seat
+        store = running.host.store
+        before = store.statistics()
+        joined = await c.call("join", session=sid)  # seat 2, deal 3: the limit, stop 4
+        after = store.statistics()
+        assert joined["ended"] and joined["seq"] == 4
+        assert after.appends - before.appends == 1  # the join's records and the stop at once
+        assert after.records - before.records == joined["seq"] - 1
+        running.host.request_shutdown()
