@@ -42,10 +42,10 @@ import attrs
 import structlog
 import trio
 
-from host.engine import Engine, Record, SessionState
+from host.engine import BadRecord, Engine, Record, SessionState
 from host.faults import GameFault, notify_isolated
 from host.game import NOT_YOUR_TURN, IllegalAction, Seat, Viewer
-from host.store import FileStore
+from host.store import CorruptLog, FileStore, UnknownSession
 from protocol.messages import (
     ErrorCode,
     ProtocolError,
@@ -421,6 +421,16 @@ class Session:
             if whole < len(records):
                 self.store.truncate(self.id, whole)
                 records = records[:whole]
+        except (UnknownSession, CorruptLog, BadRecord) as exc:
+            # gone or damaged for good: retrying cannot help. The actor stops (the session
+            # leaves the live list, freeing its place); later requests are answered from the
+            # log, i.e. session_damaged or unknown_session.
+            log.error("session_log_unusable", error=str(exc))
+            self._reload_at = None
+            self.close()
+            raise ProtocolError(
+                ErrorCode.SESSION_DAMAGED, f"the log of session {self.id!r} is gone or damaged"
+            ) from None
         except Exception as exc:
             self._store_failed("reload_failed", exc)
             raise ProtocolError(

@@ -642,3 +642,32 @@ async def test_a_connection_gone_before_its_join_is_answered_does_not_keep_the_s
         assert session.state.seats[0] is not None  # the join itself went through
         assert gone not in session.subscribers
         running.host.request_shutdown()
+
+
+async def test_a_session_whose_log_is_gone_for_good_stops_instead_of_retrying(tmp_path):
+    """After a failed append the session reloads its log; if the log is gone (or damaged),
+    retrying cannot help: the session leaves the live list (freeing its place) and requests
+    are answered clearly, not ``unavailable`` for ever."""
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path)
+        store = running.host.store
+        a, b = await running.client(), await running.client()
+        sid = (await create(a))["session"]
+        await a.call("join", session=sid)
+        jb = await b.call("join", session=sid)
+
+        async def failing(*args: Any, **kw: Any) -> None:
+            raise OSError(5, "Input/output error")
+
+        store.append = failing  # type: ignore[method-assign]
+        r = await a.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
+        assert r["error"]["code"] == "unavailable"
+        store.path(sid).unlink()  # and the log is gone
+        r = await a.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
+        assert r["error"]["code"] == "session_damaged"
+        with trio.fail_after(10):
+            while sid in running.host.sessions:  # the actor ends and lets go of its place
+                await trio.sleep(0)
+        r = await a.request("view", session=sid)
+        assert r["error"]["code"] == "unknown_session"
+        running.host.request_shutdown()
