@@ -113,7 +113,11 @@ def _outbox_bytes(text: str) -> int:
 
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``serve`` sub-command."""
-    p = sub.add_parser("serve", help="run the game host (TCP, JSON lines)")
+    p = sub.add_parser(
+        "serve",
+        help="run the game host (TCP, JSON lines)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,  # --help shows every default
+    )
     p.add_argument("--port", type=port_number, default=7878, help="TCP port (0: any free port)")
     p.add_argument("--bind", type=bind_address, default="127.0.0.1", help="address to listen on")
     p.add_argument("--data-dir", type=Path, default=Path("data"), help="where session logs go")

@@ -441,9 +441,10 @@ class FileStore:
             self._lock_fd = _lock_dir(Path(root))
         if not logs_in_root:
             os.chmod(self.dir, 0o700)  # also when it existed before, with a looser mode
-        for tmp in self.dir.glob(".*.tmp"):  # a create cut off by a crash: never acknowledged
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        if exclusive:  # only the host holding the data dir: a tool must not remove its temp files
+            for tmp in self.dir.glob(".*.tmp"):  # a create cut off by a crash: not acknowledged
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
         self.fsync = fsync
         self.max_open = max_open
         # trio side: the next seq of each open session, its opening, its appends not yet done

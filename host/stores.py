@@ -7,7 +7,7 @@ fork and every other tool write logs only through a :class:`Store`; nothing else
 Implementations:
 
 - :class:`host.store.FileStore`: the embedded default, one JSON-lines file per session, durable
-  (per its ``fsync`` mode) and group-committed by one writer task;
+  (per its ``fsync`` mode) and group-committed by one writer thread;
 - :class:`MemoryStore`: the same rules in memory, for tests and tools; nothing survives the
   process. Records are kept as the JSON lines a file would hold, so what is read back is a fresh
   copy, equal to what a :class:`~host.store.FileStore` would return;

@@ -15,8 +15,9 @@
   a damaged log (one that does not read or fold, see ``host.store.CorruptLog``) is one line
   ``error: <file>: seq N: ...`` with exit status 2, in every mode;
 - ``--fork-at SEQ [--out DIR]``: write the log's records up to SEQ as a new session log
-  ``DIR/<new id>.jsonl`` (default DIR: the log's own folder, so a host on that data dir picks it
-  up and play continues). SEQ must end a cause (the last event of an action, or a seat taken),
+  ``DIR/<new id>.jsonl`` (default DIR: the log's own folder, so a host started on that data dir
+  picks it up and play continues; a host already running lists logs only when it starts).
+  SEQ must end a cause (the last event of an action, or a seat taken),
   so the fork replays. The fork keeps the session's seed: if the original session ended, its
   seed is public and the fork's future deals can be predicted — forks are for debugging.
 - ``--as SEAT`` / ``--spectator`` without ``--at``: the timeline as that viewer saw it.
