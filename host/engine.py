@@ -707,7 +707,9 @@ class Engine:
     def load(self, records: list[Record]) -> tuple[int, SessionState]:
         """:meth:`complete_prefix` and :meth:`rebuild` of those records, in one pass: how many
         leading records form whole causes, and the state they fold to. Each record is folded
-        once; the last cause is re-run once on the current code to count the records it makes.
+        once; the last cause is re-run once on the current code to count the records it makes
+        (only when the header's ``game_version`` is the installed game's: a log written by
+        another version is kept whole).
 
         Raises:
             BadRecord: the log does not fold (see :meth:`rebuild`).
@@ -722,6 +724,10 @@ class Engine:
             return len(records), self.apply_all(state, records[1:])
         before = self.apply_all(state, records[1:last_cause])
         after = self.apply_all(before, records[last_cause:])  # the rest must fold too
+        if records[0].data.get("game_version") != self.game.info.version:
+            # another version of the game wrote this log: its count of a cause's records is
+            # not ours to judge, and dropping records by it could drop acknowledged ones
+            return len(records), after
         rec = records[last_cause]
         d = rec.data
         try:

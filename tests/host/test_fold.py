@@ -430,3 +430,25 @@ def test_load_cuts_a_half_written_cause_and_folds_each_record_once(game: str) ->
     rerun = _events(engine.step(state, records[last].data["seat"], records[last].obj)[0])
     assert calls[0] == _events(torn) + rerun
     assert engine.load(logged) == (len(logged), engine.rebuild(logged))
+
+
+def test_load_keeps_a_log_of_another_game_version_whole() -> None:
+    """Whether the last cause is whole is judged by re-running it on the installed code; for a
+    log another version of the game wrote that judgement could drop acknowledged records, so
+    such a log is kept whole (``replay --verify`` reports the version)."""
+    game = GAMES["crazy-eights"]
+    engine = Engine(game)
+    _, records = play_local(game, {}, 4, b"h" * 32)
+    logged = roundtrip(records)
+    last = max(
+        i
+        for i, r in enumerate(logged)
+        if r.type == "action" and i + 2 < len(logged) and logged[i + 2].type == "event"
+    )
+    torn = logged[: last + 2]
+    assert engine.load(torn)[0] == last  # this version: the half-written cause is dropped
+    header = attrs.evolve(torn[0], data={**torn[0].data, "game_version": "0.0-other"})
+    other = [header, *torn[1:]]
+    whole, state = engine.load(other)
+    assert whole == len(other)
+    assert state == engine.rebuild(other)
