@@ -380,7 +380,9 @@ class Connection:
         """Whether this connection plays or watches a live session (then it may stay silent,
         as may one whose requests a session has not answered yet)."""
         live = self.host.sessions
-        return any(live.get(s.id) is s and self in s.subscribers for s in self.sessions)
+        if any(live.get(s.id) is not s for s in self.sessions):  # forget the ones gone by
+            self.sessions = {s for s in self.sessions if live.get(s.id) is s}
+        return any(self in s.subscribers for s in self.sessions)
 
     def _timed_out(self, reason: str) -> None:
         log.info("connection_timed_out", reason=reason)
