@@ -193,6 +193,7 @@ class Session:
         self._reload_at: float | None = None
         self._store_failures = 0  # failed appends/reloads in a row
         self._timeouts: dict[Seat, int] = {}  # consecutive timed-out turns of an absent seat
+        self._lost_logged = False  # log_lost_records said once (a client may repeat its resume)
         self._faulted = False
         self._wait: trio.CancelScope | None = None
         self._unobserved: list[Record] = list(unobserved)
@@ -379,7 +380,8 @@ class Session:
             new, after = self.engine.bot_step(self.state, seat, timed_out=True)
             await self._commit(new, after)
             self._timeouts[seat] = 0 if seat in held else self._timeouts.get(seat, 0) + 1
-            log.info("turn_timed_out", seat=seat)
+            if self._timeouts[seat] <= ABSENT_AFTER:  # then it is played at once: log that once
+                log.info("turn_timed_out", seat=seat, absent=self._timeouts[seat] == ABSENT_AFTER)
             self.actions += 1
             self._publish(new)
 
@@ -560,7 +562,9 @@ class Session:
                 ErrorCode.BAD_REQUEST, f"'after' must be 0..{self.state.seq}, not {after}"
             )
         if after is not None and after > self.state.seq:
-            log.error("log_lost_records", seat=seat, after=after, seq=self.state.seq)
+            if not self._lost_logged:  # once per session and host run: a client can repeat it
+                self._lost_logged = True
+                log.error("log_lost_records", seat=seat, after=after, seq=self.state.seq)
             raise ProtocolError(
                 ErrorCode.RECORDS_LOST,
                 f"the client saw seq {after} but the log ends at {self.state.seq}: "

@@ -14,6 +14,7 @@ import pytest
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from host.engine import Record
 from host.game import IllegalAction, hookimpl
@@ -342,12 +343,17 @@ async def test_a_resume_past_the_logs_end_is_records_lost(toy_host):
     a = await toy_host.client()
     sid = (await create(a))["session"]
     joined = await a.call("join", session=sid)
-    r = await a.request("resume", session=sid, token=joined["token"], after=joined["seq"] + 1)
-    assert r["error"] == {
-        "code": "records_lost",
-        "message": r["error"]["message"],
-        "seq": joined["seq"],
-    }
+    with capture_logs() as logged:
+        for _ in range(3):  # a client may repeat it: the host's error line is written once
+            r = await a.request(
+                "resume", session=sid, token=joined["token"], after=joined["seq"] + 1
+            )
+            assert r["error"] == {
+                "code": "records_lost",
+                "message": r["error"]["message"],
+                "seq": joined["seq"],
+            }
+    assert [e["event"] for e in logged].count("log_lost_records") == 1
 
 
 # -- item 6: timers and abandonment ---------------------------------------------------------------
