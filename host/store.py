@@ -328,6 +328,44 @@ def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
     return records
 
 
+def check_append(
+    next_seq: int | None, session: str, expected_seq: int, records: list[dict[str, Any]]
+) -> None:
+    """The checks every store's append makes before it writes anything: the session is open
+    (``next_seq`` is its next seq, None if not), ``expected_seq`` is that seq, and the records'
+    seqs run on from it.
+
+    Raises:
+        Conflict: any of those does not hold.
+    """
+    if next_seq is None:
+        raise Conflict(f"session {session} is not open in this store")
+    if expected_seq != next_seq:
+        raise Conflict(f"session {session}: expected seq {expected_seq}, the log is at {next_seq}")
+    check_seqs(records, expected_seq)
+
+
+def check_seqs(records: list[dict[str, Any]], first: int) -> None:
+    """Raise :class:`Conflict` unless the records' seqs are ``first``, ``first + 1``, ..."""
+    for i, rec in enumerate(records):
+        if rec.get("seq") != first + i:
+            raise Conflict(f"record {i} has seq {rec.get('seq')}, wanted {first + i}")
+
+
+def encode_lines(records: list[dict[str, Any]]) -> list[bytes]:
+    """The log lines of records appended together: ``{"seq", "ts", **record}`` each, one
+    timestamp for all (a record's own ``ts`` wins).
+
+    Raises:
+        TypeError: a record JSON cannot hold.
+    """
+    ts = _now()
+    return [
+        orjson.dumps({"seq": r["seq"], "ts": ts, **r}, option=orjson.OPT_APPEND_NEWLINE)
+        for r in records
+    ]
+
+
 def creation_records(
     session: str, records: dict[str, Any] | list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -596,14 +634,8 @@ class FileStore:
         if self._closed:
             raise StoreClosed("the store is closed")
         records = creation_records(session, header)
-        for i, rec in enumerate(records):
-            if rec.get("seq") != i:
-                raise Conflict(f"record {i} has seq {rec.get('seq')}, wanted {i}")
-        ts = _now()
-        data = b"".join(  # TypeError here (not JSON): nothing is on disk yet
-            orjson.dumps({"seq": r["seq"], "ts": ts, **r}, option=orjson.OPT_APPEND_NEWLINE)
-            for r in records
-        )
+        check_seqs(records, 0)
+        data = b"".join(encode_lines(records))  # TypeError here (not JSON): nothing on disk yet
         path = self.path(session)
         if os.path.lexists(path):
             raise Conflict(f"session {session} exists")
@@ -670,21 +702,10 @@ class FileStore:
         """
         if self._closed:
             raise StoreClosed("the store is closed")
-        have = self._next.get(session)
-        if have is None:
-            raise Conflict(f"session {session} is not open in this store")
-        if expected_seq != have:
-            raise Conflict(f"session {session}: expected seq {expected_seq}, the log is at {have}")
-        for i, rec in enumerate(records):
-            if rec.get("seq") != expected_seq + i:
-                raise Conflict(f"record {i} has seq {rec.get('seq')}, wanted {expected_seq + i}")
+        check_append(self._next.get(session), session, expected_seq, records)
         if not records:
             return
-        ts = _now()
-        data = b"".join(
-            orjson.dumps({"seq": r["seq"], "ts": ts, **r}, option=orjson.OPT_APPEND_NEWLINE)
-            for r in records
-        )
+        data = b"".join(encode_lines(records))
         self._next[session] = expected_seq + len(records)
         job = _Append(session, data, self._opened[session])
         self._pending[session] = self._pending.get(session, 0) + 1

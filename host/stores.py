@@ -57,8 +57,9 @@ from host.store import (
     StoreClosed,
     StoreStatistics,
     UnknownSession,
-    _now,
+    check_append,
     creation_records,
+    encode_lines,
 )
 
 __all__ = [
@@ -236,23 +237,12 @@ class MemoryStore:
         if self._closed:
             raise StoreClosed("the store is closed")
         have = self._next.get(session)
-        if have is None:
-            raise Conflict(f"session {session} is not open in this store")
-        if expected_seq != have:
-            raise Conflict(f"session {session}: expected seq {expected_seq}, the log is at {have}")
-        if len(self.logs.get(session, ())) != have:  # another store on these ``logs`` wrote
-            del self._next[session]
+        if have == expected_seq and len(self.logs.get(session, ())) != have:
+            del self._next[session]  # another store on these ``logs`` wrote
             raise Conflict(f"session {session} was appended to elsewhere: load it again")
-        for i, rec in enumerate(records):
-            if rec.get("seq") != expected_seq + i:
-                raise Conflict(f"record {i} has seq {rec.get('seq')}, wanted {expected_seq + i}")
+        check_append(have, session, expected_seq, records)
         if records:
-            ts = _now()
-            lines = [
-                orjson.dumps({"seq": r["seq"], "ts": ts, **r}, option=orjson.OPT_APPEND_NEWLINE)
-                for r in records
-            ]
-            self.logs[session].extend(lines)
+            self.logs[session].extend(encode_lines(records))
             self._next[session] = expected_seq + len(records)
             self._held.add(session)
             self._n_appends += 1
