@@ -69,8 +69,11 @@ def test_gamehost_alone_prints_its_help_and_exits_0(capsys):
         assert command in out
 
 
-def test_a_host_that_cannot_start_says_why_in_one_line(tmp_path, capsys):
+def test_a_host_that_cannot_start_says_why_in_one_line(tmp_path, capsys, monkeypatch):
     """A data dir that is a file, or one another host holds: one error line, exit status 2."""
+    # serve would point the process's logging at this test's captured stderr, which is closed
+    # once the test ends: later tests would log into a closed file
+    monkeypatch.setattr("host.cli.logs.configure", lambda *args, **kw: None)
     not_a_dir = tmp_path / "file"
     not_a_dir.write_bytes(b"")
     assert main(["serve", "--port", "0", "--data-dir", str(not_a_dir)]) == 2
