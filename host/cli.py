@@ -125,14 +125,14 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bot-delay", type=seconds, default=0.0, help="seconds a host bot waits")
     p.add_argument(
         "--turn-timeout",
-        type=seconds,
+        type=_timeout,
         default=120.0,
         help="seconds a player may take to act before the host plays the bot's choice for them"
         " (0: no timer; a create may set its own)",
     )
     p.add_argument(
         "--abandon-after",
-        type=seconds,
+        type=_timeout,
         default=600.0,
         help="seconds a session may have no connection attached before the host ends it as"
         " abandoned (0: never)",
@@ -184,7 +184,8 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         "--max-unstarted",
         type=non_negative_int,
         default=10,
-        help="sessions one connection may have created that have not started",
+        help="sessions one connection (and, unless loopback, one peer address) may have created"
+        " that have not started",
     )
     p.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
@@ -200,7 +201,7 @@ def serve_main(args: argparse.Namespace) -> int:
         bind=args.bind,
         fsync=args.fsync,
         bot_delay=args.bot_delay,
-        turn_timeout=args.turn_timeout or None,
+        turn_timeout=args.turn_timeout,
         max_sessions=args.max_sessions,
         max_records=args.max_records,
         max_connections=args.max_connections,
@@ -211,7 +212,7 @@ def serve_main(args: argparse.Namespace) -> int:
         create_rate=args.create_rate,
         create_limit_loopback=args.create_limit_loopback,
         max_unstarted=args.max_unstarted,
-        abandon_after=args.abandon_after or None,
+        abandon_after=args.abandon_after,
     )
     try:
         trio.run(run_host, config, load_registry())

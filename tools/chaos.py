@@ -654,6 +654,19 @@ async def _human(run: _Run, ledger: Ledger, name: str, rng: random.Random) -> No
             run.report.seats_unfinished += 1
 
 
+async def _refused(
+    reply: dict[str, Any], refusals: Counter[str], st: _Seat, rng: random.Random
+) -> None:
+    """A refused ``join``/``resume``: back off and let the caller try again if the refusal is
+    transient (the host restarting), else count it in ``refusals`` and give the seat up."""
+    code = _code(reply)
+    if code in _TRANSIENT:
+        await trio.sleep(rng.uniform(*BACKOFF))
+    else:
+        refusals[code] += 1
+        st.gave_up = True
+
+
 async def _seat_on(c: Client, run: _Run, ledger: Ledger, rng: random.Random, st: _Seat) -> None:
     """On one connection: join (or resume the seat), then play until the session ends.
 
@@ -663,12 +676,7 @@ async def _seat_on(c: Client, run: _Run, ledger: Ledger, rng: random.Random, st:
     if st.token is None:
         reply = await _request(c, "join", session=ledger.session, name=st.name)
         if not reply.get("ok"):
-            code = _code(reply)
-            if code in _TRANSIENT:
-                await trio.sleep(rng.uniform(*BACKOFF))
-            else:
-                run.report.joins_refused[code] += 1
-                st.gave_up = True
+            await _refused(reply, run.report.joins_refused, st, rng)
             return
         run.report.joins_ok += 1
         res = reply["result"]
@@ -678,12 +686,7 @@ async def _seat_on(c: Client, run: _Run, ledger: Ledger, rng: random.Random, st:
             c, "resume", session=ledger.session, token=st.token, after=st.last_seq
         )
         if not reply.get("ok"):
-            code = _code(reply)
-            if code in _TRANSIENT:
-                await trio.sleep(rng.uniform(*BACKOFF))
-            else:
-                run.report.resumes_failed[code] += 1
-                st.gave_up = True
+            await _refused(reply, run.report.resumes_failed, st, rng)
             return
         run.report.resumes_ok += 1
         res = reply["result"]
