@@ -458,15 +458,7 @@ class Engine:
                 ``to_act``, or the session is not running).
             GameFault: the game faulted (see the module docstring); nothing is produced.
         """
-        if not state.started or state.ended:
-            raise IllegalAction("not_running", "the session is not running")
-        seq = state.seq + 1
-        try:
-            waiting = seat in self.game.to_act(state.game)
-        except Exception as exc:
-            raise self._fault(seq, "to_act", exc) from exc
-        if not waiting:
-            raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
+        seq = self._seat_to_act(state, seat)
         data: dict[str, Any] = {"seat": seat, "action": self._checked_wire(action, seq, "action")}
         try:
             events = self.game.decide(state.game, seat, action, Rng(state.seed, seq))
@@ -516,6 +508,24 @@ class Engine:
         seat = self.bot_seat(state)
         return None if seat is None else (seat, self.bot_action(state, seat))
 
+    def _seat_to_act(self, state: SessionState, seat: Seat) -> int:
+        """Check that the session runs and ``seat`` is to act; the seq of the cause to come.
+
+        Raises:
+            IllegalAction: ``not_running``, or ``not_your_turn``.
+            GameFault: the game's ``to_act`` raised.
+        """
+        if not state.started or state.ended:
+            raise IllegalAction("not_running", "the session is not running")
+        seq = state.seq + 1
+        try:
+            waiting = seat in self.game.to_act(state.game)
+        except Exception as exc:
+            raise self._fault(seq, "to_act", exc) from exc
+        if not waiting:
+            raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
+        return seq
+
     def bot_action(self, state: SessionState, seat: Seat) -> Any:
         """What a host bot would do in ``seat`` now (also used when a turn timer runs out).
 
@@ -559,15 +569,7 @@ class Engine:
                 ``seat`` is not to act (check :meth:`bot_seat` or ``to_act`` first).
             GameFault: the game faulted; nothing is produced.
         """
-        if not state.started or state.ended:
-            raise IllegalAction("not_running", "the session is not running")
-        seq = state.seq + 1
-        try:
-            waiting = seat in self.game.to_act(state.game)
-        except Exception as exc:
-            raise self._fault(seq, "to_act", exc) from exc
-        if not waiting:
-            raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
+        seq = self._seat_to_act(state, seat)
         action = self.bot_action(state, seat)
         try:
             return self.step(state, seat, action, timed_out)
