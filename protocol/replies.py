@@ -27,15 +27,7 @@ from typing import Any, ClassVar
 import attrs
 import orjson
 
-from protocol import messages as _messages
-from protocol.messages import (
-    ERRORS,
-    MAX_MESSAGE,
-    ErrorCode,
-    Id,
-    ProtocolError,
-    extra_problems,
-)
+from protocol.messages import ErrorCode, Id, ProtocolError, error_object
 
 __all__ = [
     "Accepted",
@@ -435,22 +427,9 @@ class Refused:
         return cls(exc.code, exc.message, extra)
 
     def to_wire(self) -> dict[str, Any]:
-        """The ``error`` object. Extra fields ERRORS does not declare for the code are left out
-        (a host bug: :data:`protocol.messages.error_reply_hook` sees it, else it is logged);
-        a message longer than :data:`protocol.messages.MAX_MESSAGE` is cut."""
-        extra = dict(self.extra)
-        hook = _messages.error_reply_hook
-        if hook is not None:
-            hook(str(self.code), dict(extra))
-        elif problems := extra_problems(self.code, extra):
-            _messages._log.error("error reply not as PROTOCOL.md lists it: %s", "; ".join(problems))
-        spec = ERRORS.get(self.code)  # type: ignore[call-overload]  # a StrEnum hashes as str
-        if spec is not None:
-            extra = {k: v for k, v in extra.items() if k in spec.fields}
-        message = self.message
-        if len(message) > MAX_MESSAGE:
-            message = message[: MAX_MESSAGE - 1] + "…"
-        return {"code": str(self.code), "message": message, **extra}
+        """The ``error`` object (:func:`protocol.messages.error_object`: undeclared extra
+        fields are left out, a long message is cut)."""
+        return error_object(self.code, self.message, self.extra)
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> Refused:
