@@ -1,9 +1,14 @@
 """The session actor: one trio task owns a live session's state.
 
-Connections submit commands over a bounded memory channel; the actor runs them one at a time:
-``decide`` (through :class:`host.engine.Engine`), append durably, ``evolve``, answer the
-requester, then publish each new record, redacted per viewer, to every subscriber, and send a
-``turn`` push to each seat in ``to_act``. Observer hooks run last, each on its own.
+Connections submit typed commands (:mod:`host.commands`) over a bounded memory channel, each
+with the requester and the request id; the actor runs them one at a time: ``decide`` (through
+:class:`host.engine.Engine`), append durably, ``evolve``, answer the requester with a typed
+outcome (:mod:`protocol.replies`: the op's result or ``Refused``), then publish each new record,
+redacted per viewer, to every subscriber as a typed push, and send a ``turn`` push to each seat
+in ``to_act``. Observer hooks run last, each on its own. The actor builds no JSON: each
+:class:`Subscriber` encodes what it is given (a push object shared by many is encoded once).
+Each command has one handler (``_join``, ``_act``, ...) returning the outcome and what to push
+after the reply (:data:`Answer`).
 
 The actor's loop alternates between commands and *host-driven steps*, each bounded: a host bot's
 move (one batch of at most :data:`BOT_BATCH` records, or one move when bots wait ``bot_delay``

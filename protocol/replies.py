@@ -651,8 +651,11 @@ def encode_message(msg: Message) -> bytes:
 
 
 def encode_reply(rid: Any, outcome: Outcome) -> bytes:
-    """The line answering request ``rid`` with ``outcome``."""
-    return _dumps(Reply(rid, outcome).to_wire())
+    """The line answering request ``rid`` with ``outcome`` (as ``Reply(rid, outcome)``, without
+    making that object: this is every reply's path)."""
+    if type(outcome) is Refused:
+        return _dumps({"id": rid, "ok": False, "error": outcome.to_wire()})
+    return _dumps({"id": rid, "ok": True, "result": outcome.to_wire()})
 
 
 def decode_message(obj: Mapping[str, Any], op: str | None = None) -> Message:
