@@ -51,7 +51,7 @@ from host.commands import Act, Command, Join, Leave, Resume, View, Watch
 from host.engine import BadRecord, Engine, Record, SessionState
 from host.faults import GameFault, notify_isolated
 from host.game import NOT_YOUR_TURN, IllegalAction, Seat, Viewer
-from host.store import CorruptLog, FileStore, UnknownSession
+from host.store import Conflict, CorruptLog, FileStore, UnknownSession
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import (
     Accepted,
@@ -90,6 +90,10 @@ seat's turns at once (until a connection resumes it)."""
 TAIL = 32
 """The most recent records a live session keeps in memory (for a ``resume`` a few records
 behind); older ones are read from the store when a ``resume`` asks for them."""
+
+
+class _Stale(Exception):
+    """An append lost the race for its seq to another host; the session has caught up."""
 
 
 class Subscriber(Protocol):
@@ -179,6 +183,9 @@ class Session:
             ``aborted: "abandoned"``. ``None``: never.
         state: the folded ``records`` if the caller has it already (then they are not folded).
         unobserved: records already durable that observers have not been told of yet.
+        driver: run host-driven steps (bots, turn timers, abandonment). A host sharing its
+            store with others starts a session with False and lets the holder of its lease
+            drive it (:meth:`set_driver`; see ``host.feed``).
     """
 
     def __init__(
@@ -195,6 +202,7 @@ class Session:
         abandon_after: float | None = None,
         state: SessionState | None = None,
         unobserved: Iterable[Record] = (),
+        driver: bool = True,
     ) -> None:
         self.id = sid
         self.engine = engine
@@ -227,12 +235,38 @@ class Session:
         self._send, self._recv = trio.open_memory_channel[tuple[Subscriber, Any, Command]](256)
         self.actions = 0
         self.live = True
+        self.driver = driver
+        self._behind = False  # the log may hold records this copy has not folded yet
 
     def retire(self) -> None:
         """Make this an ended session answered from its log: no actor, no subscribers."""
         self.live = False
         self.subscribers.clear()
         self._inflight.clear()
+
+    @property
+    def ended(self) -> bool:
+        """The session has ended."""
+        return self.state.ended
+
+    def set_driver(self, driver: bool) -> None:
+        """Run host-driven steps from now on (this host holds the session's lease) or not."""
+        if driver != self.driver:
+            self.driver = driver
+            log.info("lease_taken" if driver else "lease_lost", session=self.id)
+            self._poke()
+
+    def notice(self, seq: int | None) -> None:
+        """The session's log reaches ``seq`` (None: it may have grown): the actor reads and
+        folds the records it lacks, and pushes them to its subscribers, before its next
+        command or step."""
+        if seq is None or seq > self.state.seq:
+            self._behind = True
+            self._poke()
+
+    def _poke(self) -> None:
+        if self._wait is not None:
+            self._wait.cancel()  # the actor works out its next step again
 
     @property
     def failed(self) -> bool:
@@ -303,7 +337,19 @@ class Session:
             if self._reload_at is not None:
                 await self._reload()
                 seq = self.state.seq
-            outcome, then = await _HANDLERS[type(command)](self, conn, command)
+            handler = _HANDLERS[type(command)]
+            try:
+                outcome, then = await handler(self, conn, command)
+            except _Stale:  # another host appended first: decide again on the caught-up copy
+                seq = self.state.seq
+                try:
+                    outcome, then = await handler(self, conn, command)
+                except _Stale:
+                    raise ProtocolError(
+                        ErrorCode.CONFLICT,
+                        "another host changed the session meanwhile; retry",
+                        seq=self.state.seq,
+                    ) from None
             conn.answer(rid, outcome)
             if then is not None:  # the pushes that follow the reply
                 then()
@@ -320,12 +366,16 @@ class Session:
         """When the next host-driven step is due, and which (``inf`` if none)."""
         if self._reload_at is not None:
             return self._reload_at, "reload"
+        if self._behind:
+            return -math.inf, "follow"
         st = self.state
         if st.ended:
             return self._changed_at + self.linger, "expire"
         if self._faulted:
             return -math.inf, "fault"
         steps: list[tuple[float, str]] = [(math.inf, "")]
+        if not self.driver:  # another host holds the lease: it runs bots and timers
+            return min(steps)
         if self.abandon_after is not None and self._unattended_since is not None:
             steps.append((self._unattended_since + self.abandon_after, "abandon"))
         if st.started:
@@ -352,6 +402,7 @@ class Session:
             "absent": self._play_absent,
             "abandon": self._abandon,
             "fault": self._game_error,
+            "follow": self._follow,
         }
 
     async def _guarded(self, step: str, fn: Callable[[], Awaitable[None]]) -> None:
@@ -359,7 +410,7 @@ class Session:
         the game's fault and ends the session (``aborted: "game_error"``)."""
         try:
             await fn()
-        except ProtocolError:
+        except (ProtocolError, _Stale):  # _Stale: caught up; the next step decides again
             return
         except Exception:
             log.exception("game_fault", step=step)
@@ -478,6 +529,50 @@ class Session:
         log.warning("session_reloaded", seq=state.seq, was=old)
         if state.seq > old:  # the failed append reached the log after all: tell everyone
             self._publish(records[old + 1 :])
+        if state.ended:
+            self.store.release(self.id)
+
+    async def _follow(self, reopen: bool = False) -> None:
+        """Fold the records the log holds past this copy (appended by another host sharing
+        the store), then push them to the subscribers, as if appended here (observers are not
+        told: the appending host tells its own). With ``reopen`` the whole log is loaded, which
+        also opens the session in this store object at its end (after a ``Conflict``).
+
+        A player active on another host keeps the session attended here too.
+
+        Raises:
+            ProtocolError: ``unavailable`` if the log cannot be read now (a reload is
+                scheduled), ``session_damaged`` if it does not fold.
+        """
+        self._behind = False
+        seq = self.state.seq
+        try:
+            if reopen:
+                raw = await trio.to_thread.run_sync(self.store.load, self.id)
+            else:
+                raw = await self.store.read(self.id, seq)
+        except Exception as exc:
+            self._store_failed("follow_failed", exc)
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, "the session's log cannot be read now; retry"
+            ) from None
+        new = [Record.from_json(r) for r in raw if r["seq"] > seq]
+        if not new:
+            return
+        try:
+            state = self.engine.apply_all(self.state, new)
+        except BadRecord as exc:
+            log.error("session_log_unusable", error=str(exc))
+            self.close()
+            raise ProtocolError(
+                ErrorCode.SESSION_DAMAGED, f"the log of session {self.id!r} is damaged"
+            ) from None
+        self.state = state
+        now = self._changed_at = trio.current_time()
+        self._tail.extend(new)
+        if self._unattended_since is not None:
+            self._unattended_since = now
+        self._publish(new)
         if state.ended:
             self.store.release(self.id)
 
@@ -600,6 +695,8 @@ class Session:
                 ErrorCode.BAD_REQUEST, f"'after' must be 0..{self.state.seq}, not {after}"
             )
         if after is not None and after > self.state.seq:
+            await self._follow()  # the client may have seen records from another host
+        if after is not None and after > self.state.seq:
             if not self._lost_logged:  # once per session and host run: a client can repeat it
                 self._lost_logged = True
                 log.error("log_lost_records", seat=seat, after=after, seq=self.state.seq)
@@ -640,6 +737,8 @@ class Session:
         seat = self.subscribers.get(conn)
         if seat is None:
             raise ProtocolError(ErrorCode.NOT_SEATED, "join or resume a seat first")
+        if expected is not None and expected > self.state.seq:
+            await self._follow()  # the turn push may come from another host's append
         if expected is not None and expected != self.state.seq:
             raise ProtocolError(
                 ErrorCode.CONFLICT,
@@ -830,6 +929,11 @@ class Session:
     async def _append(self, new: list[Record]) -> None:
         try:
             await self.store.append(self.id, self.state.seq + 1, [r.to_json() for r in new])
+        except Conflict:
+            # another host sharing the store appended first: catch up; the caller decides again
+            log.info("append_conflict", seq=self.state.seq + 1)
+            await self._follow(reopen=True)
+            raise _Stale from None
         except Exception as exc:
             self._store_failed("append_failed", exc)
             raise ProtocolError(
