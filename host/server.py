@@ -870,8 +870,8 @@ class Host:
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         try:
-            if self.follower is not None:
-                await self.follower.adopt(session)
+            if self.follower is not None:  # it starts not driving: take its lease meanwhile
+                self.nursery.start_soon(self.follower.adopt, session)
             await session.run(task_status=task_status)
         finally:
             if self.sessions.get(session.id) is session:
