@@ -236,6 +236,7 @@ class Session:
         self.actions = 0
         self.live = True
         self.driver = driver
+        self.shared = not driver  # only a host sharing its store starts a session not driving
         self._behind = False  # the log may hold records this copy has not folded yet
 
     def retire(self) -> None:
@@ -683,6 +684,8 @@ class Session:
                 ``already_attached`` (:meth:`_one_role`).
         """
         after = cmd.after
+        if self.shared:  # the seat, and what the client saw, may be another host's records
+            await self._follow()
         h = hash_token(cmd.token)
         seat = next(
             (i for i, s in enumerate(self.state.seats) if s is not None and s.token_hash == h),
@@ -695,7 +698,7 @@ class Session:
                 ErrorCode.BAD_REQUEST, f"'after' must be 0..{self.state.seq}, not {after}"
             )
         if after is not None and after > self.state.seq:
-            await self._follow()  # the client may have seen records from another host
+            await self._follow()  # the client may have seen records of another host's
         if after is not None and after > self.state.seq:
             if not self._lost_logged:  # once per session and host run: a client can repeat it
                 self._lost_logged = True

@@ -227,29 +227,41 @@ async def test_bots_of_a_dead_host_are_taken_over(tmp_path: Path, shared: Shared
     timing, under a virtual clock)."""
     hub = shared
     async with trio.open_nursery() as n:
-        async with trio.open_nursery() as host_a:
-            a = await start_shared(host_a, hub, tmp_path / "a", bot_delay=0.2)
-            b = await start_shared(n, hub, tmp_path / "b", bot_delay=0.2)
-            ca = await client(n, a)
-            sid = await new_session(ca, seats=3, bots=3, rounds=2)
-            cb = await client(n, b)
-            watched = await cb.call("watch", session=sid)  # b has it live
-            assert a.host.sessions[sid].driver and not b.host.sessions[sid].driver
-            p = await cb.next_push()  # a bot of host a moves
-            assert p["push"] == "event" and p["seq"] == watched["seq"] + 1
-            host_a.cancel_scope.cancel()  # host a dies: its feed (and leases) with it
+        nurseries, hosts, watchers = [], [], []
+        for name in "ab":
+            nurseries.append(await n.start(_host_nursery))
+            hosts.append(await start_shared(nurseries[-1], hub, tmp_path / name, bot_delay=0.2))
+        sid = await new_session(await client(n, hosts[0]), seats=3, bots=3, rounds=2)
+        for h in hosts:
+            c = await client(n, h)
+            watched = await c.call("watch", session=sid)
+            watchers.append((c, watched["seq"]))
+        for c, seq in watchers:  # a bot moved: one host drives
+            p = await c.next_push()
+            assert p["push"] == "event" and p["seq"] == seq + 1
+        drivers = [i for i, h in enumerate(hosts) if h.host.sessions[sid].driver]
+        assert len(drivers) == 1
+        dead, alive = drivers[0], 1 - drivers[0]
+        nurseries[dead].cancel_scope.cancel()  # the driver dies: its feed (and lease) with it
         before = len(await hub.records(sid))
-        while True:  # b's bots play the session to its end
-            p = await cb.next_push()
+        c = watchers[alive][0]
+        while True:  # the other host's bots play the session to its end
+            p = await c.next_push()
             assert p is not None
             if p["push"] == "ended":
                 break
-        assert b.host.sessions[sid].driver
+        assert hosts[alive].host.sessions[sid].driver
         recs = await hub.records(sid)
         assert [r["seq"] for r in recs] == list(range(len(recs)))
         assert len(recs) > before and recs[-1]["type"] == "ended"
         assert recs[-1]["outcome"] is not None  # played out, not aborted
-        b.host.request_shutdown()
+        n.cancel_scope.cancel()
+
+
+async def _host_nursery(*, task_status: trio.TaskStatus[trio.Nursery]) -> None:
+    async with trio.open_nursery() as nursery:
+        task_status.started(nursery)
+        await trio.sleep_forever()
 
 
 async def test_the_lobby_lists_sessions_of_every_host(tmp_path: Path, shared: Shared) -> None:
