@@ -778,7 +778,15 @@ class Session:
             Exception: whatever the game's ``to_act``/``view`` raise.
         """
         st = self.state if state is None else state
-        snap = Snapshot(
+        end: dict[str, Any] = {}
+        if st.ended:
+            data = (self._tail[-1] if last is None else last).data
+            end = {
+                "outcome": data["outcome"],
+                "aborted": data.get("aborted"),
+                "seed": self._public_seed(),
+            }
+        return Snapshot(
             self.id,
             self.game.info.id,
             st.seq,
@@ -788,16 +796,8 @@ class Session:
             list(self.game.to_act(st.game)) if st.started and not st.ended else [],
             self.engine.codec.to_wire(self.game.view(st.game, viewer)),
             st.header["seed_commitment"],
+            **end,
         )
-        if st.ended:
-            data = (self._tail[-1] if last is None else last).data
-            snap = attrs.evolve(
-                snap,
-                outcome=data["outcome"],
-                aborted=data.get("aborted"),
-                seed=self._public_seed(),
-            )
-        return snap
 
     def _public_seed(self) -> str | None:
         """The seed for clients once the session ended, or None if the game keeps it secret."""
