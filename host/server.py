@@ -685,7 +685,7 @@ class Host:
             return Pong()
         if req.op == "games":
             if self._games is None:
-                self._games = GamesResult(self.registry.describe())
+                self._games = GamesResult.from_wire({"games": self.registry.describe()})
             return self._games
         if req.op == "sessions":
             if not 1 <= p.limit <= MAX_SESSIONS_PAGE:
