@@ -2,7 +2,10 @@
 
 Each connection has a reader (lines -> requests) and a writer draining a bounded outbound channel.
 Lobby ops (``hello``, ``games``, ``create``, ``sessions``, ``ping``) are answered by the
-connection's own task; session ops are submitted to the session's actor, which answers them.
+connection's own task; session ops become typed commands (:mod:`host.commands`) submitted to
+the session's actor, which answers them. Every reply and push is a typed message
+(:mod:`protocol.replies`) until the connection encodes it (:meth:`Connection.answer`,
+:meth:`Connection.send`): nothing else in the host builds a line.
 No input from one client can crash the host: every request is parsed into a typed request or a
 typed error, and an unexpected exception is logged and answered with ``internal``.
 
