@@ -134,7 +134,7 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ErrorCode.NOT_YOUR_TURN: ErrorSpec("the seat is not in `to_act`"),
     ErrorCode.BAD_ACTION: ErrorSpec(
         "the action object fits none of the game's actions (unknown `type`, missing/extra/"
-        "mistyped fields)"
+        "mistyped fields), or the game finds it malformed (a refusal without a rule's `reason`)"
     ),
     ErrorCode.ILLEGAL_ACTION: ErrorSpec(
         "the rules refuse it now",
