@@ -59,7 +59,7 @@ import trio
 from host import __version__
 from host.engine import BadRecord, Engine, Record
 from host.errors import GamehostError
-from host.faults import notify_isolated
+from host.faults import notify_isolated, refusal_line
 from host.registry import Registry
 from host.session import Session, seat_bots_step
 from host.store import MAX_OPEN, CorruptLog, FileStore, FsyncMode, read_log
@@ -74,7 +74,6 @@ from protocol.messages import (
     Request,
     encode_error,
     encode_ok,
-    encode_protocol_error,
     parse_request,
     push,
 )
@@ -453,7 +452,7 @@ class Connection:
             if result is not None:
                 self.send_nowait(encode_ok(rid, result))
         except (ProtocolError, GamehostError) as exc:  # a typed refusal: each knows its reply
-            self.send_nowait(encode_protocol_error(rid, exc))
+            self.send_nowait(refusal_line(rid, exc))
         except Exception:
             log.exception("request_failed")
             self.send_nowait(encode_error(rid, ErrorCode.INTERNAL, "internal error"))

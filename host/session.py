@@ -44,7 +44,7 @@ import trio
 
 from host.engine import BadRecord, Engine, Record, SessionState
 from host.errors import GamehostError
-from host.faults import GameFault, notify_isolated
+from host.faults import GameFault, notify_isolated, refusal_line
 from host.game import Seat, Viewer
 from host.store import CorruptLog, FileStore, UnknownSession
 from protocol.messages import (
@@ -52,7 +52,6 @@ from protocol.messages import (
     ProtocolError,
     encode_error,
     encode_ok,
-    encode_protocol_error,
     push,
 )
 
@@ -273,7 +272,7 @@ class Session:
                 seq = self.state.seq
             await method(conn, rid, *args)
         except (ProtocolError, GamehostError) as exc:  # a typed refusal: each knows its reply
-            conn.send_nowait(encode_protocol_error(rid, exc))
+            conn.send_nowait(refusal_line(rid, exc))
         except Exception as exc:
             event = "game_fault" if isinstance(exc, GameFault) else "command_failed"
             log.exception(event, op=method.__name__)

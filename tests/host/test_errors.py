@@ -5,6 +5,9 @@ raises is still a game fault."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ from hypothesis import strategies as st
 import host.codec
 import host.engine
 import host.errors
+import host.faults
 import host.store
 from host.codec import BadAction
 from host.engine import BadRecord, Engine
@@ -187,33 +191,45 @@ class NoSwapsToday(ActionError):
 
 
 class Refusing(HighCard):
-    """The toy, whose ``decide`` raises ``error`` on a swap and whose ``check_options`` raises
-    ``option_error`` when two rounds are asked for."""
+    """The toy, whose ``decide`` raises ``error()`` on a swap and whose ``check_options`` raises
+    ``option_error()`` when two rounds are asked for (made anew each time: an instance kept here
+    would keep the traceback of its last raise, and every frame and session in it, alive)."""
 
-    def __init__(self, gid: str, error: Exception | None = None, option_error: Any = None):
+    def __init__(
+        self,
+        gid: str,
+        error: Callable[[], Exception] | None = None,
+        option_error: Callable[[], Exception] | None = None,
+    ):
         self.info = attrs.evolve(HighCard.info, id=gid)
         self.error = error
         self.option_error = option_error
 
     def decide(self, state: Any, seat: int, action: Any, rng: Any) -> list:
         if isinstance(action, Swap) and self.error is not None and seat in self.to_act(state):
-            raise self.error
+            raise self.error()
         return super().decide(state, seat, action, rng)
 
     def check_options(self, options: Options, seats: int) -> None:
         if options.rounds == 2 and self.option_error is not None:
-            raise self.option_error
+            raise self.option_error()
 
 
 GAMES = {
-    "refuses-own-class": Refusing("refuses-own-class", NoSwapsToday("no swaps on Sundays")),
-    "refuses-illegal": Refusing("refuses-illegal", IllegalAction("no_swaps", "swaps are off")),
-    "refuses-malformed": Refusing("refuses-malformed", ActionError("a swap needs a card")),
-    "raises-value-error": Refusing("raises-value-error", ValueError("planted bug")),
-    "raises-log-error": Refusing("raises-log-error", CorruptLog("/x", 1, "forged by a game")),
-    "raises-option-error": Refusing("raises-option-error", option_error=OptionError("rounds", "1")),
+    "refuses-own-class": Refusing("refuses-own-class", lambda: NoSwapsToday("no swaps on Sundays")),
+    "refuses-illegal": Refusing(
+        "refuses-illegal", lambda: IllegalAction("no_swaps", "swaps are off")
+    ),
+    "refuses-malformed": Refusing("refuses-malformed", lambda: ActionError("a swap needs a card")),
+    "raises-value-error": Refusing("raises-value-error", lambda: ValueError("planted bug")),
+    "raises-log-error": Refusing(
+        "raises-log-error", lambda: CorruptLog("/x", 1, "forged by a game")
+    ),
+    "raises-option-error": Refusing(
+        "raises-option-error", option_error=lambda: OptionError("rounds", "1")
+    ),
     "raises-value-error-on-options": Refusing(
-        "raises-value-error-on-options", option_error=ValueError("bug")
+        "raises-value-error-on-options", option_error=lambda: ValueError("bug")
     ),
 }
 
@@ -300,3 +316,44 @@ def test_decide_raising_the_familys_other_members_is_a_game_fault() -> None:
     assert isinstance(info.value.__cause__, CorruptLog)
     with pytest.raises(NoSwapsToday):
         Engine(GAMES["refuses-own-class"]).act(state, 0, Swap())
+
+
+# -- the one place replies are made ----------------------------------------------------------------
+
+
+class LogRecorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def error(self, event: str, **kw: Any) -> None:
+        self.calls.append((event, kw))
+
+
+def test_refusal_line_answers_a_refusal_and_logs_a_member_that_answers_internal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    log = LogRecorder()
+    monkeypatch.setattr(host.faults, "log", log)
+    line = host.faults.refusal_line(3, IllegalAction("cannot_pass", "draw first"))
+    assert orjson.loads(line)["error"] == {
+        "code": "illegal_action",
+        "message": "draw first",
+        "reason": "cannot_pass",
+    }
+    assert log.calls == []  # a refusal is the client's, not a bug
+    bug = BadHeader("session s: the header lacks seed")
+    assert orjson.loads(host.faults.refusal_line(4, bug))["error"]["code"] == "internal"
+    assert log.calls == [("internal_error", {"error": str(bug), "exc_info": bug})]
+
+
+def test_a_game_imports_the_family_without_the_hosts_io() -> None:
+    code = (
+        "import sys, host.game\n"
+        "assert host.game.ActionError is host.errors.ActionError\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in"
+        " ('host', 'protocol', 'trio', 'cattrs', 'orjson', 'structlog')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "['host', 'host.errors', 'host.game']"
