@@ -61,8 +61,8 @@ import trio
 
 from host import __version__, commands
 from host.engine import BadRecord, Engine, Record
-from host.faults import notify_isolated
-from host.game import OptionError
+from host.errors import GamehostError
+from host.faults import notify_isolated, refusal
 from host.registry import Registry
 from host.session import Session, seat_bots_step
 from host.store import MAX_OPEN, CorruptLog, FileStore, FsyncMode, read_log
@@ -484,8 +484,8 @@ class Connection:
             result = await self.host.dispatch(self, req)
             if result is not None:
                 self.answer(rid, result)
-        except ProtocolError as exc:
-            self.answer(reply_id(rid, exc), Refused.of(exc))
+        except (ProtocolError, GamehostError) as exc:  # a typed refusal: each knows its reply
+            self.answer(reply_id(rid, exc), refusal(exc))
         except Exception:
             log.exception("request_failed")
             self.answer(rid, Refused(ErrorCode.INTERNAL, "internal error"))
@@ -772,10 +772,7 @@ class Host:
             raise ProtocolError(
                 ErrorCode.BAD_REQUEST, "turn_timeout must be seconds >= 0 or null (no timer)"
             )
-        try:
-            opts = engine.codec.options_from_wire(options, n)
-        except OptionError as exc:
-            raise ProtocolError(ErrorCode.BAD_OPTION, str(exc), option=exc.option) from None
+        opts = engine.codec.options_from_wire(options, n)  # OptionError: answered bad_option
         sid = secrets.token_hex(8)
         bot_seats = list(range(n - bots, n))
         header = engine.header(sid, opts, n, bot_seats, secrets.token_bytes(32))

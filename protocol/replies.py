@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import attrs
 import orjson
 
-from protocol.messages import ErrorCode, Id, ProtocolError, error_object
+from protocol.messages import ErrorCode, Id, ProtocolError, WireError, error_object
 
 __all__ = [
     "Accepted",
@@ -482,13 +482,14 @@ class Refused:
     extra: Mapping[str, Any] = attrs.field(factory=dict)
 
     @classmethod
-    def of(cls, exc: ProtocolError) -> Refused:
-        """The refusal a :class:`ProtocolError` stands for (its ``id`` extra left out: that is
-        the request id to answer, see :func:`reply_id`)."""
-        extra = exc.extra
+    def of(cls, exc: WireError) -> Refused:
+        """The refusal a typed error stands for (a :class:`ProtocolError` or one of the host's
+        error family; its ``id`` extra left out: that is the request id to answer, see
+        :func:`reply_id`)."""
+        code, message, extra = exc.reply()
         if "id" in extra:
             extra = {k: v for k, v in extra.items() if k != "id"}
-        return cls(exc.code, exc.message, extra)
+        return cls(_CODES.get(code, code), message, extra)  # type: ignore[arg-type]
 
     def to_wire(self) -> dict[str, Any]:
         """The ``error`` object (:func:`protocol.messages.error_object`: undeclared extra
@@ -503,10 +504,10 @@ class Refused:
         return cls(code, obj.get("message", ""), extra)  # type: ignore[arg-type]
 
 
-def reply_id(rid: Id, exc: ProtocolError) -> Any:
-    """The request id to answer ``exc`` with: its ``id`` extra if it knows better, else
-    ``rid``."""
-    return exc.extra.get("id", rid)
+def reply_id(rid: Id, exc: WireError) -> Any:
+    """The request id to answer ``exc`` with: a :class:`ProtocolError`'s ``id`` extra if it
+    knows better (a request whose id could not be read), else ``rid``."""
+    return exc.extra.get("id", rid) if isinstance(exc, ProtocolError) else rid
 
 
 Result = (
