@@ -81,6 +81,7 @@ __all__ = [
     "StoreUnavailable",
     "is_postgres_url",
     "migrate",
+    "parse_lines",
     "schema_version",
 ]
 
@@ -400,7 +401,7 @@ def _groups(jobs: list[_Job]) -> list[_Group]:
     return groups
 
 
-def _parse(where: Path, lines: list[str], first: int) -> list[dict[str, Any]]:
+def parse_lines(where: Path, lines: list[str], first: int = 0) -> list[dict[str, Any]]:
     """Records from a session's lines starting at seq ``first``, checked as a file store checks
     a log (JSON objects, gapless seqs, a valid header at seq 0, no second header).
 
@@ -516,6 +517,20 @@ class PostgresStore:
 
         return self._conns.run(ids)
 
+    def disconnect(self) -> None:
+        """Close the idle reading connections (a tool done with a store it never ran)."""
+        self._conns.close()
+
+    def read_lines(self, session: str, after: int = -1) -> list[str]:
+        """The stored lines (JSON, no newline) of the session's records with a seq above
+        ``after``, in seq order, unchecked; blocking (for tools: ``export``, ``replay``).
+
+        Raises:
+            UnknownSession: no such session. ValueError: a bad session id.
+            StoreUnavailable: the database failed.
+        """
+        return self._lines(self._checked(session), after)
+
     def _lines(self, session: str, after: int) -> list[str]:
         """The lines of seq above ``after``, in seq order (blocking).
 
@@ -561,7 +576,7 @@ class PostgresStore:
         self._checked(session)
         self._check_idle(session)
         self._next.pop(session, None)
-        records = _parse(self.path(session), self._lines(session, -1), 0)
+        records = parse_lines(self.path(session), self._lines(session, -1), 0)
         self._open(session, len(records))
         return records
 
@@ -574,7 +589,7 @@ class PostgresStore:
         self._checked(session)
         start = -1 if after is None else max(after, -1)
         lines = await trio.to_thread.run_sync(self._lines, session, start)
-        return _parse(self.path(session), lines, start + 1)
+        return parse_lines(self.path(session), lines, start + 1)
 
     def truncate(self, session: str, keep: int) -> None:
         """See :meth:`host.stores.Store.truncate`: one transaction deletes the later records and
