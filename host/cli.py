@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import socket
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import trio
 from host import logs, workers
 from host.registry import load_registry
 from host.server import HostConfig, run_host
+from host.stores import open_store
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -111,6 +113,19 @@ def _outbox_bytes(text: str) -> int:
     return value
 
 
+def store_spec(text: str) -> str:
+    """argparse type of ``--store``: a ``postgresql://`` / ``postgres://`` URL libpq can parse,
+    or a data dir path."""
+    if "://" not in text:
+        return text
+    from host.pgstore import check_url
+
+    try:
+        return check_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``serve`` sub-command."""
     p = sub.add_parser(
@@ -121,6 +136,14 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=port_number, default=7878, help="TCP port (0: any free port)")
     p.add_argument("--bind", type=bind_address, default="127.0.0.1", help="address to listen on")
     p.add_argument("--data-dir", type=Path, default=Path("data"), help="where session logs go")
+    p.add_argument(
+        "--store",
+        type=store_spec,
+        default=os.environ.get("GAMEHOST_STORE") or None,
+        metavar="URL",
+        help="where session logs go: postgresql://user@host:port/dbname (many hosts share it;"
+        " run `gamehost db init` first) or a data dir (default: $GAMEHOST_STORE, else --data-dir)",
+    )
     p.add_argument("--fsync", choices=["always", "batch", "never"], default="batch")
     p.add_argument("--bot-delay", type=seconds, default=0.0, help="seconds a host bot waits")
     p.add_argument(
@@ -205,8 +228,10 @@ def serve_main(args: argparse.Namespace) -> int:
     logs.configure({"auto": None, "json": True, "console": False}[args.log_format], args.log_level)
     if args.workers > 1:
         return _serve_workers(args)
+    store = args.store if args.store and "://" in args.store else None
     config = HostConfig(
-        data_dir=args.data_dir,
+        data_dir=Path(args.store) if args.store and store is None else args.data_dir,
+        store=store,
         port=args.port,
         bind=args.bind,
         fsync=args.fsync,
@@ -250,6 +275,7 @@ def _serve_workers(args: argparse.Namespace) -> int:
         )
         return 2
     try:
+        open_store(store).check()  # one error line here, not one per worker
         return workers.main(args.argv, args.workers, args.bind, args.port)
     except OSError as exc:
         print(f"gamehost serve: error: {_describe(exc)}", file=sys.stderr)

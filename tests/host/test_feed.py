@@ -9,7 +9,6 @@ import trio
 
 from host.feed import Follower, MemoryHub, Notice, PostgresFeed
 from tests.host.test_store import rec
-from tests.pgtmp import pg_dsn  # noqa: F401  (fixture)
 
 
 async def test_memory_leases_are_exclusive_and_die_with_the_connection() -> None:
@@ -115,7 +114,7 @@ async def _next(feed: PostgresFeed) -> Notice:
         return await feed.notices().receive()
 
 
-async def test_postgres_feed_notices_and_leases(pg_dsn: str) -> None:  # noqa: F811
+async def test_postgres_feed_notices_and_leases(pg_dsn: str) -> None:
     import psycopg
 
     a, b = PostgresFeed(pg_dsn, name="feed-a"), PostgresFeed(pg_dsn, name="feed-b")

@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from host.feed import MemoryHub, PostgresFeed
+from host.pgstore import PostgresStore
 from host.server import HostConfig, run_host
 from tests.conftest import RunningHost, toy_registry
 from tests.host.test_server import new_session
@@ -32,8 +33,6 @@ class Shared:
     def store(self) -> Any:
         if self.hub is not None:
             return self.hub.store()
-        from host.pgstore import PostgresStore
-
         return PostgresStore(self.url)
 
     def feed(self) -> Any:
@@ -54,7 +53,7 @@ class Shared:
         return await trio.to_thread.run_sync(read)
 
 
-@pytest.fixture(params=["memory"])
+@pytest.fixture(params=["memory", "postgres"])
 def shared(request: pytest.FixtureRequest) -> Shared:
     if request.param == "memory":
         return Shared(hub=MemoryHub())
