@@ -351,7 +351,7 @@ class PostgresFeed:
             self._stop.set()
 
     def _lost(self) -> None:
-        if self.connected or self.held:
+        if (self.connected or self.held) and not self._stop.is_set():  # not when closing
             log.warning("feed_connection_lost", leases=len(self.held))
         self.connected = False
         self.held.clear()

@@ -111,7 +111,7 @@ BACKOFF = (0.05, 1.0)
 MAX_CONNECTIONS = 1000
 """Connections one human client opens at most (each kill costs it one or two)."""
 _LINK_ERRORS = (OSError, trio.BrokenResourceError, trio.ClosedResourceError)
-_TRANSIENT = ("unavailable", "overloaded")
+_TRANSIENT = ("unavailable", "overloaded", "conflict")  # conflict: a join lost twice
 T = TypeVar("T")
 
 
