@@ -357,3 +357,20 @@ def test_a_game_imports_the_family_without_the_hosts_io() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "['host', 'host.errors', 'host.game']"
+
+
+def test_a_games_own_refusal_on_replay_is_reported_and_never_stops_a_load() -> None:
+    plain = Engine(HighCard())
+    header = plain.header("s", Options(), 2, [], b"f" * 32)
+    records, state = [header], plain.initial(header)
+    for seat in (0, 1):
+        new, state = plain.seat_step(state, seat, "p", False, None)
+        records += new
+    new, state = plain.step(state, 0, Swap())
+    records += new
+    refusing = Engine(GAMES["refuses-own-class"])  # today's code refuses that swap
+    assert refusing.load(records) == (len(records), state)  # kept whole: not its to judge
+    assert refusing.verify(records) == (
+        new[0].seq,
+        "action refused on replay: no swaps on Sundays",
+    )
