@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import attrs
 import orjson
 
-from protocol.messages import ErrorCode, Id, WireError, error_object
+from protocol.messages import ErrorCode, Id, ProtocolError, WireError, error_object
 
 __all__ = [
     "Accepted",
@@ -483,12 +483,12 @@ class Refused:
 
     @classmethod
     def of(cls, exc: WireError) -> Refused:
-        """The refusal a :class:`ProtocolError` (or any error that knows its reply, such as the
-        host's error family) stands for, from its ``reply()``; its ``id`` extra is left out:
-        that is the request id to answer, see :func:`reply_id`.
-        """
+        """The refusal a typed error stands for (a :class:`ProtocolError` or one of the host's
+        error family; its ``id`` extra left out: that is the request id to answer, see
+        :func:`reply_id`)."""
         code, message, extra = exc.reply()
-        extra.pop("id", None)
+        if "id" in extra:
+            extra = {k: v for k, v in extra.items() if k != "id"}
         return cls(_CODES.get(code, code), message, extra)  # type: ignore[arg-type]
 
     def to_wire(self) -> dict[str, Any]:
@@ -505,9 +505,9 @@ class Refused:
 
 
 def reply_id(rid: Id, exc: WireError) -> Any:
-    """The request id to answer ``exc`` with: its ``id`` extra if it knows better, else
-    ``rid``."""
-    return exc.reply()[2].get("id", rid)
+    """The request id to answer ``exc`` with: a :class:`ProtocolError`'s ``id`` extra if it
+    knows better (a request whose id could not be read), else ``rid``."""
+    return exc.extra.get("id", rid) if isinstance(exc, ProtocolError) else rid
 
 
 Result = (
