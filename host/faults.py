@@ -68,10 +68,10 @@ def notify_isolated(caller: pluggy.HookCaller, **kwargs: Any) -> None:
 
 
 def refusal(exc: ProtocolError | GamehostError) -> Refused:
-    """The error reply for a command's typed error (``Refused.of``, from ``exc.reply()``): the
-    one place the host maps its errors to wire errors. A family member that answers
-    ``internal`` (``BadHeader``: the host made a bad header) is a host bug, so it is logged
-    with its traceback first (``internal_error``).
+    """The typed refusal for a command's typed error (``exc.reply()``): the one place the host
+    maps its errors to wire errors. A family member that answers ``internal`` (``BadHeader``: the
+    host made a bad header) is a host bug, so it is logged with its traceback first
+    (``internal_error``).
     """
     if isinstance(exc, GamehostError) and exc.code == "internal":
         log.error("internal_error", error=str(exc), exc_info=exc)

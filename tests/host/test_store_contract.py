@@ -19,6 +19,8 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from host.errors import BadHeader, BadSessionId
+from host.pgstore import PostgresStore
 from host.store import FileStore
 from host.stores import (
     Conflict,
@@ -28,9 +30,10 @@ from host.stores import (
     StoreClosed,
     UnknownSession,
 )
+from tests import pg
 from tests.host.test_store import rec
 
-KINDS = ["file", "memory"]
+KINDS = ["file", "memory", "postgres"]
 
 
 class Backing:
@@ -44,10 +47,13 @@ class Backing:
         self.fsync = fsync
         self.memory: dict[str, list[bytes]] = {}
         self.stores: list[Store] = []
+        self.url = pg.fresh_url() if kind == "postgres" else ""
 
     def new_store(self) -> Store:
         if self.kind == "file":
             return FileStore(self.where, self.fsync)  # type: ignore[arg-type]
+        if self.kind == "postgres":
+            return PostgresStore(self.url)
         return MemoryStore(self.memory)
 
     async def open(self) -> Store:
@@ -165,16 +171,25 @@ async def test_creating_an_existing_session_is_a_conflict_and_keeps_it(store):
     assert strip(await store.read("s1")) == [rec(0), rec(1)]
 
 
+async def test_creating_an_existing_session_is_a_conflict_even_with_records_json_cannot_hold(
+    store,
+):
+    await store.create("s1", [rec(0)])
+    with pytest.raises(Conflict):
+        await store.create("s1", [rec(0), rec(1, x=2**70)])
+    assert strip(await store.read("s1")) == [rec(0)]
+
+
 BAD_HEADER = {**rec(0), "seed_commitment": "00" * 32}
 
 
 @pytest.mark.parametrize(
     ("records", "error"),
     [
-        ([], ValueError),
-        ([rec(1)], ValueError),  # not a header
-        ([BAD_HEADER], ValueError),  # the seed does not match its commitment
-        ([{k: v for k, v in rec(0).items() if k != "seats"}], ValueError),
+        ([], BadHeader),
+        ([rec(1)], BadHeader),  # not a header
+        ([BAD_HEADER], BadHeader),  # the seed does not match its commitment
+        ([{k: v for k, v in rec(0).items() if k != "seats"}], BadHeader),
         ([{**rec(0), "seq": 3}], Conflict),
         ([rec(0), rec(2)], Conflict),
         ([rec(0), rec(1, x={1, 2})], TypeError),  # not JSON
@@ -194,14 +209,14 @@ async def test_a_create_that_fails_leaves_no_log(backing, records, error):
 
 
 @pytest.mark.parametrize("bad", ["", "a/b", "../x", "x" * 65, "a b", "é"])
-async def test_a_bad_session_id_is_a_value_error(store, bad):
-    with pytest.raises(ValueError):
+async def test_a_bad_session_id_is_a_bad_session_id_error(store, bad):
+    with pytest.raises(BadSessionId):  # a LogError, and a ValueError as it always was
         await store.create(bad, [rec(0)])
-    with pytest.raises(ValueError):
+    with pytest.raises(BadSessionId):
         store.load(bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(BadSessionId):
         await store.read(bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(BadSessionId):
         store.truncate(bad, 1)
     assert store.session_ids() == []
 
