@@ -43,6 +43,7 @@ refuses it: a log the current code cannot fold is a corrupt log to its reader.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -137,6 +138,12 @@ class SeatInfo:
     token_hash: str | None
 
 
+@functools.lru_cache(maxsize=1024)
+def _seed_bytes(text: str) -> bytes:
+    """A header's hex seed as bytes (asked for on every action: remembered per seed)."""
+    return bytes.fromhex(text)
+
+
 @attrs.frozen
 class SessionState:
     """Everything the host knows of a session, rebuilt by folding its records.
@@ -159,7 +166,7 @@ class SessionState:
 
     @property
     def seed(self) -> bytes:
-        return bytes.fromhex(self.header["seed"])
+        return _seed_bytes(self.header["seed"])
 
     @property
     def free_seats(self) -> list[Seat]:

@@ -63,9 +63,16 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import attrs
-
-from host.game import NOT_YOUR_TURN, Emitter, GameInfo, IllegalAction, Rng, Viewer, hookimpl
+from host.game import (
+    NOT_YOUR_TURN,
+    Emitter,
+    GameInfo,
+    IllegalAction,
+    Rng,
+    Viewer,
+    hookimpl,
+    replace,
+)
 from plugins import cards
 from plugins import crazy_eights_rules as rules
 from plugins.crazy_eights_model import (
@@ -310,11 +317,11 @@ class CrazyEights:
         """Hide other hands, the stock order and other players' drawn cards (Hidden information)."""
         if isinstance(event, Dealt):
             hands = tuple(h if i == viewer else None for i, h in enumerate(event.hands))
-            return attrs.evolve(event, hands=hands, stock=None)
+            return replace(event, hands=hands, stock=None)
         if isinstance(event, Drew) and event.seat != viewer:
-            return attrs.evolve(event, cards=None)
+            return replace(event, cards=None)
         if isinstance(event, Reshuffled):
-            return attrs.evolve(event, stock=None)
+            return replace(event, stock=None)
         return event
 
     def outcome(self, state: State) -> dict[str, Any] | None:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
-from host.game import Rng
+from host.game import Rng, replace
 from plugins import cards
 from plugins.crazy_eights_model import (
     DealScored,
@@ -317,7 +315,7 @@ def evolve(state: State, event: object) -> State:
             after: dict[str, Any] = {"turn": None, "penalty": 0, "draws": 0, "passes": 0}
         else:
             after = _after_play(state, event.seat, event.card)
-        return attrs.evolve(
+        return replace(
             state,
             hands=_set_hand(state, event.seat, hand),
             discard=(*state.discard, event.card),
@@ -327,7 +325,7 @@ def evolve(state: State, event: object) -> State:
     if isinstance(event, Drew):
         assert event.cards is not None, "evolve needs the unredacted event"
         hand = state.hands[event.seat] + event.cards
-        return attrs.evolve(
+        return replace(
             state,
             hands=_set_hand(state, event.seat, hand),
             stock=state.stock[event.count :],
@@ -335,17 +333,17 @@ def evolve(state: State, event: object) -> State:
             passes=0,
         )
     if isinstance(event, PenaltyTaken):
-        return attrs.evolve(state, turn=next_seat(state, event.seat), penalty=0, draws=0, passes=0)
+        return replace(state, turn=next_seat(state, event.seat), penalty=0, draws=0, passes=0)
     if isinstance(event, Reshuffled):
         assert event.stock is not None, "evolve needs the unredacted event"
-        return attrs.evolve(state, stock=event.stock, discard=state.discard[-1:])
+        return replace(state, stock=event.stock, discard=state.discard[-1:])
     if isinstance(event, Passed):
         passes = state.passes + 1 if state.draws == 0 else 0
         turn = None if passes >= state.seats else next_seat(state, event.seat)
-        return attrs.evolve(state, turn=turn, penalty=0, draws=0, passes=passes)
+        return replace(state, turn=turn, penalty=0, draws=0, passes=passes)
     if isinstance(event, DealScored):
         winners = match_winners(state.options, state.seats, event)
-        return attrs.evolve(
+        return replace(
             state,
             turn=None,
             penalty=0,
@@ -363,7 +361,7 @@ def evolve(state: State, event: object) -> State:
 def _evolve_dealt(state: State, event: Dealt) -> State:
     hands = event.hands
     assert event.stock is not None and all(h is not None for h in hands), "unredacted event"
-    s = attrs.evolve(
+    s = replace(
         state,
         deal=event.deal,
         dealer=event.dealer,
@@ -381,4 +379,4 @@ def _evolve_dealt(state: State, event: Dealt) -> State:
         after["current_suit"] = None
     if s.options.special_starter == "applies":
         after.update(_after_play(s, event.dealer, event.starter))
-    return attrs.evolve(s, **after)
+    return replace(s, **after)
