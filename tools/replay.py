@@ -13,7 +13,9 @@
   installed game's, or is missing) is still checked, but a ``warning:`` line says so and a log
   that otherwise verifies exits with status 3, so a script cannot take it for a clean pass;
   a damaged log (one that does not read or fold, see ``host.store.CorruptLog``) is one line
-  ``error: <file>: seq N: ...`` with exit status 2, in every mode;
+  ``error: <file>: seq N: ...`` with exit status 2, in every mode. ``--stats`` adds a line with
+  the records per second (reading and checking the log; start-up excluded) and their ratio to
+  orjson's parse rate of the same file, measured in the same run;
 - ``--fork-at SEQ [--out DIR]``: write the log's records up to SEQ as a new session log
   ``DIR/<new id>.jsonl`` (default DIR: the log's own folder, so a host started on that data dir
   picks it up and play continues; a host already running lists logs only when it starts).
@@ -29,8 +31,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import secrets
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +43,19 @@ import trio
 
 from host.cli import count, non_negative_int
 from host.engine import Engine, Record
-from host.registry import load_registry
+from host.registry import Registry, load_registry
 from host.store import Conflict, CorruptLog, FileStore, fold_log, read_log
 
-__all__ = ["ReplayError", "as_text", "load", "main", "verify_log", "version_warning"]
+__all__ = [
+    "ReplayError",
+    "as_text",
+    "load",
+    "main",
+    "parse_rate",
+    "stats_line",
+    "verify_log",
+    "version_warning",
+]
 
 
 class ReplayError(Exception):
@@ -56,10 +69,18 @@ def load(path: Path, engine: Engine | None = None) -> tuple[Engine, list[Record]
 
 
 def load_with_times(
-    path: Path, engine: Engine | None = None, *, fold: bool = True
+    path: Path,
+    engine: Engine | None = None,
+    *,
+    fold: bool = True,
+    registry: Registry | None = None,
 ) -> tuple[Engine, list[Record], list[str]]:
-    """Read a log and find its game; also return each record's ``ts``. With ``fold``, also
-    check that every record folds (:func:`host.store.fold_log`).
+    """Read a log and find its game (in ``registry``, loaded if not given); also return each
+    record's ``ts``. With ``fold``, also check that every record folds
+    (:func:`host.store.fold_log`).
+
+    Each line's object becomes its record's ``data`` as it is (``seq``, ``type`` and ``ts``
+    taken out): no copy per record.
 
     Raises:
         ReplayError: unreadable or damaged log (``"<file>: seq N: ..."``, see
@@ -71,11 +92,15 @@ def load_with_times(
         raise ReplayError(str(exc)) from None
     if not raw or raw[0].get("type") != "header":
         raise ReplayError(f"{path}: no header record")
-    records = [Record.from_json(r) for r in raw]
-    times = [str(r.get("ts", "")) for r in raw]
+    records = []
+    times = []
+    for r in raw:  # fresh dicts of this read: taken apart in place (what Record.from_json makes)
+        times.append(str(r.pop("ts", "")))
+        seq = r.pop("seq")
+        records.append(Record(seq, r.pop("type"), r))
     if engine is None:
         gid = records[0].data.get("game")
-        engine = load_registry().engines.get(gid)
+        engine = (registry or load_registry()).engines.get(gid)
         if engine is None:
             raise ReplayError(f"{path}: game {gid!r} is not installed")
     if fold:
@@ -89,20 +114,35 @@ def load_with_times(
 def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
     """``--verify``: the first record the code does not re-produce (exit 1); else a record
     that does not fold is damage (``error: <file>: seq N: ...``, exit 2); else ok (0, or 3
-    when the log was written by another version of the game: a ``warning:`` line says so)."""
+    when the log was written by another version of the game: a ``warning:`` line says so).
+
+    The log is folded once, by the re-run itself. A log whose every record the code
+    re-produces also folds (each is a record the engine made and checked, folded as it was
+    made), so it is folded again on its own (:func:`host.store.fold_log`) only when the
+    re-run stops early: to tell damage from a difference.
+    """
     warning = version_warning(engine, records)
     if warning is not None:
         print(f"warning: {warning}", file=sys.stderr)
+    failure: Exception | None = None
+    try:
+        diff = verify_log(engine, records)
+    except Exception as exc:  # noqa: BLE001 - a damaged log can trip the game's own code
+        diff, failure = None, exc
+    if diff is None and failure is None:
+        print(f"ok: {path.name}: {len(records)} records replay to the same events")
+        return 0 if warning is None else 3
     try:
         fold_log(path, engine, records)
         damage = None
     except CorruptLog as exc:
         damage = exc
-    try:
-        diff = verify_log(engine, records)
-    except Exception as exc:  # noqa: BLE001 - a damaged log can trip the game's own code
+    if failure is not None:
         if damage is None:
-            print(f"error: {path}: verify failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print(
+                f"error: {path}: verify failed: {type(failure).__name__}: {failure}",
+                file=sys.stderr,
+            )
             return 2
         diff = None
     if diff is not None and (damage is None or diff[0] < damage.seq):
@@ -113,6 +153,35 @@ def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
         return 2
     print(f"ok: {path.name}: {len(records)} records replay to the same events")
     return 0 if warning is None else 3
+
+
+def parse_rate(path: Path, rounds: int = 3) -> float:
+    """orjson's parse rate of a log, in lines (records) per second: the best of ``rounds``
+    passes of ``orjson.loads`` over its lines, read into memory first (the floor ``--stats``
+    compares the replay with).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    lines = path.read_bytes().splitlines()
+    loads = orjson.loads
+    best = math.inf
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for line in lines:
+            loads(line)
+        best = min(best, time.perf_counter() - start)
+    return len(lines) / best if best > 0 else math.inf
+
+
+def stats_line(records: int, seconds: float, orjson_rate: float) -> str:
+    """``--stats``: ``records`` replayed in ``seconds``, next to orjson's parse rate (records/s)
+    of the same file."""
+    rate = records / seconds if seconds > 0 else math.inf
+    return (
+        f"stats: {records} records in {seconds:.3f} s = {rate:,.0f} records/s; orjson parses"
+        f" the same file at {orjson_rate:,.0f} records/s; ratio {rate / orjson_rate:.3f}x"
+    )
 
 
 def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
@@ -286,6 +355,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="with --at: the raw JSON instead of text")
     p.add_argument("--verify", action="store_true", help="re-run every action on current code")
     p.add_argument(
+        "--stats",
+        action="store_true",
+        help="with --verify: also print the records/s (reading and checking, start-up excluded)"
+        " and the ratio to orjson's parse rate of the same file",
+    )
+    p.add_argument(
         "--fork-at", type=non_negative_int, metavar="SEQ", help="write records 0..SEQ as a new log"
     )
     p.add_argument("--out", type=Path, help="with --fork-at: the folder (default: the log's)")
@@ -296,14 +371,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the command; exit status 0, 1 (verify found a difference), 2 (unusable input) or 3
     (verify passed, but on another version of the game than the log's)."""
+    registry = load_registry()  # start-up: before --stats starts its clock
+    start = time.perf_counter()
     try:
-        engine, records, times = load_with_times(args.log, fold=not args.verify)
+        engine, records, times = load_with_times(args.log, fold=not args.verify, registry=registry)
     except ReplayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     last = records[-1].seq
     if args.verify:
-        return _verify(args.log, engine, records)
+        status = _verify(args.log, engine, records)
+        if args.stats:
+            seconds = time.perf_counter() - start
+            print(stats_line(len(records), seconds, parse_rate(args.log)))
+        return status
     if args.fork_at is not None:
         return _fork(args, records)
     if args.at is not None:
