@@ -224,7 +224,7 @@ def test_stats_prints_the_rate_and_its_ratio_to_the_orjson_parse_rate(tmp_path, 
     ok, stats = capsys.readouterr().out.splitlines()
     assert ok.startswith("ok:")
     m = re.fullmatch(
-        r"stats: (\d+) records in [\d.]+ s = ([\d,]+) records/s; orjson parses the same file"
+        r"stats: (\d+) records in [\d.]+ s of CPU = ([\d,]+) records/s; orjson parses the same file"
         r" at ([\d,]+) records/s; ratio ([\d.]+)x",
         stats,
     )
