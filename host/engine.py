@@ -466,7 +466,12 @@ class Engine:
                 ``to_act``, or the session is not running).
             GameFault: the game faulted (see the module docstring); nothing is produced.
         """
-        seq = self._seat_to_act(state, seat)
+        return self._step_at(self._seat_to_act(state, seat), state, seat, action, timed_out)
+
+    def _step_at(
+        self, seq: int, state: SessionState, seat: Seat, action: Any, timed_out: bool
+    ) -> tuple[list[Record], SessionState]:
+        """:meth:`step` once :meth:`_seat_to_act` passed (``seq``: the action record's)."""
         data: dict[str, Any] = {"seat": seat, "action": self._checked_wire(action, seq, "action")}
         try:
             events = self.game.decide(state.game, seat, action, Rng(state.seed, seq))
@@ -579,7 +584,7 @@ class Engine:
         seq = self._seat_to_act(state, seat)
         action = self.bot_action(state, seat)
         try:
-            return self.step(state, seat, action, timed_out)
+            return self._step_at(seq, state, seat, action, timed_out)
         except IllegalAction as exc:
             raise self._fault(
                 seq, f"decide refused the bot's action {action!r} for seat {seat}", exc

@@ -94,10 +94,21 @@ def matches(state: State, seat: int, card: str) -> bool:
 
 
 def playable_cards(state: State, seat: int) -> list[str]:
-    """The distinct cards of ``seat``'s hand that may be played now, in hand order."""
+    """The distinct cards of ``seat``'s hand that may be played now, in hand order: those
+    :func:`matches` allows (its tests worked out once for the whole hand; asked for every
+    bot move and every turn push)."""
     out: list[str] = []
-    for c in state.hands[seat]:
-        if c not in out and matches(state, seat, c):
+    hand = state.hands[seat]
+    if state.penalty > 0:
+        wanted: tuple[str | None, ...] = ("2", None, None)  # rank, second rank, suit
+    elif state.current_suit is None:
+        return list(dict.fromkeys(hand))
+    else:
+        wanted = (wild_rank(state, seat), cards.rank(state.discard[-1]), state.current_suit)
+    rank_a, rank_b, suit = wanted
+    for c in hand:
+        r = c[:-1]  # cards.rank and cards.suit, inline
+        if (r in (rank_a, rank_b) or c[-1] == suit) and c not in out:
             out.append(c)
     return out
 
