@@ -20,8 +20,11 @@ from tools.cli import main
 
 REGISTRY = load_registry()
 ENGINE = REGISTRY.engines["crazy-eights"]
-_, RECORDS = play_local(ENGINE.game, {"target": 1}, 3, seed=b"f" * 32, engine=ENGINE)
-LINES = [r.to_json() for r in RECORDS]
+# JSON lines only: a module-level list of Records would stay alive for the whole test run
+# (tests/host/test_hot_path.py counts the Records alive)
+LINES = [
+    r.to_json() for r in play_local(ENGINE.game, {"target": 1}, 3, seed=b"f" * 32, engine=ENGINE)[1]
+]
 
 
 def write(path: Path, records: list[dict]) -> Path:
