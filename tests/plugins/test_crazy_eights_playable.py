@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from host.local import play_local
 from host.registry import load_registry
-from plugins import crazy_eights_rules as rules
+from plugins.crazy_eights import rules
 
 ENGINE = load_registry().engines["crazy-eights"]
 
