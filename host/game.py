@@ -80,6 +80,7 @@ __all__ = [
     "Viewer",
     "hookimpl",
     "hookspec",
+    "replace",
     "seed_commitment",
     "tag_of",
 ]
@@ -227,6 +228,45 @@ class Emitter(list[Any]):
         return [after for _, after in folded]
 
 
+_REPLACERS: dict[type, Callable[[Any, dict[str, Any]], Any]] = {}
+
+
+def replace(inst: T, **changes: Any) -> T:
+    """A copy of an attrs instance with some fields changed: what ``attrs.evolve`` does (the
+    copy goes through the class's ``__init__``, so validators and converters run; an unknown
+    field is a ``TypeError``), several times faster. For a game's ``evolve``, which copies its
+    state for every event.
+
+    The copying function is generated once per class (a keyword per ``init`` field, read from
+    ``changes`` or else from ``inst``), then remembered.
+
+    >>> @attrs.frozen
+    ... class Score:
+    ...     seat: int
+    ...     points: int = 0
+    >>> replace(Score(1, 5), points=7)
+    Score(seat=1, points=7)
+
+    Raises:
+        TypeError: a change names no ``init`` field of the class (as ``attrs.evolve``), or
+            ``inst`` is not an attrs instance.
+    """
+    cls = type(inst)
+    make = _REPLACERS.get(cls)
+    if make is None:
+        make = _REPLACERS[cls] = _replacer(cls)
+    return make(inst, changes)  # type: ignore[no-any-return]
+
+
+def _replacer(cls: type) -> Callable[[Any, dict[str, Any]], Any]:
+    fields = [a for a in attrs.fields(cls) if a.init]
+    args = "".join(f"{a.alias}=pop({a.alias!r}, inst.{a.name}), " for a in fields)
+    source = f"def copy(inst, changes):\n    pop = changes.pop\n    return cls({args}**changes)\n"
+    scope: dict[str, Any] = {"cls": cls}
+    exec(compile(source, f"<replace {cls.__qualname__}>", "exec"), scope)  # noqa: S102
+    return scope["copy"]  # type: ignore[no-any-return]
+
+
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 _TAGS: dict[type, str] = {}
 
@@ -268,16 +308,25 @@ class Rng:
         stream: a name separating independent streams of draws for the same ``seq``.
     """
 
-    __slots__ = ("_key", "_counter", "_pool")
+    __slots__ = ("_seed", "_seq", "_stream", "_key", "_counter", "_pool")
 
     def __init__(self, seed: bytes, seq: int, stream: str = "game") -> None:
-        self._key = hashlib.sha256(
-            b"gamehost-rng-v1\x00" + seed + b"\x00" + stream.encode() + b"\x00" + str(seq).encode()
-        ).digest()
+        # the key is derived on the first draw: most actions draw nothing
+        self._seed, self._seq, self._stream = seed, seq, stream
+        self._key = b""
         self._counter = 0
         self._pool = b""
 
     def _take(self, n: int) -> bytes:
+        if not self._key:
+            self._key = hashlib.sha256(
+                b"gamehost-rng-v1\x00"
+                + self._seed
+                + b"\x00"
+                + self._stream.encode()
+                + b"\x00"
+                + str(self._seq).encode()
+            ).digest()
         while len(self._pool) < n:
             block = hashlib.sha256(self._key + self._counter.to_bytes(8, "big")).digest()
             self._counter += 1
