@@ -41,8 +41,9 @@ import trio
 
 from host.cli import count, non_negative_int
 from host.engine import Engine, Record
+from host.errors import LogError
 from host.registry import load_registry
-from host.store import Conflict, CorruptLog, FileStore, fold_log, read_log
+from host.store import CorruptLog, FileStore, fold_log, read_log
 
 __all__ = ["ReplayError", "as_text", "load", "main", "verify_log", "version_warning"]
 
@@ -274,7 +275,7 @@ def _fork(args: argparse.Namespace, records: list[Record]) -> int:
 
             store = PostgresStore(db)
         path = trio.run(_write_fork, store, new_id, lines)
-    except (OSError, ValueError, Conflict, CorruptLog) as exc:
+    except (OSError, LogError) as exc:
         print(f"error: cannot write the fork into {folder}: {exc}", file=sys.stderr)
         return 2
     print(f"forked {len(lines)} records into {path} (session {new_id})")
@@ -287,14 +288,15 @@ async def _write_fork(store: Any, session: str, records: list[dict[str, Any]]) -
     if the create fails); returns its path (its name, for a database).
 
     Raises:
-        OSError, ValueError, Conflict, CorruptLog: see the store's ``create``.
+        OSError, LogError (``Conflict``, ``BadSessionId``, ``BadHeader``, ...): see the
+            store's ``create``.
     """
     failure: Exception | None = None
     async with trio.open_nursery() as nursery:
         await nursery.start(store.run)
         try:
             await store.create(session, records)
-        except (OSError, ValueError, Conflict, CorruptLog) as exc:
+        except (OSError, LogError) as exc:
             failure = exc  # raised outside the nursery, so not as an exception group
         finally:
             await store.aclose()
