@@ -27,7 +27,10 @@ wait for each other in a cycle. Every session written also runs ``pg_notify('gam
 
 Reading (``load``, ``read``, ``truncate``, ``session_ids``, :meth:`PostgresStore.session_page`)
 uses other connections, kept idle between uses; ``read`` and ``session_page`` run in a worker
-thread, the synchronous methods in the calling thread, as the file store's do.
+thread, the synchronous methods in the calling thread, as the file store's do. The store keeps
+those few connections itself (at most 4 idle) rather than in a psycopg-pool pool: one writer
+connection and a few readers need no pool's background threads, and a pool's own reconnect
+timing would sit beside the back-off below.
 
 Failures: psycopg's sync API is used only from threads (never its asyncio API). A connection
 that fails is closed; a new one is made on the next use. After a failed connection attempt the
