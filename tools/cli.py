@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     chaos.add_parser(sub)
     db.add_parser(sub)
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as given (serve --workers)
     if args.command is None:
         parser.print_help()
         return 0
