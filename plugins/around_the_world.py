@@ -68,6 +68,7 @@ from plugins.around_the_world_model import (
     ShoeShuffled,
     State,
     Turned,
+    View,
     fold,
     ledger,
 )
@@ -99,6 +100,7 @@ class AroundTheWorld:
             Cancelled,
             Finished,
         ),
+        view_type=View,
         description=(
             "A drinking game (Ride the Bus): guess red/black, higher/lower, inside/outside and "
             "the suit to build a row of cards, then match the take and give columns. The host "

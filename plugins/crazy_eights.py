@@ -81,6 +81,7 @@ from plugins.crazy_eights_model import (
     Played,
     Reshuffled,
     State,
+    View,
     check_options,
     target,
 )
@@ -135,6 +136,7 @@ class CrazyEights:
         options=Options,
         action_types=(Play, Draw, Pass),
         event_types=(Dealt, Played, Drew, Reshuffled, PenaltyTaken, Passed, DealScored),
+        view_type=View,
         description=(
             "Shed your hand by matching the top discard's rank or suit; 8s are wild and name"
             " a suit. Deals are scored by the cards left in hand until a player reaches the"

@@ -64,6 +64,7 @@ from plugins.seven_twenty_seven_model import (
     Raise,
     Stand,
     State,
+    View,
     Vote,
 )
 
@@ -90,6 +91,7 @@ class SevenTwentySeven:
         # folded hands stay secret for ever (Hidden information): the revealed seed would let
         # anyone re-deal them, so clients get the commitment only; the log keeps the seed
         reveal_seed=False,
+        view_type=View,
     )
 
     def check_options(self, options: Options, seats: int) -> None:
