@@ -1,8 +1,9 @@
 """Crazy Eights (game id ``crazy-eights``), per ``docs/rules/crazy-eights.md``.
 
-A shedding game for 2-7 players over a match of several deals. Values are in
-:mod:`plugins.crazy_eights_model`, rules in :mod:`plugins.crazy_eights_rules`, text rendering in
-:mod:`plugins.crazy_eights_text`.
+A shedding game for 2-7 players over a match of several deals. The package: options, actions,
+events and state in :mod:`plugins.crazy_eights.model`; ``decide``, ``evolve`` and the legal
+actions in :mod:`plugins.crazy_eights.rules`; ``view`` and ``redact`` in
+:mod:`plugins.crazy_eights.view`; text rendering in :mod:`plugins.crazy_eights.text`.
 
 Actions (wire form): ``{"type": "play", "card": "8C", "suit": "H"}`` (``suit`` only for a wild
 card that is not the player's last), ``{"type": "draw"}``, ``{"type": "pass"}``.
@@ -63,12 +64,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import attrs
-
-from host.game import NOT_YOUR_TURN, Emitter, GameInfo, IllegalAction, Rng, Viewer, hookimpl
+from host.game import GameInfo, Rng, Viewer, hookimpl
 from plugins import cards
-from plugins import crazy_eights_rules as rules
-from plugins.crazy_eights_model import (
+from plugins.crazy_eights import rules
+from plugins.crazy_eights import view as views
+from plugins.crazy_eights.model import (
     DealScored,
     Dealt,
     Draw,
@@ -83,41 +83,10 @@ from plugins.crazy_eights_model import (
     State,
     View,
     check_options,
-    target,
 )
-from plugins.crazy_eights_text import describe, render
+from plugins.crazy_eights.text import describe, render
 
 __all__ = ["CrazyEights", "gamehost_register_games"]
-
-
-class _Events(Emitter):
-    """The events of one ``decide`` (an :class:`Emitter`), with the moves that emit several."""
-
-    def draw(self, seat: int, want: int, rng: Rng) -> int:
-        """Draw up to ``want`` cards for ``seat``, reshuffling when the stock runs out."""
-        got = 0
-        while got < want:
-            s = self.state
-            if not s.stock:
-                if not (s.options.reshuffle and len(s.discard) > 1):
-                    break
-                pile = tuple(rng.shuffled(s.discard[:-1]))
-                self.emit(Reshuffled(pile, len(pile)))
-                s = self.state
-            k = min(want - got, len(s.stock))
-            self.emit(Drew(seat, s.stock[:k], k))
-            got += k
-        return got
-
-    def take_penalty(self, seat: int, rng: Rng) -> None:
-        total = self.state.penalty
-        got = self.draw(seat, total, rng)
-        self.emit(PenaltyTaken(seat, got, total - got))
-
-    def end_deal(self, winner: int | None, rng: Rng) -> None:
-        s = self.emit(rules.score_deal(self.state, winner))
-        if not s.over:
-            self.emit(rules.next_deal(s, rng))
 
 
 class CrazyEights:
@@ -146,7 +115,7 @@ class CrazyEights:
 
     # -- setup ---------------------------------------------------------------------------------
     def check_options(self, options: Options, seats: int) -> None:
-        """See :func:`plugins.crazy_eights_model.check_options`."""
+        """See :func:`plugins.crazy_eights.model.check_options`."""
         check_options(options, seats)
 
     def initial_state(self, options: Options, seats: int) -> State:
@@ -161,25 +130,10 @@ class CrazyEights:
 
     # -- turns ---------------------------------------------------------------------------------
     def to_act(self, state: State) -> tuple[int, ...]:
-        if state.over or state.turn is None or not all(state.hands):
-            return ()
-        return (state.turn,)
+        return rules.to_act(state)
 
     def legal_actions(self, state: State, seat: int) -> list[Any]:
-        if seat not in self.to_act(state):
-            return []
-        hand = state.hands[seat]
-        out: list[Any] = []
-        for card in rules.playable_cards(state, seat):
-            if rules.is_wild(state, seat, card) and len(hand) > 1:
-                out += [Play(card, s) for s in cards.SUITS]
-            else:
-                out.append(Play(card, None))
-        if rules.can_draw(state):
-            out.append(Draw())
-        if rules.can_pass(state, seat):
-            out.append(Pass())
-        return out
+        return rules.legal_actions(state, seat)
 
     def bot_action(self, state: State, seat: int, rng: Rng) -> Any:
         """Play a legal card when there is one (keeping wild cards for last), else draw, else
@@ -196,128 +150,17 @@ class CrazyEights:
         return Draw() if rules.can_draw(state) else Pass()
 
     def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list[Any]:
-        """The events ``action`` by ``seat`` causes.
-
-        Raises:
-            IllegalAction: see the module docstring for the reasons.
-        """
-        if seat not in self.to_act(state):
-            raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
-        if isinstance(action, Play):
-            return self._play(state, seat, action, rng)
-        out = _Events(state, self.evolve)
-        if isinstance(action, Draw):
-            if not rules.can_draw(state):
-                raise IllegalAction("cannot_draw", self._why_no_draw(state))
-            if state.penalty > 0:
-                out.take_penalty(seat, rng)
-            else:
-                out.draw(seat, 1, rng)
-            return out
-        if isinstance(action, Pass):
-            if not rules.can_pass(state, seat):
-                raise IllegalAction(
-                    "cannot_pass",
-                    "you may pass only when no card can be drawn"
-                    + (" and you hold no legal play" if state.options.draw_limit == "none" else "")
-                    + " (A turn)",
-                )
-            s = out.emit(Passed(seat))
-            if s.passes >= s.seats:
-                out.end_deal(None, rng)
-            return out
-        raise IllegalAction("unknown_action", f"not a Crazy Eights action: {action!r}")
-
-    @staticmethod
-    def _why_no_draw(state: State) -> str:
-        if rules.drawable(state) == 0:
-            return "the stock is empty and there is nothing to reshuffle (A turn)"
-        return f"draw_limit reached: {state.draws} cards drawn this turn (A turn)"
-
-    def _play(self, state: State, seat: int, action: Play, rng: Rng) -> list[Any]:
-        hand = state.hands[seat]
-        card, suit = action.card, action.suit
-        if card not in hand:
-            raise IllegalAction("card_not_in_hand", f"{card!r} is not in your hand")
-        if state.penalty > 0 and cards.rank(card) != "2":
-            raise IllegalAction(
-                "draw_two_pending",
-                f"a draw-two penalty of {state.penalty} is pending: play a 2 or draw (Variants)",
-            )
-        if not rules.matches(state, seat, card):
-            raise IllegalAction(
-                "card_does_not_match",
-                f"{card} matches neither the rank of {state.discard[-1]} nor the current suit"
-                f" {cards.SUIT_NAMES[state.current_suit or 'C']} (A turn)",
-            )
-        if rules.is_wild(state, seat, card) and len(hand) > 1:
-            if suit is None:
-                raise IllegalAction("suit_required", f"{card} is wild: name a suit (A turn)")
-            if suit not in cards.SUITS:
-                raise IllegalAction("unknown_suit", f"{suit!r} is not one of C, D, H, S")
-        elif suit is not None:
-            raise IllegalAction(
-                "suit_not_allowed",
-                f"{card} names no suit (only a wild card that is not your last does)",
-            )
-        out = _Events(state, self.evolve)
-        s = out.emit(Played(seat, card, suit))
-        if not s.hands[seat]:
-            if s.penalty > 0 and s.turn is not None:
-                out.take_penalty(s.turn, rng)
-            out.end_deal(seat, rng)
-        return out
+        """See :func:`plugins.crazy_eights.rules.decide`."""
+        return rules.decide(state, seat, action, rng, self.evolve)
 
     # -- what people see -----------------------------------------------------------------------
     def view(self, state: State, viewer: Viewer) -> dict[str, Any]:
-        """The table as ``viewer`` sees it (JSON-able).
-
-        Keys: ``deal``, ``dealer``, ``turn``, ``direction`` (``"clockwise"`` or
-        ``"counterclockwise"``), ``hand`` (the viewer's own, ``None`` for spectators),
-        ``hand_sizes``, ``top``, ``current_suit`` (``None`` = any card), ``discard_size``,
-        ``stock_size``, ``penalty``, ``draws_this_turn``, ``draw_limit``, ``scores``,
-        ``target`` (``None`` in countdown), ``countdown``, ``numbers`` (countdown, else
-        ``None``), ``wild_ranks`` (per seat), ``last_deal`` (the last deal's result with the
-        revealed hands, or ``None``), ``over``, ``winners``.
-        """
-        n = state.seats
-        own = viewer is not None and 0 <= viewer < n and bool(state.hands)
-        last = state.last_deal
-        o = state.options
-        return {
-            "deal": state.deal,
-            "dealer": state.dealer,
-            "turn": state.turn,
-            "direction": "clockwise" if state.direction == 1 else "counterclockwise",
-            "hand": list(state.hands[viewer]) if own and viewer is not None else None,
-            "hand_sizes": [len(h) for h in state.hands],
-            "top": state.discard[-1] if state.discard else None,
-            "current_suit": state.current_suit,
-            "discard_size": len(state.discard),
-            "stock_size": len(state.stock),
-            "penalty": state.penalty,
-            "draws_this_turn": state.draws,
-            "draw_limit": o.draw_limit,
-            "scores": list(state.scores),
-            "target": None if o.countdown else target(o, n),
-            "countdown": o.countdown,
-            "numbers": list(state.numbers) if o.countdown else None,
-            "wild_ranks": [rules.wild_rank(state, s) for s in range(n)],
-            "last_deal": None if last is None else _deal_result(last),
-            "over": state.over,
-            "winners": list(state.winners),
-        }
+        """See :func:`plugins.crazy_eights.view.view`."""
+        return views.view(state, viewer)
 
     def redact(self, event: Any, viewer: Viewer) -> Any:
-        """Hide other hands, the stock order and other players' drawn cards (Hidden information)."""
-        if isinstance(event, Dealt):
-            hands = tuple(h if i == viewer else None for i, h in enumerate(event.hands))
-            return attrs.evolve(event, hands=hands, stock=None)
-        if isinstance(event, Drew) and event.seat != viewer:
-            return attrs.evolve(event, cards=None)
-        if isinstance(event, Reshuffled):
-            return attrs.evolve(event, stock=None)
-        return event
+        """See :func:`plugins.crazy_eights.view.redact`."""
+        return views.redact(event, viewer)
 
     def outcome(self, state: State) -> dict[str, Any] | None:
         """``None`` while the match runs, then ``{"scores", "winners", "deals", "countdown"}``.
@@ -336,23 +179,12 @@ class CrazyEights:
 
     # -- text ----------------------------------------------------------------------------------
     def render(self, view: dict[str, Any], viewer: Viewer) -> str:
-        """See :func:`plugins.crazy_eights_text.render`."""
+        """See :func:`plugins.crazy_eights.text.render`."""
         return render(view, viewer)
 
     def describe(self, action: dict[str, Any]) -> str:
-        """See :func:`plugins.crazy_eights_text.describe`."""
+        """See :func:`plugins.crazy_eights.text.describe`."""
         return describe(action)
-
-
-def _deal_result(scored: DealScored) -> dict[str, Any]:
-    return {
-        "deal": scored.deal,
-        "result": scored.result,
-        "winner": scored.winner,
-        "hands": [list(h) for h in scored.hands],
-        "points": list(scored.points),
-        "gains": list(scored.gains),
-    }
 
 
 @hookimpl

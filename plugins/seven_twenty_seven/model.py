@@ -1,6 +1,6 @@
 """Seven Twenty-Seven values: options, actions, events and the state (all frozen attrs classes).
 
-Chips are integers, card values half-points (see :mod:`plugins.seven_twenty_seven_hands`).
+Chips are integers, card values half-points (see :mod:`plugins.seven_twenty_seven.hands`).
 """
 
 from __future__ import annotations
@@ -361,7 +361,7 @@ class ViewYou:
 
 @attrs.frozen
 class View:
-    """The table (the shape of the game's ``view``; see ``seven_twenty_seven_view.view``)."""
+    """The table: the shape of :func:`plugins.seven_twenty_seven.view.view`."""
 
     hand: int
     hands_limit: int | Literal["unlimited"]
