@@ -5,13 +5,15 @@ One source of truth: the schema is generated from the classes a game registers i
 never written by hand. ``gamehost schema [--game ID]`` prints it; ``docs/games/<id>.md`` is
 checked against it by the tests.
 
-Shape of :func:`game_schema` (every leaf is a standalone draft 2020-12 schema)::
+Shape of :func:`game_schema` (every leaf is a standalone draft 2020-12 schema; the outcome is
+what the ``ended`` push and record carry when the game, not the host, ended the session)::
 
     {"game": {"id", "title", "version", "event_version", "min_seats", "max_seats"},
      "options": <object schema>,
      "action": <oneOf, one branch per action type>,
      "event": {"seat": ..., "spectator": ..., "log": ...},
-     "view": {"seat": ..., "spectator": ...} or null when the game declares no view_type}
+     "view": {"seat": ..., "spectator": ...} or null when the game declares no view_type,
+     "outcome": <object schema> or null when the game declares no outcome_type}
 
 Hidden information. A field whose value some viewers may not see carries
 ``metadata={"hidden": WHO}`` on its attrs field; what is hidden becomes ``null`` (or, for a
@@ -230,6 +232,11 @@ def game_schema(game: Game) -> dict[str, Any]:
         for role in ("seat", "spectator"):
             body = object_schema(view_type, role)  # type: ignore[arg-type]
             view[role] = {"$schema": DRAFT, "title": f"{gid} view as a {role}", **body}
+    outcome_type = getattr(info, "outcome_type", None)
+    outcome: dict[str, Any] | None = None
+    if outcome_type is not None:  # everyone sees the same outcome: one schema
+        body = object_schema(outcome_type, "spectator")
+        outcome = {"$schema": DRAFT, "title": f"{gid} outcome", **body}
     return {
         "game": {
             "id": gid,
@@ -246,4 +253,5 @@ def game_schema(game: Game) -> dict[str, Any]:
             for role in ("seat", "spectator", "log")
         },
         "view": view,
+        "outcome": outcome,
     }

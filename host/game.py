@@ -137,6 +137,7 @@ class GameInfo:
             instance or the same shape as plain data); ``None`` publishes no view schema. Its
             fields, and the event fields, mark what is hidden from whom with
             ``metadata={"hidden": ...}`` (see :mod:`host.contract`).
+        outcome_type: the same for the outcome (what ``ended`` carries), or ``None``.
         reveal_seed: whether clients get the session seed when it ends (commit-reveal). A game
             whose rules keep some cards secret for ever (folded hands in Seven Twenty-Seven)
             sets it False: the seed would let anyone re-deal them. The log keeps the seed, so
@@ -155,6 +156,7 @@ class GameInfo:
     description: str = ""
     reveal_seed: bool = True
     view_type: type | None = None
+    outcome_type: type | None = None
 
 
 @runtime_checkable

@@ -2,10 +2,11 @@
 
 Each page documents, in tables whose first column names a field in backticks, the game's
 options (``## Options``), each action and each event (``## Actions`` / ``## Events``, one
-``### `tag``` heading each) and the view (``## View``), nested fields as ``a.b`` and list items
-as ``a[].b``. Every field the schema has must be named there and nothing the schema lacks may
-be; the worked turn's lines (``seat N <<<`` / ``spectator <<<`` / ``seat N >>>``) must each
-validate against the schema for that viewer. PROTOCOL.md links every page.
+``### `tag``` heading each), the view (``## View``) and the outcome (``## Outcome``), nested
+fields as ``a.b`` and list items as ``a[].b``. Every field the schema has must be named there
+and nothing the schema lacks may be; the worked turn's lines (``seat N <<<`` / ``spectator
+<<<`` / ``seat N >>>``) must each validate against the schema for that viewer. PROTOCOL.md
+links every page.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def mismatch(documented: set[str], generated: set[str], where: str) -> list[str]
 def test_the_page_names_every_field_of_the_schema_and_nothing_else(gid: str) -> None:
     schema = game_schema(GAMES[gid])
     doc = sections(page(gid))
-    for heading in ("Options", "Actions", "Events", "View", "Hidden information", "A worked turn"):
+    headings = ("Options", "Actions", "Events", "View", "Outcome", "Hidden information")
+    for heading in (*headings, "A worked turn"):
         assert heading in doc, f"{gid}.md has no '## {heading}' section"
     options = set(schema["options"]["properties"])
     problems = mismatch(doc["Options"].get("", set()), options, "options")
@@ -106,6 +108,8 @@ def test_the_page_names_every_field_of_the_schema_and_nothing_else(gid: str) -> 
             problems += mismatch(doc[heading][tag], schema_paths(tags[tag], options), tag)
     view = schema_paths(schema["view"]["seat"], options)
     problems += mismatch(doc["View"].get("", set()), view, "view")
+    outcome = schema_paths(schema["outcome"], options)
+    problems += mismatch(doc["Outcome"].get("", set()), outcome, "outcome")
     assert not problems, f"docs/games/{gid}.md and `gamehost schema` disagree:\n" + "\n".join(
         problems
     )

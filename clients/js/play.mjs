@@ -4,6 +4,7 @@
 // It plays sessions of any installed game over the JSON-lines TCP protocol (PROTOCOL.md) with
 // random legal moves, and checks what the host sends against the game's published contract
 // (`gamehost schema`, written to a file and passed with --schema):
+//   - the outcome of each session fits the game's outcome schema;
 //   - every push of every connection comes in gapless `seq` order, from the snapshot's seq + 1;
 //   - every action in a `turn` push, every event (as a seat and as a spectator) and every view
 //     validates against the game's JSON Schema for that viewer;
@@ -13,6 +14,7 @@
 //
 //   node clients/js/play.mjs --port 7878 --schema schema.json [--game ID] [--seats N]
 //        [--bots K] [--games G] [--options JSON] [--drop-after N] [--seed S] [--timeout SEC]
+//        [--view-pushes]   (join, watch and resume with "view": true: a view push per change)
 
 import fs from 'node:fs';
 import net from 'node:net';
@@ -210,6 +212,7 @@ class Viewer {
 
   snapshot(result) {
     this.lastSeq = result.seq;
+    this.viewAt = result.seq; // the snapshot holds the view
     this.check(this.contract.view[this.role], result.view, `the snapshot's view (seq ${result.seq})`);
   }
 
@@ -225,6 +228,7 @@ class Viewer {
       if (p.kind === 'event') this.check(this.contract.event[this.role], p.event, `event seq ${p.seq}`);
       if (p.kind === 'action') this.check(this.contract.action, p.event.action, `action seq ${p.seq}`);
     } else if (p.push === 'turn') {
+      if (!this.viewed()) return;
       if (this.seat === null || p.seat !== this.seat) return this.fail(`a turn push for seat ${p.seat}`);
       if (p.seq !== this.lastSeq) return this.fail(`turn push at seq ${p.seq}, last event ${this.lastSeq}`);
       for (const a of p.legal) this.check(this.contract.action, a, `a legal action at seq ${p.seq}`);
@@ -232,8 +236,12 @@ class Viewer {
     } else if (p.push === 'view') {
       if (p.seq !== this.lastSeq) return this.fail(`view push at seq ${p.seq}, last event ${this.lastSeq}`);
       this.check(this.contract.view[this.role], p.view, `view push seq ${p.seq}`);
+      this.viewAt = p.seq;
+      this.ctx.views++;
     } else if (p.push === 'ended') {
+      if (!this.viewed()) return;
       if (p.seq !== this.lastSeq) return this.fail(`ended push at seq ${p.seq}, last event ${this.lastSeq}`);
+      if (p.outcome !== null && this.contract.outcome) this.check(this.contract.outcome, p.outcome, 'the outcome');
       this.outcome = p.outcome;
       this.aborted = p.aborted;
       this.ended = true;
@@ -243,6 +251,13 @@ class Viewer {
     } else if (p.push !== 'stalled') {
       this.fail(`an unknown push ${JSON.stringify(p)}`);
     }
+  }
+
+  /** With view pushes asked for, the view of every change comes before its turn or ended push. */
+  viewed() {
+    if (!this.ctx.viewFlag.view || this.viewAt === this.lastSeq) return true;
+    this.fail(`no view push for seq ${this.lastSeq} (the last was for ${this.viewAt})`);
+    return false;
   }
 
   maybeAct() {
@@ -278,7 +293,7 @@ class Viewer {
     this.answered = -1;
     this.conn = await this.ctx.connect(`${this.name} (resumed)`, (p) => this.onPush(p));
     // the records after `seen` come as pushes before the reply
-    const result = await this.conn.call('resume', { session: this.sid, token: this.token, after: seen });
+    const result = await this.conn.call('resume', { session: this.sid, token: this.token, after: seen, ...this.ctx.viewFlag });
     if (this.ended) return;
     if (result.seat !== this.seat) return this.fail(`resume gave seat ${result.seat}`);
     if (result.seq !== this.lastSeq) return this.fail(`resume snapshot at seq ${result.seq}, pushes reached ${this.lastSeq}`);
@@ -303,13 +318,13 @@ async function playSession(ctx, game, contract, n) {
   ctx.abort = () => abort();
   const spectator = new Viewer(ctx, sid, null, contract);
   spectator.conn = await ctx.connect(spectator.name, (p) => spectator.onPush(p));
-  await spectator.conn.call('watch', { session: sid }, (r) => spectator.snapshot(r));
+  await spectator.conn.call('watch', { session: sid, ...ctx.viewFlag }, (r) => spectator.snapshot(r));
   viewers.push(spectator);
   for (const seat of created.free) {
     const v = new Viewer(ctx, sid, seat, contract);
     v.dropAfter = seat === created.free[0] ? ctx.dropAfter : null; // one seat drops, mid-game
     v.conn = await ctx.connect(v.name, (p) => v.onPush(p));
-    const joined = await v.conn.call('join', { session: sid, seat, name: `js${seat}` }, (r) => v.snapshot(r));
+    const joined = await v.conn.call('join', { session: sid, seat, name: `js${seat}`, ...ctx.viewFlag }, (r) => v.snapshot(r));
     v.token = joined.token;
     viewers.push(v);
   }
@@ -344,6 +359,7 @@ async function main() {
       'drop-after': { type: 'string', default: '3' },
       seed: { type: 'string', default: '1' },
       timeout: { type: 'string', default: '300' },
+      'view-pushes': { type: 'boolean', default: false },
     },
   });
   if (!values.port || !values.schema) {
@@ -355,8 +371,9 @@ async function main() {
   const problems = [];
   const notes = [];
   const ctx = {
-    actions: 0, pushes: 0, checked: 0, conflicts: 0, resumes: 0, sessions: 0,
+    actions: 0, pushes: 0, checked: 0, conflicts: 0, resumes: 0, sessions: 0, views: 0,
     options: JSON.parse(values.options),
+    viewFlag: values['view-pushes'] ? { view: true } : {},
     dropAfter: Number(values['drop-after']) > 0 ? Number(values['drop-after']) : null,
     random: rng(Number(values.seed)),
     fail: (why) => { if (problems.length < 20) problems.push(why); },
@@ -400,7 +417,8 @@ async function main() {
   for (const n of notes) console.log(`note: ${n}`);
   const summary = `${ctx.sessions} sessions, ${ctx.actions} actions, ${ctx.pushes} pushes in gapless order,`
     + ` ${ctx.checked} values checked against the contract, ${ctx.resumes} resumes after a dropped`
-    + ` connection, ${ctx.conflicts} conflicts`;
+    + ` connection, ${ctx.conflicts} conflicts`
+    + (values['view-pushes'] ? `, ${ctx.views} view pushes` : '');
   if (problems.length) {
     for (const p of problems) console.error(`problem: ${p}`);
     console.error(`FAILED: ${summary}`);

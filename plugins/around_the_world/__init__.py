@@ -53,6 +53,7 @@ from plugins.around_the_world.model import (
     Guess,
     Guessed,
     Options,
+    Outcome,
     ShoeShuffled,
     State,
     Turned,
@@ -86,6 +87,7 @@ class AroundTheWorld:
             Finished,
         ),
         view_type=View,
+        outcome_type=Outcome,
         description=(
             "A drinking game (Ride the Bus): guess red/black, higher/lower, inside/outside and "
             "the suit to build a row of cards, then match the take and give columns. The host "

@@ -389,3 +389,20 @@ class View:
     round2_entries: tuple[tuple[int, int, int | None, bool], ...]
     ledger: tuple[LedgerLine, ...]
     best: ViewBest | None
+
+
+@attrs.frozen
+class OutcomeBest:
+    """``poker_cancel``: the best-hand holders and the hand's name."""
+
+    seats: tuple[int, ...]
+    hand: str
+
+
+@attrs.frozen
+class Outcome:
+    """The drink ledger at the end (the shape of ``AroundTheWorld.outcome``)."""
+
+    ledger: tuple[LedgerLine, ...]
+    totals: Tally
+    best: OutcomeBest | None

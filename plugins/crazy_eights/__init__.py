@@ -74,6 +74,7 @@ from plugins.crazy_eights.model import (
     Draw,
     Drew,
     Options,
+    Outcome,
     Pass,
     Passed,
     PenaltyTaken,
@@ -106,6 +107,7 @@ class CrazyEights:
         action_types=(Play, Draw, Pass),
         event_types=(Dealt, Played, Drew, Reshuffled, PenaltyTaken, Passed, DealScored),
         view_type=View,
+        outcome_type=Outcome,
         description=(
             "Shed your hand by matching the top discard's rank or suit; 8s are wild and name"
             " a suit. Deals are scored by the cards left in hand until a player reaches the"

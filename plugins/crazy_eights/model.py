@@ -27,6 +27,7 @@ __all__ = [
     "Reshuffled",
     "State",
     "View",
+    "Outcome",
     "check_options",
     "deck_count",
     "hand_size",
@@ -409,3 +410,13 @@ class View:
     last_deal: DealResult | None
     over: bool
     winners: tuple[int, ...]
+
+
+@attrs.frozen
+class Outcome:
+    """The match result (the shape of ``CrazyEights.outcome``)."""
+
+    scores: tuple[int, ...]
+    winners: tuple[int, ...]
+    deals: int
+    countdown: bool

@@ -65,6 +65,7 @@ from plugins.seven_twenty_seven.model import (
     Draw,
     Fold,
     Options,
+    Outcome,
     Raise,
     Stand,
     State,
@@ -97,6 +98,7 @@ class SevenTwentySeven:
         # anyone re-deal them, so clients get the commitment only; the log keeps the seed
         reveal_seed=False,
         view_type=View,
+        outcome_type=Outcome,
     )
 
     def check_options(self, options: Options, seats: int) -> None:

@@ -317,6 +317,17 @@ class LastHand:
     awards: tuple[PotAwarded, ...] = ()
 
 
+@attrs.frozen
+class Outcome:
+    """The session's result (the shape of the game's ``outcome``): no cards at all."""
+
+    reason: Literal["one_player_left", "hands_played", "too_few_can_ante"]
+    hands: int
+    stacks: tuple[int, ...]
+    net: tuple[int, ...]
+    winners: tuple[int, ...]
+
+
 # -- the view's wire shape (what the game's ``view`` returns; published as JSON Schema) ----------
 
 

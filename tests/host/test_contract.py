@@ -49,6 +49,7 @@ class Seen:
     as_spectator: list[Any] = attrs.Factory(list)
     views_seat: list[Any] = attrs.Factory(list)
     views_spectator: list[Any] = attrs.Factory(list)
+    outcome: Any = None
 
 
 def playout(gid: str, seats: int, options: dict[str, Any], seed: int, max_steps: int = 400) -> Seen:
@@ -89,6 +90,7 @@ def playout(gid: str, seats: int, options: dict[str, Any], seed: int, max_steps:
         action = pick.choice(game.legal_actions(state, seat))
         seen.actions.append(wire(codec.action_to_wire(action)))
         record(game.decide(state, seat, action, Rng(key, step + 2)))
+    seen.outcome = wire(codec.to_wire(game.outcome(state)))
     return seen
 
 
@@ -119,6 +121,22 @@ def test_every_value_of_a_random_playout_fits_the_published_schema(
     assert_valid(schema["event"]["spectator"], seen.as_spectator, "event as a spectator")
     assert_valid(schema["view"]["seat"], seen.views_seat, "view as a seat")
     assert_valid(schema["view"]["spectator"], seen.views_spectator, "view as a spectator")
+    if seen.outcome is not None:
+        assert_valid(schema["outcome"], [seen.outcome], "outcome")
+
+
+@pytest.mark.parametrize(
+    ("gid", "seats", "options"),
+    [
+        ("crazy-eights", 2, {"target": 1}),
+        ("around-the-world", 3, {}),
+        ("seven-twenty-seven", 4, {"hands": 1}),
+    ],
+)
+def test_the_outcome_fits_its_schema(gid: str, seats: int, options: dict[str, Any]) -> None:
+    seen = playout(gid, seats, options, seed=7, max_steps=1000)
+    assert seen.outcome is not None, "the playout did not end"
+    assert_valid(game_schema(REGISTRY.games[gid])["outcome"], [seen.outcome], "outcome")
 
 
 def test_the_spectator_schema_refuses_what_a_spectator_may_not_see() -> None:
