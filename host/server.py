@@ -2,7 +2,10 @@
 
 Each connection has a reader (lines -> requests) and a writer draining a bounded outbound channel.
 Lobby ops (``hello``, ``games``, ``create``, ``sessions``, ``ping``) are answered by the
-connection's own task; session ops are submitted to the session's actor, which answers them.
+connection's own task; session ops become typed commands (:mod:`host.commands`) submitted to
+the session's actor, which answers them. Every reply and push is a typed message
+(:mod:`protocol.replies`) until the connection encodes it (:meth:`Connection.answer`,
+:meth:`Connection.send`): nothing else in the host builds a line.
 No input from one client can crash the host: every request is parsed into a typed request or a
 typed error, and an unexpected exception is logged and answered with ``internal``.
 
@@ -58,11 +61,12 @@ import trio
 
 from host import __version__, commands
 from host.engine import BadRecord, Engine, Record
-from host.faults import notify_isolated
-from host.game import OptionError
+from host.errors import GamehostError
+from host.faults import notify_isolated, refusal
 from host.registry import Registry
 from host.session import Session, seat_bots_step
-from host.store import MAX_OPEN, CorruptLog, FileStore, FsyncMode, read_log
+from host.store import MAX_OPEN, CorruptLog, FileStore, FsyncMode, UnknownSession, read_log
+from host.stores import open_store
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import (
     HOST_DEFAULT,
@@ -137,6 +141,8 @@ class HostConfig:
             holding a human seat; spectators count only at an all-bot table; counted from its
             creation or load) before the host ends it with
             ``aborted: "abandoned"`` (None or 0: never).
+        store: a ``postgresql://`` URL: the logs live in that database (``host.pgstore``;
+            ``data_dir`` and ``fsync`` are then unused); None: files in ``data_dir``.
     """
 
     data_dir: Path
@@ -158,6 +164,7 @@ class HostConfig:
     create_limit_loopback: bool = False
     max_unstarted: int = 10
     abandon_after: float | None = 600.0
+    store: str | None = None
 
 
 FD_RESERVE = 64
@@ -481,8 +488,8 @@ class Connection:
             result = await self.host.dispatch(self, req)
             if result is not None:
                 self.answer(rid, result)
-        except ProtocolError as exc:
-            self.answer(reply_id(rid, exc), Refused.of(exc))
+        except (ProtocolError, GamehostError) as exc:  # a typed refusal: each knows its reply
+            self.answer(reply_id(rid, exc), refusal(exc))
         except Exception:
             log.exception("request_failed")
             self.answer(rid, Refused(ErrorCode.INTERNAL, "internal error"))
@@ -685,7 +692,7 @@ class Host:
             return Pong()
         if req.op == "games":
             if self._games is None:
-                self._games = GamesResult(self.registry.describe())
+                self._games = GamesResult.from_wire({"games": self.registry.describe()})
             return self._games
         if req.op == "sessions":
             if not 1 <= p.limit <= MAX_SESSIONS_PAGE:
@@ -769,10 +776,7 @@ class Host:
             raise ProtocolError(
                 ErrorCode.BAD_REQUEST, "turn_timeout must be seconds >= 0 or null (no timer)"
             )
-        try:
-            opts = engine.codec.options_from_wire(options, n)
-        except OptionError as exc:
-            raise ProtocolError(ErrorCode.BAD_OPTION, str(exc), option=exc.option) from None
+        opts = engine.codec.options_from_wire(options, n)  # OptionError: answered bad_option
         sid = secrets.token_hex(8)
         bot_seats = list(range(n - bots, n))
         header = engine.header(sid, opts, n, bot_seats, secrets.token_bytes(32))
@@ -875,20 +879,25 @@ class Host:
             return None
         path = self.store.path(sid)
 
-        def load() -> tuple[Engine, list[Record], Any] | None:
-            try:
-                if not stat.S_ISREG(os.lstat(path).st_mode):
-                    raise CorruptLog(path, 0, "not a regular file")
-            except FileNotFoundError:
-                return None
-            records = [Record.from_json(r) for r in read_log(path)]
+        def load(raw: list[dict[str, Any]] | None) -> tuple[Engine, list[Record], Any] | None:
+            if raw is None:  # a file store: the file itself (a tool may have put it there)
+                try:
+                    if not stat.S_ISREG(os.lstat(path).st_mode):
+                        raise CorruptLog(path, 0, "not a regular file")
+                except FileNotFoundError:
+                    return None
+                raw = read_log(path)
+            records = [Record.from_json(r) for r in raw]
             engine = self.registry.engines.get(records[0].data.get("game", "")) if records else None
             if engine is None:
                 return None
             return engine, records, engine.rebuild(records)
 
         try:
-            got = await trio.to_thread.run_sync(load)
+            raw = None if isinstance(self.store, FileStore) else await self.store.read(sid)
+            got = await trio.to_thread.run_sync(load, raw)
+        except UnknownSession:
+            return None
         except CorruptLog as exc:
             raise self._damage(sid, exc) from None
         except BadRecord as exc:
@@ -1065,6 +1074,21 @@ async def _signals(host: Host) -> None:
             return
 
 
+async def _open_store(config: HostConfig) -> Any:
+    """The host's store: files in the data dir (held exclusively), or the database of
+    ``config.store``, checked at once (reachable, schema at this code's version).
+
+    Raises:
+        OSError: the data dir is not usable; ``StoreUnavailable`` for the database.
+        ValueError: a URL libpq cannot parse.
+    """
+    if config.store is None:
+        return FileStore(config.data_dir, config.fsync, exclusive=True)
+    store = open_store(config.store)
+    await trio.to_thread.run_sync(store.check)
+    return store
+
+
 async def run_host(
     config: HostConfig,
     registry: Registry,
@@ -1079,7 +1103,7 @@ async def run_host(
     if config.max_connections is None:
         config = attrs.evolve(config, max_connections=default_max_connections(fd_limit))
     log.info("limits", fd_limit=fd_limit, max_connections=config.max_connections)
-    store = FileStore(config.data_dir, config.fsync, exclusive=True)
+    store = await _open_store(config)
     async with trio.open_nursery() as outer:
         await outer.start(store.run)
         try:
@@ -1094,7 +1118,8 @@ async def run_host(
                         "listening",
                         bind=config.bind,
                         port=port,
-                        data_dir=str(config.data_dir),
+                        data_dir=str(config.data_dir) if config.store is None else None,
+                        store=repr(store) if config.store else None,
                         fsync=config.fsync,
                     )
                     sessions.start_soon(host.load_sessions)  # in the background
