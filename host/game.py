@@ -117,6 +117,11 @@ class GameInfo:
         event_version: the schema version written beside each event; bump it when an event's
             shape changes and teach ``upcast`` the old shape.
         description: one paragraph for ``games``.
+        view_type: an attrs class describing the view's wire shape (``view`` may return an
+            instance or the same shape as plain data); ``None`` publishes no view schema. Its
+            fields, and the event fields, mark what is hidden from whom with
+            ``metadata={"hidden": ...}`` (see :mod:`host.contract`).
+        outcome_type: the same for the outcome (what ``ended`` carries), or ``None``.
         reveal_seed: whether clients get the session seed when it ends (commit-reveal). A game
             whose rules keep some cards secret for ever (folded hands in Seven Twenty-Seven)
             sets it False: the seed would let anyone re-deal them. The log keeps the seed, so
@@ -134,6 +139,8 @@ class GameInfo:
     event_version: int = 1
     description: str = ""
     reveal_seed: bool = True
+    view_type: type | None = None
+    outcome_type: type | None = None
 
 
 @runtime_checkable
