@@ -23,6 +23,8 @@ from tests.toy import Plugin
 
 logs.configure(json=True, level="warning")
 
+pytest_plugins = ["host.testing.pytest_plugin"]  # the kit's game_host fixture (serves the toy)
+
 # Property tests run the same examples on every machine: CI never flakes on a rare draw, and a
 # failure seen once is seen again. HYPOTHESIS_PROFILE=explore searches new examples.
 settings.register_profile("ci", derandomize=True, print_blob=True)
@@ -70,3 +72,9 @@ async def toy_host(tmp_path: Path) -> AsyncIterator[RunningHost]:
         running = await start_host(n, tmp_path)
         yield running
         running.host.request_shutdown()
+
+
+@pytest.fixture
+def gamehost_registry() -> Registry:
+    """The registry of the kit's ``game_host`` fixture: the toy game only."""
+    return toy_registry()

@@ -142,6 +142,7 @@ class _Checker:
         self.refusals = refusals
         self.pool: dict[bytes, Any] = {}  # actions seen legal anywhere, by wire bytes
         self.actions = frozenset(game.info.action_types)
+        self.events = frozenset(game.info.event_types)
 
     def fail(self, fault: str, what: str, where: str) -> GameCheckFailed:
         return GameCheckFailed(fault, f"{what} {where}")
@@ -167,7 +168,14 @@ class _Checker:
 
     def decide(self, state: SessionState, seat: int, action: Any) -> bytes:
         """``decide``'s events as bytes; raises IllegalAction as decide does."""
-        events = self.game.decide(state.game, seat, action, Rng(state.seed, state.seq + 1))
+        events = list(self.game.decide(state.game, seat, action, Rng(state.seed, state.seq + 1)))
+        for event in events:
+            if type(event) not in self.events:
+                raise GameCheckFailed(
+                    "fault",
+                    f"decide of {action!r} for seat {seat} returned the event {event!r}, of a"
+                    f" class the game did not register (seq {state.seq + 1})",
+                )
         return _dumps([self.codec.event_to_wire(e) for e in events])
 
     def state(self, playout_where: Callable[[int | None], str], state: SessionState) -> None:
@@ -289,7 +297,14 @@ def play(
             if seat is None:
                 break
             if checker is not None:
-                checker.state(where, state)
+                try:
+                    checker.state(where, state)
+                except GameCheckFailed:
+                    raise
+                except Exception as exc:  # to_act, legal_actions, view or the codec raised
+                    raise GameCheckFailed(
+                        "fault", f"checking the state raised {exc!r} {where(state.seq + 1)}"
+                    ) from exc
             new, state = engine.bot_step(state, seat)
             records += new
     except GameFault as exc:
@@ -478,7 +493,10 @@ def check_no_leak(
     causes = _causes(playout.records)
     upto = min(upto, len(causes) - 1)
     header = playout.records[0]
-    real = _trace(engine, causes, header, viewer, upto, None, revealed)
+    try:
+        real = _trace(engine, causes, header, viewer, upto, None, revealed)
+    except GameFault as exc:  # view or redact raised, or wrote what the codec cannot
+        raise GameCheckFailed("fault", f"{exc} {playout.where(exc.seq)}") from exc
     every: set[str] = set()
     for cause in causes:
         for rec in cause:
@@ -495,7 +513,15 @@ def check_no_leak(
         sigma = dict(zip(unknown, shuffle(list(unknown)), strict=True))
         if all(a == b for a, b in sigma.items()):
             continue
-        other = _trace(engine, causes, header, viewer, upto, sigma, revealed)
+        try:
+            other = _trace(engine, causes, header, viewer, upto, sigma, revealed)
+        except Exception as exc:  # noqa: BLE001 - reported with the renaming that caused it
+            raise GameCheckFailed(
+                "leak",
+                f"viewer {viewer!r}: replaying with the cards it may not know renamed raised"
+                f" {exc!r} (does evolve, view or redact depend on a hidden card's identity?)"
+                f" {playout.where()}",
+            ) from exc
         for i, (a, b) in enumerate(zip(real, other, strict=True)):
             mine, theirs = (a.state, b.state) if part == "state" else (a.events, b.events)
             if mine != theirs:

@@ -15,7 +15,6 @@ Needs trio (a host dependency) and a trio test runner (pytest-trio, in ``gamehos
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from host.game import hookimpl
 from host.registry import Registry, load_registry
 from host.server import Host, HostConfig, run_host
 
-__all__ = ["RunningHost", "installed_registry", "registry_of", "running_host", "start_host"]
+__all__ = ["RunningHost", "installed_registry", "registry_of", "start_host"]
 
 
 @attrs.define
@@ -108,14 +107,3 @@ async def start_host(
     if wait_loaded:
         await host.loaded.wait()
     return RunningHost(host, port, data_dir, nursery)
-
-
-async def running_host(data_dir: Path, registry: Registry | None = None) -> AsyncIterator[Any]:
-    """An async generator for a fixture: yields a :class:`RunningHost`, shuts it down after.
-
-    The pytest plugin (:mod:`host.testing.pytest_plugin`) builds its ``game_host`` fixture on it.
-    """
-    async with trio.open_nursery() as nursery:
-        running = await start_host(nursery, data_dir, registry)
-        yield running
-        running.host.request_shutdown()

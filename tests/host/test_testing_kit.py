@@ -102,7 +102,7 @@ def test_a_legal_action_decide_refuses_is_named() -> None:
 def test_an_unregistered_event_is_named() -> None:
     failed = fault_of(UnregisteredEvent())
     assert failed.fault == "fault"
-    assert "'Peeked' is not one the game registered" in str(failed)
+    assert "the event Peeked(" in str(failed) and "the game did not register" in str(failed)
 
 
 def test_an_exception_on_a_bots_turn_is_named() -> None:
@@ -131,3 +131,13 @@ def test_a_swap_is_listed_and_accepted_at_every_state() -> None:
 
     failed = fault_of(RefusesLateSwaps(), options={"rounds": 2})
     assert failed.fault == "legal_refused" and "late" in str(failed)
+
+
+async def test_the_kits_game_host_fixture_serves_the_chosen_games(game_host) -> None:
+    """``host.testing.pytest_plugin`` (enabled in tests/conftest.py): ``game_host`` serves what
+    ``gamehost_registry`` returns, here overridden by tests/conftest.py to the toy only."""
+    client = await game_host.client()
+    games = await client.call("games")
+    assert [g["id"] for g in games["games"]] == ["high-card"]
+    created = await client.call("create", game="high-card", seats=2, bots=2)
+    assert created["free"] == []
