@@ -10,8 +10,8 @@ from __future__ import annotations
 import enum
 import logging
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 import attrs
 import orjson
@@ -27,8 +27,10 @@ __all__ = [
     "HOST_DEFAULT",
     "ProtocolError",
     "Request",
+    "WireError",
     "encode",
     "encode_error",
+    "error_object",
     "encode_ok",
     "error_table",
     "extra_problems",
@@ -133,7 +135,7 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ErrorCode.NOT_YOUR_TURN: ErrorSpec("the seat is not in `to_act`"),
     ErrorCode.BAD_ACTION: ErrorSpec(
         "the action object fits none of the game's actions (unknown `type`, missing/extra/"
-        "mistyped fields)"
+        "mistyped fields), or the game finds it malformed (a refusal without a rule's `reason`)"
     ),
     ErrorCode.ILLEGAL_ACTION: ErrorSpec(
         "the rules refuse it now",
@@ -228,6 +230,20 @@ class ProtocolError(Exception):
         self.code = code
         self.message = message
         self.extra = extra
+
+    def reply(self) -> tuple[str, str, dict[str, Any]]:
+        """``(code, message, extra fields)`` (``id`` among them if the error set it)."""
+        return str(self.code), self.message, dict(self.extra)
+
+
+class WireError(Protocol):
+    """Any error that knows its error reply: a :class:`ProtocolError`, or one of the host's own
+    error family (``host.errors.GamehostError``), which this sans-io module does not import."""
+
+    def reply(self) -> tuple[str, str, dict[str, Any]]:
+        """``(code, message, extra fields)``: the code one of :class:`ErrorCode`, the extra
+        fields those :data:`ERRORS` declares for it (and ``id``: the request id to answer)."""
+        ...
 
 
 # --- requests ------------------------------------------------------------------------------------
@@ -421,29 +437,37 @@ def encode_error(rid: Any, code: ErrorCode | str, message: str, **extra: Any) ->
     """``{"id": rid, "ok": false, "error": {"code": code, "message": message, **extra}}``.
 
     ``rid`` is normally an :data:`Id`; a ``bad_request`` for a mistyped id echoes that value.
+    The ``error`` object is :func:`error_object`'s.
+    """
+    return encode({"id": rid, "ok": False, "error": error_object(code, message, extra)})
+
+
+def error_object(code: ErrorCode | str, message: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """An error reply's ``error`` object: ``{"code", "message", **extra}``.
+
     Extra fields :data:`ERRORS` does not declare for ``code`` are left out, never sent
     undocumented: a host bug, which :data:`error_reply_hook` sees (so the tests catch it) or,
-    without a hook, is logged (``gamehost.protocol``, level error).
+    without a hook, is logged (``gamehost.protocol``, level error). A ``message`` longer than
+    :data:`MAX_MESSAGE` characters is cut.
     """
     if error_reply_hook is not None:
         error_reply_hook(str(code), dict(extra))
-    elif problems := extra_problems(code, extra):
+    elif problems := extra_problems(code, dict(extra)):
         _log.error("error reply not as PROTOCOL.md lists it: %s", "; ".join(problems))
     spec = ERRORS.get(code)  # type: ignore[call-overload]  # a StrEnum hashes as its str
     if spec is not None:
         extra = {k: v for k, v in extra.items() if k in spec.fields}
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"
-    return encode(
-        {"id": rid, "ok": False, "error": {"code": str(code), "message": message, **extra}}
-    )
+    return {"code": str(code), "message": message, **extra}
 
 
-def encode_protocol_error(rid: Id, exc: ProtocolError) -> bytes:
-    """The reply for a :class:`ProtocolError` (its ``id`` extra, if any, wins over ``rid``)."""
-    extra = dict(exc.extra)
+def encode_protocol_error(rid: Id, exc: WireError) -> bytes:
+    """The reply for a :class:`ProtocolError` or any other :class:`WireError` (the one place
+    the host turns a typed error into a reply; an ``id`` extra, if any, wins over ``rid``)."""
+    code, message, extra = exc.reply()
     rid = extra.pop("id", rid)
-    return encode_error(rid, exc.code, exc.message, **extra)
+    return encode_error(rid, code, message, **extra)
 
 
 def push(name: str, /, **fields: Any) -> bytes:

@@ -20,12 +20,13 @@ name, then the game id, the seat count, the seed and the seq where it happened):
 ``did_not_end``
     a playout passed ``max_actions`` bot actions without an outcome.
 ``legal_refused``
-    ``decide`` refused (:class:`~host.game.IllegalAction`) an action ``legal_actions`` listed.
+    ``decide`` refused (an :class:`~host.game.ActionError`, normally ``IllegalAction``) an action
+    ``legal_actions`` listed.
 ``legal_not_to_act``
     ``legal_actions`` listed an action for a seat that is not in ``to_act``, or listed nothing
     for one that is.
 ``refusal_not_illegal_action``
-    ``decide`` raised something other than :class:`~host.game.IllegalAction` on a well-formed
+    ``decide`` raised something other than an :class:`~host.game.ActionError` on a well-formed
     action that is not legal now (sampled from actions legal elsewhere in the playouts).
 ``unregistered_action`` / ``codec``
     a listed legal action is of a class the game did not register, or does not read back
@@ -69,7 +70,7 @@ from hypothesis import strategies as st
 from host.codec import GameCodec
 from host.engine import Engine, Record, SessionState
 from host.faults import GameFault
-from host.game import IllegalAction, Rng, Viewer, tag_of
+from host.game import ActionError, Rng, Viewer, tag_of
 from host.local import roundtrip
 from host.testing.bots import RandomLegal
 
@@ -167,7 +168,7 @@ class _Checker:
         return text
 
     def decide(self, state: SessionState, seat: int, action: Any) -> bytes:
-        """``decide``'s events as bytes; raises IllegalAction as decide does."""
+        """``decide``'s events as bytes; raises :class:`ActionError` as decide does."""
         events = list(self.game.decide(state.game, seat, action, Rng(state.seed, state.seq + 1)))
         for event in events:
             if type(event) not in self.events:
@@ -205,10 +206,11 @@ class _Checker:
                 self.pool.setdefault(key, action)
                 try:
                     events[key] = self.decide(state, seat, action)
-                except IllegalAction as exc:
+                except ActionError as exc:
+                    why = getattr(exc, "reason", exc.code)
                     raise self.fail(
                         "legal_refused",
-                        f"decide refused {action!r} for seat {seat} ({exc.reason}: {exc.message})"
+                        f"decide refused {action!r} for seat {seat} ({why}: {exc})"
                         f" although legal_actions listed it",
                         where,
                     ) from exc
@@ -235,7 +237,7 @@ class _Checker:
 
     def _refusals(self, state: SessionState, seat: int, listed: set[bytes], where: str) -> None:
         """Unlisted actions from the pool: decide may accept them (legal lists may be a subset)
-        but may refuse only with IllegalAction."""
+        but may refuse only with an ActionError."""
         others = [k for k in self.pool if k not in listed]
         if not others:
             return
@@ -244,12 +246,13 @@ class _Checker:
             action = self.pool[rng.choice(others)]
             try:
                 self.decide(state, seat, action)
-            except IllegalAction:
+            except ActionError:
                 continue
             except Exception as exc:
                 raise self.fail(
                     "refusal_not_illegal_action",
-                    f"decide raised {exc!r} on {action!r} for seat {seat} instead of IllegalAction",
+                    f"decide raised {exc!r} on {action!r} for seat {seat} instead of an"
+                    f" ActionError (IllegalAction)",
                     where,
                 ) from exc
 
