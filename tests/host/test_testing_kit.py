@@ -12,11 +12,11 @@ from typing import Any
 import attrs
 import pytest
 
-from host.game import Rng, Viewer
+from host.game import IllegalAction, Rng, Viewer
 from host.testing import GameCheckFailed, check_game
 from plugins import cards
 from tests.broken_games import BotRaises, RefusesItsLegalAction, UnregisteredEvent
-from tests.toy import Dealt, HighCard, State, Swap, Swapped
+from tests.toy import Dealt, HighCard, Keep, Kept, State, Swap, Swapped
 
 
 def cards_conserved(state: State) -> None:
@@ -124,8 +124,6 @@ def test_a_swap_is_listed_and_accepted_at_every_state() -> None:
     class RefusesLateSwaps(HighCard):
         def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list:
             if isinstance(action, Swap) and state.turn >= state.seats:
-                from host.game import IllegalAction
-
                 raise IllegalAction("late", "no swaps in round 2")
             return super().decide(state, seat, action, rng)
 
@@ -141,3 +139,34 @@ async def test_the_kits_game_host_fixture_serves_the_chosen_games(game_host) -> 
     assert [g["id"] for g in games["games"]] == ["high-card"]
     created = await client.call("create", game="high-card", seats=2, bots=2)
     assert created["free"] == []
+
+
+class NeverEnds(HighCard):
+    """A keep does not move the turn on: with bots that always keep the game never ends."""
+
+    def legal_actions(self, state: State, seat: int) -> list:
+        return [Keep()] if seat in self.to_act(state) else []
+
+    def evolve(self, state: State, event: Any) -> State:
+        if isinstance(event, Kept):
+            return state
+        return super().evolve(state, event)
+
+
+class ListsForEverySeat(HighCard):
+    """``legal_actions`` lists a keep for seats that are not to act."""
+
+    def legal_actions(self, state: State, seat: int) -> list:
+        return super().legal_actions(state, seat) or ([Keep()] if state.hands else [])
+
+
+def test_a_game_that_never_ends_is_named_with_its_bound() -> None:
+    failed = fault_of(NeverEnds(), max_actions=50)
+    assert failed.fault == "did_not_end"
+    assert "no outcome after 50 actions" in str(failed)
+
+
+def test_legal_actions_for_a_seat_not_to_act_are_named() -> None:
+    failed = fault_of(ListsForEverySeat())
+    assert failed.fault == "legal_not_to_act"
+    assert "for seat 1, which is not to act" in str(failed)
