@@ -187,6 +187,31 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         help="sessions one connection (and, unless loopback, one peer address) may have created"
         " that have not started",
     )
+    p.add_argument(
+        "--http",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="also serve the web client and the protocol over a WebSocket (/ws) on this port"
+        " (0: any free port; default: no HTTP)",
+    )
+    p.add_argument(
+        "--http-bind", type=bind_address, default="127.0.0.1", help="address the HTTP port binds"
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an origin (scheme://host[:port]) besides the host's own whose pages may open the"
+        " WebSocket (repeatable)",
+    )
+    p.add_argument(
+        "--debug-replay",
+        action="store_true",
+        help="let the replay ops show any seat's view and the full truth of live sessions, and"
+        " fork them (shows hidden cards to anyone: for development only)",
+    )
     p.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     p.set_defaults(func=serve_main)
@@ -213,6 +238,10 @@ def serve_main(args: argparse.Namespace) -> int:
         create_limit_loopback=args.create_limit_loopback,
         max_unstarted=args.max_unstarted,
         abandon_after=args.abandon_after,
+        http_port=args.http,
+        http_bind=args.http_bind,
+        allow_origins=tuple(args.allow_origin),
+        debug_replay=args.debug_replay,
     )
     try:
         trio.run(run_host, config, load_registry())

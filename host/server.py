@@ -125,6 +125,13 @@ class HostConfig:
             holding a human seat; spectators count only at an all-bot table; counted from its
             creation or load) before the host ends it with
             ``aborted: "abandoned"`` (None or 0: never).
+        http_port: serve the web client and protocol v1 over a WebSocket on this port too
+            (None: no HTTP; 0: any free port, see ``Host.http_port``); see :mod:`host.web`.
+        http_bind: the address the HTTP listener binds.
+        allow_origins: origins (``scheme://host[:port]``) besides the host's own whose pages
+            may open the WebSocket.
+        debug_replay: the replay ops show every seat's view and the full truth of live
+            sessions too, and fork them (development only; see :mod:`host.replayops`).
     """
 
     data_dir: Path
@@ -146,6 +153,10 @@ class HostConfig:
     create_limit_loopback: bool = False
     max_unstarted: int = 10
     abandon_after: float | None = 600.0
+    http_port: int | None = None
+    http_bind: str = "127.0.0.1"
+    allow_origins: tuple[str, ...] = ()
+    debug_replay: bool = False
 
 
 FD_RESERVE = 64
@@ -499,6 +510,8 @@ class Host:
         self._loaded_live = 0
         self.loaded = trio.Event()
         """Set once :meth:`load_sessions` has loaded every log listed on start."""
+        self.http_port: int | None = None
+        """The port the web client and WebSocket are served on (``serve --http``), or None."""
 
     def _session(self, sid: str, engine: Engine, records: list[Record], **kw: Any) -> Session:
         c = self.config
@@ -1072,6 +1085,19 @@ async def run_host(
                         data_dir=str(config.data_dir),
                         fsync=config.fsync,
                     )
+                    if config.http_port is not None:
+                        from host.web import serve_http
+
+                        web = await conns.start(
+                            serve_http,
+                            host,
+                            config.http_port,
+                            config.http_bind,
+                            config.allow_origins,
+                            conns,
+                        )
+                        host.http_port = web[0].socket.getsockname()[1]
+                        log.info("listening_http", bind=config.http_bind, port=host.http_port)
                     sessions.start_soon(host.load_sessions)  # in the background
                     if handle_signals:
                         outer.start_soon(_signals, host)
