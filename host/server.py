@@ -56,7 +56,7 @@ import attrs
 import structlog
 import trio
 
-from host import __version__
+from host import __version__, replayops
 from host.engine import BadRecord, Engine, Record
 from host.faults import notify_isolated
 from host.game import OptionError
@@ -689,6 +689,8 @@ class Host:
             conn.created.add(made)
             self._created_by.setdefault(conn.address, set()).add(made)
             return None
+        if req.op in replayops.OPS:  # log, replay, verify, fork: read the log, not the actor
+            return await replayops.dispatch(self, conn, req)
         session = await self._live_session(p.session)
         if session is None:
             ended = await self._ended_session(p.session)
