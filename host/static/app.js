@@ -215,7 +215,7 @@ function tablePage(sid, watching) {
         s.ended ? (s.aborted ? `Over: ended by the host (${s.aborted}).` : "The game is over.")
           : !s.started ? "Waiting for players\u2026"
           : s.to_act.length ? `To act: ${s.to_act.map((i) => seatName(s.seats, i)).join(", ")}` : ""),
-      s.ended && s.outcome ? el("div", { id: "outcome" }, el("h3", {}, "Outcome"), jsonTree(s.outcome)) : null);
+      s.ended && s.outcome ? el("div", { id: "outcome" }, el("h3", {}, "Outcome"), jsonTree(s.outcome)) : "");
     const render = renderers[s.game] || renderers.generic;
     clear(board).append(render.board(s, me));
     clear(controls);

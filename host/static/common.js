@@ -105,6 +105,13 @@ export function jsonTree(value, path = "") {
         && value.some((v) => v !== null)) {
       return el("span", { class: "cards", "data-path": path }, value.map((v) => card(v)));
     }
+    if (value.length && value.every((v) => v !== null && typeof v === "object" && !Array.isArray(v))) {
+      // a list of records: one row each, one column per field
+      const keys = [...new Set(value.flatMap((v) => Object.keys(v)))];
+      return el("table", { class: "records", "data-path": path },
+        el("thead", {}, el("tr", {}, keys.map((k) => el("th", {}, k)))),
+        el("tbody", {}, value.map((v, i) => el("tr", {}, keys.map((k) => el("td", {}, compact(v[k], `${path}[${i}].${k}`)))))));
+    }
     if (value.every((v) => v === null || typeof v !== "object")) {
       return el("span", { class: "scalar", "data-path": path }, `[${value.map(fmt).join(", ")}]`);
     }
@@ -116,6 +123,15 @@ export function jsonTree(value, path = "") {
   }
   if (typeof value === "string" && CARD_RE.test(value)) return card(value);
   return el("span", { class: "scalar", "data-path": path }, fmt(value));
+}
+
+// A value inside a table cell: a flat object on one line, anything else as a tree.
+function compact(v, path) {
+  if (v !== null && typeof v === "object" && !Array.isArray(v)
+      && Object.values(v).every((x) => x === null || typeof x !== "object")) {
+    return el("span", { class: "scalar", "data-path": path }, Object.entries(v).map(([k, x]) => `${k} ${fmt(x)}`).join(" \u00b7 "));
+  }
+  return jsonTree(v, path);
 }
 
 export function fmt(v) {

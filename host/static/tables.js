@@ -71,6 +71,17 @@ const crazyEights = {
 };
 
 // ---- Around the World -------------------------------------------------------------------------
+// Round 2's pyramid: one line per row value, its take and give cards side by side.
+function columnsGrid(cells) {
+  const rows = [...new Set(cells.map((c) => c.row))].sort((a, b) => a - b);
+  const cell = (row, column) => {
+    const c = cells.find((x) => x.row === row && x.column === column);
+    return c ? el("td", { class: `col-${column}` }, card(c.card), el("div", { class: "label" }, `${column} ${c.value}`)) : el("td", {});
+  };
+  return el("div", { class: "columns" }, el("div", { class: "label" }, "round 2: take and give"),
+    el("table", { class: "grid" }, el("tbody", {}, rows.map((r) => el("tr", { "data-row": r }, cell(r, "take"), cell(r, "give"))))));
+}
+
 const aroundTheWorld = {
   board(s, me) {
     const v = s.view;
@@ -78,7 +89,7 @@ const aroundTheWorld = {
       el("thead", {}, el("tr", {}, ["seat", "taken", "given", "cancelled", "round 1", "round 2"].map((h) => el("th", {}, h)))),
       el("tbody", {}, (v.ledger || []).map((l) => el("tr", {},
         el("td", {}, seatName(s.seats, l.seat)),
-        el("td", {}, `\u{1F37A} ${l.total.taken}`), el("td", {}, l.total.given), el("td", {}, l.total.cancelled),
+        el("td", {}, l.total.taken), el("td", {}, l.total.given), el("td", {}, l.total.cancelled),
         el("td", {}, `${l.round1.taken}/${l.round1.given}`), el("td", {}, `${l.round2.taken}/${l.round2.given}`)))));
     const q = v.question;
     return el("div", { class: "table atw" },
@@ -91,8 +102,7 @@ const aroundTheWorld = {
         const row = (v.rows || []).find((r) => r.seat === i);
         return row ? el("div", { class: "row-cards" }, row.cards.map((c) => card(c))) : null;
       }),
-      (v.columns || []).length ? el("div", { class: "columns" }, el("div", { class: "label" }, "round 2"),
-        el("div", {}, jsonTree(v.columns, "columns"))) : null,
+      (v.columns || []).length ? columnsGrid(v.columns) : null,
       el("h3", {}, "Drinks ledger"), ledger);
   },
   controls(legal, s, me, act) {
