@@ -120,7 +120,7 @@ async function compare() {
     const box = clear($("changes"));
     if (!changes.length) { box.append(el("p", { class: "muted" }, "Nothing visible changed.")); return; }
     box.append(el("table", { class: "diff" }, el("tbody", {}, changes.map(([path, x, y]) =>
-      el("tr", {}, el("td", {}, path), el("td", { class: "before" }, fmt(x)), el("td", {}, "\u2192"), el("td", { class: "after" }, fmt(y)))))));
+      el("tr", {}, el("td", {}, path), el("td", { class: "before" }, x === undefined ? "(absent)" : fmt(x)), el("td", {}, "\u2192"), el("td", { class: "after" }, y === undefined ? "(absent)" : fmt(y)))))));
   } catch (e) { say(e.message, "error"); }
 }
 
