@@ -13,7 +13,7 @@ function say(text, kind = "info") {
 }
 
 function connect(onPush) {
-  if (conn) conn.ws.close();
+  if (conn) { conn.onClose = () => {}; conn.onPush = () => {}; conn.ws.close(); }
   conn = new Conn(onPush, () => say("disconnected from the host: reload to reconnect", "error"));
   return conn;
 }

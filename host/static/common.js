@@ -17,7 +17,11 @@ export class Conn {
       this.ws.addEventListener("error", () => reject(new Error("cannot reach the host")));
     });
     this.ws.addEventListener("message", (e) => this._message(e.data));
+    // a page left open in the lobby or the debugger holds no seat: ping so the host does not
+    // close it as idle (serve --idle-timeout)
+    this.keepAlive = setInterval(() => { if (this.ws.readyState === WebSocket.OPEN) this.call("ping").catch(() => {}); }, 60000);
     this.ws.addEventListener("close", () => {
+      clearInterval(this.keepAlive);
       for (const w of this.waiting.values()) w.reject(new HostError({ code: "closed", message: "the connection closed" }));
       this.waiting.clear();
       this.onClose();

@@ -7,6 +7,7 @@ Skipped only when Chromium or its driver is absent (``.ci/run`` installs both fr
 
 from __future__ import annotations
 
+import queue
 import random
 import re
 import shutil
@@ -357,3 +358,65 @@ def test_the_debugger_steps_through_a_finished_seven_twenty_seven_log(host, brow
     # Seven Twenty-Seven keeps its seed: no client sees the full truth, even once it ended
     truth = css(d, '#viewer option[value="truth"]')[0]
     assert truth.get_attribute("disabled") is not None
+
+
+# ---- any other game: the generic table --------------------------------------------------------
+@pytest.fixture(scope="module")
+def toy_web() -> Iterator[str]:
+    """An in-process host (in its own thread) with only the test game, High Card, which has no
+    table of its own in the web client; yields the page's base address."""
+    from host.server import HostConfig, run_host
+    from tests.conftest import toy_registry
+
+    ready: queue.Queue = queue.Queue()
+    with tempfile.TemporaryDirectory() as data:
+
+        async def serve() -> None:
+            cfg = HostConfig(
+                data_dir=Path(data), port=0, http_port=0, idle_timeout=None, line_timeout=None
+            )
+            async with trio.open_nursery() as n:
+                running, _ = await n.start(
+                    lambda task_status: run_host(
+                        cfg, toy_registry(), handle_signals=False, task_status=task_status
+                    )
+                )
+                ready.put((running, trio.lowlevel.current_trio_token()))
+
+        thread = threading.Thread(target=trio.run, args=(serve,), daemon=True)
+        thread.start()
+        running, token = ready.get(timeout=WAIT)
+        try:
+            yield f"http://127.0.0.1:{running.http_port}"
+        finally:
+            trio.from_thread.run_sync(running.request_shutdown, trio_token=token)
+            thread.join(WAIT)
+
+
+def test_a_game_without_its_own_table_is_played_on_the_generic_one(toy_web, browser):
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    d = browser
+    d.get(toy_web + "/#/")
+    form = wait_for(d, lambda d: css(d, 'form[data-game="high-card"]'), "the games")[0]
+    form.find_element("css selector", "button.create").click()
+    wait_for(d, lambda d: css(d, ".table.generic"), "the generic table")
+    # the view as a tree: our own card shows, the other seat's is hidden (null)
+    wait_for(d, lambda d: css(d, '.table.generic [data-path="view.hands"]'), "the hands")
+    clicks = 0
+    while True:
+
+        def ready_(d: Any) -> Any:
+            return "ended" if css(d, "#state.ended") else css(d, "#controls button.action")
+
+        got = wait_for(d, ready_, "my turn or the end")
+        if got == "ended":
+            break
+        try:
+            assert {b.text for b in got} <= {"keep", "swap"}
+            got[0].click()
+            clicks += 1
+        except StaleElementReferenceException:
+            continue  # redrawn meanwhile: look again
+    assert clicks >= 1
+    assert css(d, "#outcome")
