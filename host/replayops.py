@@ -30,6 +30,7 @@ import trio
 from host.engine import BadRecord, Engine, Record, SessionState
 from host.store import CorruptLog, UnknownSession
 from protocol.messages import MAX_LOG_PAGE, ErrorCode, ProtocolError, Request
+from protocol.replies import Forked, LogPage, ReplayState, SeatInfo, Verified
 
 __all__ = ["OPS", "dispatch"]
 
@@ -79,38 +80,33 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
             raise ProtocolError(ErrorCode.BAD_REQUEST, "after must be >= 0")
         page = records[start : start + p.limit]
         seed = records[0].data.get("seed") if engine.game.info.reveal_seed else None
-        return {
-            "session": p.session,
-            "game": engine.game.info.id,
-            "seq": records[-1].seq,
-            "live": live,
-            "ended": ended,
-            "open": is_open,
-            "records": [_record(engine, r, viewer, p.truth, seed) for r in page],
-            "next": page[-1].seq if page and page[-1].seq < records[-1].seq else None,
-        }
+        return LogPage(
+            p.session,
+            engine.game.info.id,
+            records[-1].seq,
+            live,
+            ended,
+            is_open,
+            [_record(engine, r, viewer, p.truth, seed) for r in page],
+            page[-1].seq if page and page[-1].seq < records[-1].seq else None,
+        )
     # replay
     if not 0 <= p.seq <= records[-1].seq:
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"seq must be 0..{records[-1].seq}")
     state = await _state_at(conn, p.session, engine, records, p.seq)
-    out: dict[str, Any] = {
-        "session": p.session,
-        "game": engine.game.info.id,
-        "seq": state.seq,
-        "last": records[-1].seq,
-        "seats": [
-            None if s is None else {"seat": i, "name": s.name, "bot": s.bot}
-            for i, s in enumerate(state.seats)
-        ],
-        "started": state.started,
-        "ended": state.ended,
-        "to_act": list(engine.to_act(state)) if state.started and not state.ended else [],
-    }
-    if p.truth:
-        out["state"] = engine.codec.to_wire(state.game)
-    else:
-        out["view"] = engine.view_wire(state, viewer)
-    return out
+    shown = engine.codec.to_wire(state.game) if p.truth else engine.view_wire(state, viewer)
+    return ReplayState(
+        p.session,
+        engine.game.info.id,
+        state.seq,
+        records[-1].seq,
+        [None if s is None else SeatInfo(i, s.name, s.bot) for i, s in enumerate(state.seats)],
+        state.started,
+        state.ended,
+        list(engine.to_act(state)) if state.started and not state.ended else [],
+        shown,
+        p.truth,
+    )
 
 
 async def _records(host: Any, sid: str) -> tuple[Engine, list[Record], bool]:
@@ -222,19 +218,17 @@ async def _verify(host: Any, engine: Engine, records: list[Record], is_open: boo
     if limiter is None:
         limiter = _verifying[host] = trio.CapacityLimiter(1)
     diff = await trio.to_thread.run_sync(verify_log, engine, records, limiter=limiter)
-    return {
-        "ok": diff is None,
-        "records": len(records),
-        "seq": None if diff is None else diff[0],
+    return Verified(
+        diff is None,
+        len(records),
+        None if diff is None else diff[0],
         # the explanation quotes records whole: hidden cards included
-        "explanation": None if diff is None or not is_open else diff[1],
-        "warning": version_warning(engine, records),
-    }
+        None if diff is None or not is_open else diff[1],
+        version_warning(engine, records),
+    )
 
 
-async def _fork(
-    host: Any, conn: Any, engine: Engine, records: list[Record], seq: int
-) -> dict[str, Any]:
+async def _fork(host: Any, conn: Any, engine: Engine, records: list[Record], seq: int) -> Forked:
     from tools.replay import fork_records
 
     sid = secrets.token_hex(8)
@@ -268,12 +262,12 @@ async def _fork(
     if session is None:
         raise ProtocolError(ErrorCode.INTERNAL, "internal error: the fork did not start")
     log.info("session_forked", session=sid, forked_from=records[0].data["session"], seq=seq)
-    return {
-        "session": sid,
-        "game": engine.game.info.id,
-        "forked_from": {"session": records[0].data["session"], "seq": seq},
-        "seats": session.seat_list(),
-        "free": session.state.free_seats,
-        "seq": session.state.seq,
-        "tokens": tokens,
-    }
+    return Forked(
+        sid,
+        engine.game.info.id,
+        {"session": records[0].data["session"], "seq": seq},
+        session.seat_list(),
+        session.state.free_seats,
+        session.state.seq,
+        tokens,
+    )

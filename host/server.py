@@ -56,7 +56,7 @@ import attrs
 import structlog
 import trio
 
-from host import __version__, replayops
+from host import __version__, commands, replayops
 from host.engine import BadRecord, Engine, Record
 from host.faults import notify_isolated
 from host.game import OptionError
@@ -72,11 +72,23 @@ from protocol.messages import (
     ErrorCode,
     ProtocolError,
     Request,
-    encode_error,
-    encode_ok,
-    encode_protocol_error,
     parse_request,
-    push,
+)
+from protocol.replies import (
+    Capabilities,
+    ClosedPush,
+    Created,
+    GamesResult,
+    HelloResult,
+    Outcome,
+    Pong,
+    Push,
+    Refused,
+    Result,
+    SessionsPage,
+    SessionSummary,
+    encode_reply,
+    reply_id,
 )
 
 __all__ = ["Connection", "Host", "HostConfig", "run_host"]
@@ -290,9 +302,27 @@ class Connection:
             self.dead = True
         return False
 
-    def submit(self, session: Session, rid: Any, method: Any, *args: Any) -> None:
-        """Hand a request to a session's actor, which answers it (see :meth:`Session.submit`)."""
-        session.submit(self, rid, method, *args)
+    def send(self, push: Push) -> bool:
+        """Queue a push (encoded here: the only place besides :meth:`answer` where host
+        messages become bytes); False as :meth:`send_nowait`."""
+        return self.send_nowait(push.line())
+
+    def send_many(self, pushes: list[Push]) -> bool:
+        """Queue pushes as one chunk (one line of the ``outbox`` budget, all their bytes of
+        ``outbox_bytes``); False as :meth:`send_nowait`."""
+        return self.send_nowait(b"".join([p.line() for p in pushes]))
+
+    def answer(self, rid: Any, outcome: Outcome) -> None:
+        """Queue the reply to request ``rid``: ``outcome``, a result or :class:`Refused`."""
+        self.send_nowait(encode_reply(rid, outcome))
+
+    def submit(self, session: Session, rid: Any, command: commands.Command) -> None:
+        """Hand a command to a session's actor, which answers it (see :meth:`Session.submit`).
+
+        Raises:
+            ProtocolError: ``overloaded`` or ``unavailable`` (the session takes no more now).
+        """
+        session.submit(self, rid, command)
         if not self._waiting:
             self._answered = trio.Event()
         self._waiting += 1
@@ -312,7 +342,7 @@ class Connection:
     def close_gracefully(self, reason: str) -> None:
         """Queue a ``closed`` push and let the writer drain, then hang up."""
         if not self.dead:
-            self.send_nowait(push("closed", reason=reason))
+            self.send(ClosedPush(reason))
             self.dead = True
             self.reason = reason
             self._send.close()
@@ -337,7 +367,7 @@ class Connection:
             if self.reason == "slow_consumer" and not self._mid_send:
                 # best effort: a send cut off by the kill leaves the stream unusable
                 with trio.move_on_after(1):
-                    await self.stream.send_all(push("closed", reason=self.reason))
+                    await self.stream.send_all(ClosedPush(self.reason).line())
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
@@ -436,12 +466,11 @@ class Connection:
                 if self.dead:
                     return
                 if isinstance(item, LineTooLong):
-                    self.send_nowait(
-                        encode_error(
-                            None,
-                            ErrorCode.LINE_TOO_LONG,
-                            f"a line may hold at most {MAX_LINE} bytes",
-                        )
+                    self.answer(
+                        None,
+                        Refused(
+                            ErrorCode.LINE_TOO_LONG, f"a line may hold at most {MAX_LINE} bytes"
+                        ),
                     )
                     continue
                 await self._handle(item)
@@ -462,12 +491,12 @@ class Connection:
             rid = req.id
             result = await self.host.dispatch(self, req)
             if result is not None:
-                self.send_nowait(encode_ok(rid, result))
+                self.answer(rid, result)
         except ProtocolError as exc:
-            self.send_nowait(encode_protocol_error(rid, exc))
+            self.answer(reply_id(rid, exc), Refused.of(exc))
         except Exception:
             log.exception("request_failed")
-            self.send_nowait(encode_error(rid, ErrorCode.INTERNAL, "internal error"))
+            self.answer(rid, Refused(ErrorCode.INTERNAL, "internal error"))
 
 
 class Host:
@@ -501,7 +530,7 @@ class Host:
         self.sessions: dict[str, Session] = {}
         self.connections: set[Connection] = set()
         self.shutdown = trio.Event()
-        self._games: dict[str, Any] | None = None
+        self._games: GamesResult | None = None
         self._conns_changed = trio.Event()
         self._ended: OrderedDict[str, Session] = OrderedDict()
         self._damaged: dict[str, str] = {}  # session id -> what is wrong with its log
@@ -642,8 +671,10 @@ class Host:
         self._loaded_live += 1
         return True
 
-    async def dispatch(self, conn: Connection, req: Request) -> Any:
-        """Answer a request; returns the ``result`` for lobby ops, None when a session answers.
+    async def dispatch(self, conn: Connection, req: Request) -> Result | None:
+        """Answer a request; returns the typed result for lobby ops, None when a session (or
+        ``create``) answers it on ``conn``. Session ops become :mod:`host.commands` for the
+        session's actor.
 
         Raises:
             ProtocolError: the typed error to answer.
@@ -656,24 +687,18 @@ class Host:
                     f"this host speaks protocol {PROTOCOL_VERSION}",
                     supported=[PROTOCOL_VERSION],
                 )
-            return {
-                "protocol": PROTOCOL_VERSION,
-                "host": "gamehost",
-                "version": __version__,
-                "ops": list(REQUESTS),
-                "capabilities": {
-                    "max_line": MAX_LINE,
-                    "bots": True,
-                    "resume": True,
-                    "watch": True,
-                    "games": sorted(self.registry.games),
-                },
-            }
+            return HelloResult(
+                PROTOCOL_VERSION,
+                "gamehost",
+                __version__,
+                list(REQUESTS),
+                Capabilities(MAX_LINE, True, True, True, sorted(self.registry.games)),
+            )
         if req.op == "ping":
-            return {"pong": True}
+            return Pong()
         if req.op == "games":
             if self._games is None:
-                self._games = {"games": self.registry.describe()}
+                self._games = GamesResult(self.registry.describe())
             return self._games
         if req.op == "sessions":
             if not 1 <= p.limit <= MAX_SESSIONS_PAGE:
@@ -697,30 +722,18 @@ class Host:
             if ended is None:
                 raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {p.session!r}")
             if req.op == "resume":
-                await ended.resume(conn, req.id, p.token, p.after)
+                await ended.execute(conn, req.id, commands.Resume(p.token, p.after))
             elif req.op == "watch":
-                await ended.watch(conn, req.id)
+                await ended.execute(conn, req.id, commands.Watch())
             elif req.op == "view":
-                await ended.view(conn, req.id)
+                await ended.execute(conn, req.id, commands.View())
             else:
                 raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
             return None
-        if req.op == "join":
-            name = "".join(ch for ch in (p.name or "") if ch.isprintable())[:64] or "player"
+        command = _command(req)
+        if isinstance(command, commands.Join | commands.Watch | commands.Resume):
             conn.sessions.add(session)
-            conn.submit(session, req.id, session.join, name, p.seat)
-        elif req.op == "watch":
-            conn.sessions.add(session)
-            conn.submit(session, req.id, session.watch)
-        elif req.op == "resume":
-            conn.sessions.add(session)
-            conn.submit(session, req.id, session.resume, p.token, p.after)
-        elif req.op == "view":
-            conn.submit(session, req.id, session.view)
-        elif req.op == "act":
-            conn.submit(session, req.id, session.act, p.action, p.seq)
-        elif req.op == "leave":
-            conn.submit(session, req.id, session.leave)
+        conn.submit(session, req.id, command)
         return None
 
     async def create(
@@ -797,19 +810,17 @@ class Host:
         session = self._session(sid, engine, records, unobserved=seated, state=state)
         self.sessions[sid] = session
         st = session.state
-        conn.send_nowait(
-            encode_ok(
-                rid,
-                {
-                    "session": sid,
-                    "game": game_id,
-                    "seats": session.seat_list(),
-                    "bots": bot_seats,
-                    "free": st.free_seats,
-                    "seq": st.seq,
-                    "seed_commitment": st.header["seed_commitment"],
-                },
-            )
+        conn.answer(
+            rid,
+            Created(
+                sid,
+                game_id,
+                session.seat_list(),
+                bot_seats,
+                st.free_seats,
+                st.seq,
+                st.header["seed_commitment"],
+            ),
         )
         structlog.contextvars.bind_contextvars(session=sid)
         log.info("session_created", game=game_id, seats=n, bots=bots)
@@ -910,10 +921,10 @@ class Host:
         self._remember_ended(session)
         return session
 
-    def _sessions_page(self, game: str | None, after: str | None, limit: int) -> dict[str, Any]:
+    def _sessions_page(self, game: str | None, after: str | None, limit: int) -> SessionsPage:
         """One page of ``sessions``: live sessions by id, those after ``after``, at most
         ``limit``; ``next`` is the cursor of the following page (None: this is the last)."""
-        page: list[dict[str, Any]] = []
+        page: list[SessionSummary] = []
         more = False
         for sid in sorted(self.sessions):
             if after is not None and sid <= after:
@@ -925,7 +936,7 @@ class Host:
                 more = True
                 break
             page.append(self._summary(s))
-        return {"sessions": page, "next": page[-1]["session"] if more else None}
+        return SessionsPage(page, page[-1].session if more else None)
 
     def _check_create(self, conn: Connection) -> None:
         """Refuse a ``create`` past the per-connection or per-address limit.
@@ -971,17 +982,11 @@ class Host:
                 retry_after=math.ceil(round(wait * 10, 6)) / 10 if math.isfinite(wait) else None,
             )
 
-    def _summary(self, s: Session) -> dict[str, Any]:
+    def _summary(self, s: Session) -> SessionSummary:
         st = s.state
-        return {
-            "session": s.id,
-            "game": s.game.info.id,
-            "seats": s.seat_list(),
-            "free": st.free_seats,
-            "started": st.started,
-            "ended": st.ended,
-            "seq": st.seq,
-        }
+        return SessionSummary(
+            s.id, s.game.info.id, s.seat_list(), st.free_seats, st.started, st.ended, st.seq
+        )
 
     async def _refuse(self, stream: trio.SocketStream, peer: str) -> None:
         """Tell a connection over the cap why it is closed, then close it.
@@ -996,7 +1001,7 @@ class Host:
                 self._refusing += 1
                 try:
                     with trio.move_on_after(1):
-                        await stream.send_all(push("closed", reason="too_many_connections"))
+                        await stream.send_all(ClosedPush("too_many_connections").line())
                         await stream.send_eof()
                         while await stream.receive_some(65536):
                             pass
@@ -1027,6 +1032,26 @@ class Host:
             await conn.run()
         except Exception:
             log.exception("connection_failed", peer=peer)
+
+
+def _command(req: Request) -> commands.Command:
+    """The session command a session request stands for (``join``'s name cleaned: printable
+    characters only, at most 64, ``player`` if none is left)."""
+    p = req.params
+    if req.op == "join":
+        name = "".join(ch for ch in (p.name or "") if ch.isprintable())[:64] or "player"
+        return commands.Join(name, p.seat)
+    if req.op == "watch":
+        return commands.Watch()
+    if req.op == "resume":
+        return commands.Resume(p.token, p.after)
+    if req.op == "view":
+        return commands.View()
+    if req.op == "act":
+        return commands.Act(p.action, p.seq)
+    if req.op == "leave":
+        return commands.Leave()
+    raise AssertionError(f"not a session op: {req.op}")
 
 
 async def _accept(

@@ -1,9 +1,14 @@
 """The session actor: one trio task owns a live session's state.
 
-Connections submit commands over a bounded memory channel; the actor runs them one at a time:
-``decide`` (through :class:`host.engine.Engine`), append durably, ``evolve``, answer the
-requester, then publish each new record, redacted per viewer, to every subscriber, and send a
-``turn`` push to each seat in ``to_act``. Observer hooks run last, each on its own.
+Connections submit typed commands (:mod:`host.commands`) over a bounded memory channel, each
+with the requester and the request id; the actor runs them one at a time: ``decide`` (through
+:class:`host.engine.Engine`), append durably, ``evolve``, answer the requester with a typed
+outcome (:mod:`protocol.replies`: the op's result or ``Refused``), then publish each new record,
+redacted per viewer, to every subscriber as a typed push, and send a ``turn`` push to each seat
+in ``to_act``. Observer hooks run last, each on its own. The actor builds no JSON: each
+:class:`Subscriber` encodes what it is given (a push object shared by many is encoded once).
+Each command has one handler (``_join``, ``_act``, ...) returning the outcome and what to push
+after the reply (:data:`Answer`).
 
 The actor's loop alternates between commands and *host-driven steps*, each bounded: a host bot's
 move (one batch of at most :data:`BOT_BATCH` records, or one move when bots wait ``bot_delay``
@@ -42,17 +47,28 @@ import attrs
 import structlog
 import trio
 
+from host.commands import Act, Command, Join, Leave, Resume, View, Watch
 from host.engine import BadRecord, Engine, Record, SessionState
 from host.faults import GameFault, notify_isolated
 from host.game import NOT_YOUR_TURN, IllegalAction, Seat, Viewer
 from host.store import CorruptLog, FileStore, UnknownSession
-from protocol.messages import (
-    ErrorCode,
-    ProtocolError,
-    encode_error,
-    encode_ok,
-    encode_protocol_error,
-    push,
+from protocol.messages import ErrorCode, ProtocolError
+from protocol.replies import (
+    Accepted,
+    EndedPush,
+    EventPush,
+    Joined,
+    Left,
+    Outcome,
+    Push,
+    Refused,
+    Resumed,
+    SeatInfo,
+    Snapshot,
+    StalledPush,
+    TurnPush,
+    ViewReply,
+    Watching,
 )
 
 __all__ = ["Session", "SessionStatistics", "Subscriber", "seat_bots", "seat_bots_step"]
@@ -77,12 +93,22 @@ behind); older ones are read from the store when a ``resume`` asks for them."""
 
 
 class Subscriber(Protocol):
-    """What a session needs of a connection: a non-blocking send of one line."""
+    """What a session needs of a connection: non-blocking sends of typed messages (the
+    connection encodes them)."""
 
     peer: str
 
-    def send_nowait(self, line: bytes) -> bool:
-        """Queue a line; False if the connection is too slow and is being dropped."""
+    def send(self, push: Push) -> bool:
+        """Queue a push; False if the connection is too slow and is being dropped."""
+        ...
+
+    def send_many(self, pushes: list[Push]) -> bool:
+        """Queue pushes as one chunk (counted once against the outbox's line budget); False
+        as :meth:`send`."""
+        ...
+
+    def answer(self, rid: Any, outcome: Outcome) -> None:
+        """Queue the reply to request ``rid``."""
         ...
 
     def settled(self) -> None:
@@ -175,7 +201,7 @@ class Session:
         self.game = engine.game
         self.store = store
         self._tail: deque[Record] = deque(records[-TAIL:], maxlen=TAIL)
-        self._turns: tuple[int, dict[Seat, bytes]] = (-1, {})  # seq, the turn push per seat
+        self._turns: tuple[int, dict[Seat, TurnPush]] = (-1, {})  # seq, the turn push per seat
         self.state: SessionState = state if state is not None else engine.rebuild(records)
         self.hooks = hooks
         self.bot_delay = bot_delay
@@ -198,7 +224,7 @@ class Session:
         self._wait: trio.CancelScope | None = None
         self._unobserved: list[Record] = list(unobserved)
         self.subscribers: dict[Subscriber, Viewer] = {}
-        self._send, self._recv = trio.open_memory_channel[tuple[Any, ...]](256)
+        self._send, self._recv = trio.open_memory_channel[tuple[Subscriber, Any, Command]](256)
         self.actions = 0
         self.live = True
 
@@ -257,30 +283,38 @@ class Session:
                 if item is not None:
                     await self._serve(*item)
 
-    async def _serve(
-        self, conn: Subscriber, rid: Any, method: Callable[..., Awaitable[None]], args: Any
-    ) -> None:
+    async def _serve(self, conn: Subscriber, rid: Any, command: Command) -> None:
         left = self._inflight.get(conn, 1) - 1
         if left:
             self._inflight[conn] = left
         else:
             self._inflight.pop(conn, None)
+        await self.execute(conn, rid, command)
+        conn.settled()
+        self._observe()
+
+    async def execute(self, conn: Subscriber, rid: Any, command: Command) -> None:
+        """Run ``command`` now for ``conn`` and answer request ``rid`` on it: the command's
+        outcome, or :class:`protocol.replies.Refused` (its typed error; ``internal`` for any
+        other exception, which is logged). The actor runs every command so; a retired session
+        (:meth:`retire`) answers ``resume``, ``view`` and ``watch`` through it directly."""
         seq = self.state.seq
         try:
             if self._reload_at is not None:
                 await self._reload()
                 seq = self.state.seq
-            await method(conn, rid, *args)
+            outcome, then = await _HANDLERS[type(command)](self, conn, command)
+            conn.answer(rid, outcome)
+            if then is not None:  # the pushes that follow the reply
+                then()
         except ProtocolError as exc:
-            conn.send_nowait(encode_protocol_error(rid, exc))
+            conn.answer(rid, Refused.of(exc))
         except Exception as exc:
             event = "game_fault" if isinstance(exc, GameFault) else "command_failed"
-            log.exception(event, op=method.__name__)
-            conn.send_nowait(encode_error(rid, ErrorCode.INTERNAL, "internal error"))
+            log.exception(event, op=type(command).__name__.lower())
+            conn.answer(rid, Refused(ErrorCode.INTERNAL, "internal error"))
             if self.state.seq != seq:
                 self._faulted = True  # it failed after an append: end the session (game_error)
-        conn.settled()
-        self._observe()
 
     def _next_step(self) -> tuple[float, str]:
         """When the next host-driven step is due, and which (``inf`` if none)."""
@@ -451,12 +485,9 @@ class Session:
         """Stop taking commands; :meth:`run` returns after the queued ones."""
         self._send.close()
 
-    def submit(
-        self, conn: Subscriber, rid: Any, method: Callable[..., Awaitable[None]], *args: Any
-    ) -> None:
-        """Queue ``method(conn, rid, *args)`` (one of the command methods below) for the actor.
-
-        The actor answers ``rid`` on ``conn``: the method's own reply, or the error it raised.
+    def submit(self, conn: Subscriber, rid: Any, command: Command) -> None:
+        """Queue ``command`` from ``conn`` for the actor, which answers request ``rid`` on
+        ``conn`` with a typed outcome (:meth:`execute`).
 
         Raises:
             ProtocolError: ``overloaded`` if the queue is full, ``unavailable`` if closed.
@@ -467,7 +498,7 @@ class Session:
                 f"at most {PER_CONNECTION} requests per connection wait on one session; retry",
             )
         try:
-            self._send.send_nowait((conn, rid, method, args))
+            self._send.send_nowait((conn, rid, command))
             self._inflight[conn] = self._inflight.get(conn, 0) + 1
         except trio.WouldBlock:
             raise ProtocolError(ErrorCode.OVERLOADED, "the session is busy; retry") from None
@@ -485,8 +516,9 @@ class Session:
 
     # -- commands (run inside the actor; ``resume``/``view``/``watch`` also answer an ended
     # session loaded from its log, which keeps no subscribers) ------------------------------------
-    async def join(self, conn: Subscriber, rid: Any, name: str, seat: Seat | None) -> None:
-        """Take a free seat (the lowest, or ``seat``); reply with seat, token, seq, view.
+    async def _join(self, conn: Subscriber, cmd: Join) -> Answer:
+        """Take a free seat (the lowest, or ``seat``): :class:`Joined` (seat, token, snapshot);
+        then the new records go to the other subscribers and the turn pushes to every seat.
 
         One connection holds one role per session (:meth:`_one_role`): open another connection
         to play two seats.
@@ -498,6 +530,7 @@ class Session:
         if self.state.ended:
             raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
         self._one_role(conn)
+        name, seat = cmd.name, cmd.seat
         free = self.state.free_seats
         if seat is None:
             if not free:
@@ -525,32 +558,37 @@ class Session:
             snap = self.snapshot(seat)
         self._attach(conn, seat)
         log.info("seat_taken", seat=seat, peer=conn.peer)
-        conn.send_nowait(encode_ok(rid, {"seat": seat, "token": token, **snap}))
-        self._publish(new, skip=conn)
+        return Joined(seat, token, snap), lambda: self._publish(new, skip=conn)
 
-    async def watch(self, conn: Subscriber, rid: Any) -> None:
-        """Subscribe as a spectator; reply with seq and the spectator's view (then ``ended``
-        if the session is over).
+    async def _watch(self, conn: Subscriber, cmd: Watch) -> Answer:
+        """Subscribe as a spectator: :class:`Watching` (the spectator's snapshot), then the
+        ``ended`` push if the session is over.
 
         Raises:
             ProtocolError: ``already_attached`` (:meth:`_one_role`).
         """
         self._one_role(conn)
         self._attach(conn, None)
-        conn.send_nowait(encode_ok(rid, self.snapshot(None)))
-        if self.state.ended:
-            conn.send_nowait(self._ended_line())
+        return Watching(self.snapshot(None)), self._then_ended(conn)
 
-    async def resume(self, conn: Subscriber, rid: Any, token: str, after: int | None) -> None:
-        """Re-attach a seat by its token; push the records after ``after``, then reply (then
-        ``ended`` if the session is over).
+    def _then_ended(self, conn: Subscriber) -> Callable[[], None] | None:
+        """Send ``conn`` the ``ended`` push after the reply, if the session is over."""
+        if not self.state.ended:
+            return None
+        return lambda: conn.send(self._ended_push())
+
+    async def _resume(self, conn: Subscriber, cmd: Resume) -> Answer:
+        """Re-attach a seat by its token: the records after ``after`` are pushed, then
+        :class:`Resumed` (seat, snapshot), then the ``ended`` push if the session is over, else
+        the seat's ``turn`` push if it is to act.
 
         Raises:
             ProtocolError: ``bad_token``; ``bad_request`` for ``after`` < 0;
                 ``records_lost`` (with ``seq``) for ``after`` past the log's end;
                 ``already_attached`` (:meth:`_one_role`).
         """
-        h = hash_token(token)
+        after = cmd.after
+        h = hash_token(cmd.token)
         seat = next(
             (i for i, s in enumerate(self.state.seats) if s is not None and s.token_hash == h),
             None,
@@ -576,23 +614,29 @@ class Session:
             if viewer == seat and other is not conn:
                 self._detach(other)
         if after is not None:  # one queued chunk, however far behind the seat is
-            missed = (self._push_line(rec, seat) for rec in await self._missed_records(after))
-            chunk = b"".join(line for line in missed if line is not None)
-            if chunk:
-                conn.send_nowait(chunk)
+            missed = (self._push(rec, seat) for rec in await self._missed_records(after))
+            pushes = [p for p in missed if p is not None]
+            if pushes:
+                conn.send_many(pushes)
         self._attach(conn, seat)
-        conn.send_nowait(encode_ok(rid, {"seat": seat, **self.snapshot(seat)}))
-        if self.state.ended:
-            conn.send_nowait(self._ended_line())
-        else:
-            self._send_turn(conn, seat)
+        return Resumed(seat, self.snapshot(seat)), self._then_ended(conn) or (
+            lambda: self._send_turn(conn, seat)
+        )
 
-    async def view(self, conn: Subscriber, rid: Any) -> None:
-        """Reply with the view of the seat this connection holds (else a spectator's)."""
-        conn.send_nowait(encode_ok(rid, self.snapshot(self.subscribers.get(conn))))
+    async def _view(self, conn: Subscriber, cmd: View) -> Answer:
+        """:class:`ViewReply`: the snapshot of the seat this connection holds (else a
+        spectator's)."""
+        return ViewReply(self.snapshot(self.subscribers.get(conn))), None
 
-    async def act(self, conn: Subscriber, rid: Any, action: Any, expected: int | None) -> None:
-        """Run an action from the seat this connection holds; reply ``{"seq": last seq}``."""
+    async def _act(self, conn: Subscriber, cmd: Act) -> Answer:
+        """Run an action from the seat this connection holds: :class:`Accepted` (the last seq
+        after its records), then its records go to every subscriber (this one too).
+
+        Raises:
+            ProtocolError: ``not_seated``, ``conflict`` (with ``seq``), ``session_ended``,
+                ``bad_action``, ``not_your_turn``, ``illegal_action`` (with ``reason``).
+        """
+        action, expected = cmd.action, cmd.expected
         seat = self.subscribers.get(conn)
         if seat is None:
             raise ProtocolError(ErrorCode.NOT_SEATED, "join or resume a seat first")
@@ -620,15 +664,18 @@ class Session:
         await self._commit(new, after)
         self._timeouts.pop(seat, None)
         self.actions += 1
-        conn.send_nowait(encode_ok(rid, {"seq": self.state.seq}))
-        self._publish(new)
+        return Accepted(self.state.seq), lambda: self._publish(new)
 
-    async def leave(self, conn: Subscriber, rid: Any) -> None:
-        """Stop pushes to this connection (a seat stays reserved for its token)."""
+    async def _leave(self, conn: Subscriber, cmd: Leave) -> Answer:
+        """Stop pushes to this connection (a seat stays reserved for its token): :class:`Left`.
+
+        Raises:
+            ProtocolError: ``not_seated`` (it neither plays nor watches here).
+        """
         if conn not in self.subscribers:
             raise ProtocolError(ErrorCode.NOT_SEATED, "this connection neither plays nor watches")
         self._detach(conn)
-        conn.send_nowait(encode_ok(rid, {"left": True}))
+        return Left(), None
 
     def drop(self, conn: Subscriber) -> None:
         """Forget a connection that went away (not a command: safe from any task)."""
@@ -709,43 +756,48 @@ class Session:
             out["aborted"] = data["aborted"]
         return out
 
-    def _ended_line(self) -> bytes:
-        return push("ended", session=self.id, seq=self.state.seq, **self._ended_fields())
+    def _ended_push(self) -> EndedPush:
+        data = self._tail[-1].data
+        return EndedPush(self.id, self.state.seq, data["outcome"], data.get("aborted"))
 
-    def seat_list(self, state: SessionState | None = None) -> list[dict[str, Any] | None]:
+    def seat_list(self, state: SessionState | None = None) -> list[SeatInfo | None]:
         """The wire's ``seats``, in every reply that has it: one entry per seat, None while it
-        is free, else ``{"seat": i, "name": ..., "bot": bool}`` (of ``state``, default now)."""
+        is free (of ``state``, default now)."""
         return [
-            None if s is None else {"seat": i, "name": s.name, "bot": s.bot}
+            None if s is None else SeatInfo(i, s.name, s.bot)
             for i, s in enumerate((state or self.state).seats)
         ]
 
     def snapshot(
         self, viewer: Viewer, state: SessionState | None = None, last: Record | None = None
-    ) -> dict[str, Any]:
-        """``seq``, ``to_act``, ``seats``, ``started``, ``ended``, ``view`` (and ``outcome``,
-        ``seed``, and ``aborted`` if the host ended it), of the session now, or of ``state``
-        whose last record is ``last`` (a state not committed yet).
+    ) -> Snapshot:
+        """The session as ``viewer`` sees it now, or as of ``state`` whose last record is
+        ``last`` (a state not committed yet).
 
         Raises:
             Exception: whatever the game's ``to_act``/``view`` raise.
         """
         st = self.state if state is None else state
-        out: dict[str, Any] = {
-            "session": self.id,
-            "game": self.game.info.id,
-            "seq": st.seq,
-            "seats": self.seat_list(st),
-            "started": st.started,
-            "ended": st.ended,
-            "to_act": list(self.game.to_act(st.game)) if st.started and not st.ended else [],
-            "view": self.engine.codec.to_wire(self.game.view(st.game, viewer)),
-            "seed_commitment": st.header["seed_commitment"],
-        }
+        snap = Snapshot(
+            self.id,
+            self.game.info.id,
+            st.seq,
+            self.seat_list(st),
+            st.started,
+            st.ended,
+            list(self.game.to_act(st.game)) if st.started and not st.ended else [],
+            self.engine.codec.to_wire(self.game.view(st.game, viewer)),
+            st.header["seed_commitment"],
+        )
         if st.ended:
-            out.update(self._ended_fields(last))
-            out["seed"] = self._public_seed()
-        return out
+            data = (self._tail[-1] if last is None else last).data
+            snap = attrs.evolve(
+                snap,
+                outcome=data["outcome"],
+                aborted=data.get("aborted"),
+                seed=self._public_seed(),
+            )
+        return snap
 
     def _public_seed(self) -> str | None:
         """The seed for clients once the session ended, or None if the game keeps it secret."""
@@ -798,9 +850,9 @@ class Session:
         self._reload_at = trio.current_time() + delay
         if n == 1:
             log.exception(event, retry_in=delay)
-            line = push("stalled", session=self.id, reason="store_error")
+            stalled = StalledPush(self.id, "store_error")
             for conn in list(self.subscribers):
-                conn.send_nowait(line)
+                conn.send(stalled)
         else:
             log.error(event, error=repr(exc), failures=n, retry_in=delay)
 
@@ -821,7 +873,7 @@ class Session:
                     self.hooks.gamehost_session_ended, session=self.id, outcome=rec.data["outcome"]
                 )
 
-    def _push_line(self, rec: Record, viewer: Viewer) -> bytes | None:
+    def _push(self, rec: Record, viewer: Viewer) -> EventPush | None:
         if rec.type == "event":
             event = rec.obj
             if event is None:
@@ -839,7 +891,7 @@ class Session:
                 body["aborted"] = rec.data["aborted"]
         else:
             return None
-        return push("event", session=self.id, seq=rec.seq, kind=rec.type, event=body)
+        return EventPush(self.id, rec.seq, rec.type, body)
 
     def _publish(self, new: list[Record], skip: Subscriber | None = None) -> None:
         """Send each record to every subscriber (one redaction per distinct viewer), then the
@@ -854,17 +906,17 @@ class Session:
     def _publish_unguarded(self, new: list[Record], skip: Subscriber | None) -> None:
         subs = [(c, v) for c, v in self.subscribers.items() if c is not skip]
         for rec in new:
-            cache: dict[Viewer, bytes | None] = {}
+            cache: dict[Viewer, EventPush | None] = {}
             for conn, viewer in subs:
                 if viewer not in cache:
-                    cache[viewer] = self._push_line(rec, viewer)
-                line = cache[viewer]
-                if line is not None and not conn.send_nowait(line):
+                    cache[viewer] = self._push(rec, viewer)
+                msg = cache[viewer]
+                if msg is not None and not conn.send(msg):
                     self._detach(conn)
         if self.state.ended:
-            end = self._ended_line()
+            end = self._ended_push()
             for conn, _ in subs:
-                conn.send_nowait(end)
+                conn.send(end)
             return
         for conn, viewer in list(self.subscribers.items()):
             if viewer is not None:
@@ -878,10 +930,24 @@ class Session:
         if seq != st.seq:  # legal lists are computed once per state and seat
             lines = {}
             self._turns = (st.seq, lines)
-        line = lines.get(seat)
-        if line is None:
+        turn = lines.get(seat)
+        if turn is None:
             legal = [
                 self.engine.codec.action_to_wire(a) for a in self.game.legal_actions(st.game, seat)
             ]
-            line = lines[seat] = push("turn", session=self.id, seq=st.seq, seat=seat, legal=legal)
-        conn.send_nowait(line)
+            turn = lines[seat] = TurnPush(self.id, st.seq, seat, legal)
+        conn.send(turn)
+
+
+Answer = tuple[Outcome, Callable[[], None] | None]
+"""A command handler's result: the outcome to answer, and what to push after the reply."""
+
+_HANDLERS: dict[type, Callable[[Session, Subscriber, Any], Awaitable[Answer]]] = {
+    Join: Session._join,
+    Watch: Session._watch,
+    Resume: Session._resume,
+    View: Session._view,
+    Act: Session._act,
+    Leave: Session._leave,
+}
+"""Each mailbox command's handler."""

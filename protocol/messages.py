@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -29,6 +29,7 @@ __all__ = [
     "Request",
     "encode",
     "encode_error",
+    "error_object",
     "encode_ok",
     "error_table",
     "extra_problems",
@@ -474,22 +475,29 @@ def encode_error(rid: Any, code: ErrorCode | str, message: str, **extra: Any) ->
     """``{"id": rid, "ok": false, "error": {"code": code, "message": message, **extra}}``.
 
     ``rid`` is normally an :data:`Id`; a ``bad_request`` for a mistyped id echoes that value.
+    The ``error`` object is :func:`error_object`'s.
+    """
+    return encode({"id": rid, "ok": False, "error": error_object(code, message, extra)})
+
+
+def error_object(code: ErrorCode | str, message: str, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """An error reply's ``error`` object: ``{"code", "message", **extra}``.
+
     Extra fields :data:`ERRORS` does not declare for ``code`` are left out, never sent
     undocumented: a host bug, which :data:`error_reply_hook` sees (so the tests catch it) or,
-    without a hook, is logged (``gamehost.protocol``, level error).
+    without a hook, is logged (``gamehost.protocol``, level error). A ``message`` longer than
+    :data:`MAX_MESSAGE` characters is cut.
     """
     if error_reply_hook is not None:
         error_reply_hook(str(code), dict(extra))
-    elif problems := extra_problems(code, extra):
+    elif problems := extra_problems(code, dict(extra)):
         _log.error("error reply not as PROTOCOL.md lists it: %s", "; ".join(problems))
     spec = ERRORS.get(code)  # type: ignore[call-overload]  # a StrEnum hashes as its str
     if spec is not None:
         extra = {k: v for k, v in extra.items() if k in spec.fields}
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"
-    return encode(
-        {"id": rid, "ok": False, "error": {"code": str(code), "message": message, **extra}}
-    )
+    return {"code": str(code), "message": message, **extra}
 
 
 def encode_protocol_error(rid: Id, exc: ProtocolError) -> bytes:

@@ -2,6 +2,13 @@
 
 It frames lines with :mod:`protocol.framing`, matches replies to requests by ``id`` and queues
 pushes for the caller. One reader task per client feeds both.
+
+Two ways to read what the host sends, over the same lines: the typed messages of
+:mod:`protocol.replies`, which are what the host itself builds (:meth:`Client.ask` returns an
+op's typed result, :meth:`Client.reply` the whole typed reply, :meth:`Client.next_message` the
+next typed push); or the JSON objects as they came (:meth:`Client.request`, :meth:`Client.call`,
+:meth:`Client.next_push`), for tests of the exact wire shape and for tools that only look at a
+field or two.
 """
 
 from __future__ import annotations
@@ -15,18 +22,21 @@ import trio
 
 from protocol.framing import LineBuffer, LineTooLong
 from protocol.messages import encode
+from protocol.replies import Push, Refused, Reply, Result, decode_message
 
 __all__ = ["Client", "HostError"]
 
 
 class HostError(Exception):
-    """The host answered a request with an error; ``code``, ``message`` and ``error`` (all)."""
+    """The host answered a request with an error; ``code``, ``message``, ``error`` (the whole
+    error object) and ``refused`` (the same, typed)."""
 
     def __init__(self, error: dict[str, Any]) -> None:
         super().__init__(f"{error.get('code')}: {error.get('message')}")
         self.code = error.get("code")
         self.message = error.get("message")
         self.error = error
+        self.refused = Refused.from_wire(error)
 
 
 class Client:
@@ -131,3 +141,35 @@ class Client:
             return await self.pushes.receive()
         except trio.EndOfChannel:
             return None
+
+    async def reply(self, op: str, **params: Any) -> Reply:
+        """Send a request and return its typed reply: ``outcome`` is ``op``'s result class
+        (:data:`protocol.replies.RESULTS`) or :class:`protocol.replies.Refused`.
+
+        Raises:
+            ConnectionError: the host hung up. KeyError, TypeError: the reply lacks a field
+                its op's result has (not a v1 host).
+        """
+        return Reply.from_wire(await self.request(op, **params), op)
+
+    async def ask(self, op: str, **params: Any) -> Result:
+        """Send a request and return its typed result (e.g. ``Joined`` for ``join``).
+
+        Raises:
+            HostError: the reply was an error (``refused`` holds it typed). ConnectionError:
+                the host hung up.
+        """
+        raw = await self.request(op, **params)
+        if not raw.get("ok"):
+            raise HostError(raw.get("error") or {})
+        return Reply.from_wire(raw, op).outcome  # type: ignore[no-any-return]
+
+    async def next_message(self) -> Push | None:
+        """The next push as a typed message (:mod:`protocol.replies`), or None once the
+        connection is closed.
+
+        Raises:
+            ValueError: a push this client does not know. KeyError: one lacking a field.
+        """
+        raw = await self.next_push()
+        return None if raw is None else decode_message(raw)  # type: ignore[return-value]

@@ -22,12 +22,13 @@ from host.codec import BadAction, admits, admitter
 from host.engine import Engine, Record, SessionState
 from host.game import Emitter, Rng
 from host.local import play_local, roundtrip
-from plugins import crazy_eights_rules, seven_twenty_seven_evolve
 from plugins.around_the_world import AroundTheWorld
-from plugins.around_the_world_model import fold as around_the_world_fold
+from plugins.around_the_world import rules as around_the_world_rules
 from plugins.crazy_eights import CrazyEights
-from plugins.crazy_eights_model import Play
+from plugins.crazy_eights import rules as crazy_eights_rules
+from plugins.crazy_eights.model import Play
 from plugins.seven_twenty_seven import SevenTwentySeven
+from plugins.seven_twenty_seven import rules as seven_twenty_seven_rules
 from tests.toy import HighCard, Keep, Kept, State, Swap
 
 GAMES = {
@@ -38,8 +39,8 @@ GAMES = {
 
 EVOLVE_CODE: dict[str, CodeType] = {
     "crazy-eights": crazy_eights_rules.evolve.__code__,
-    "around-the-world": around_the_world_fold.__code__,
-    "seven-twenty-seven": seven_twenty_seven_evolve.evolve.__code__,
+    "around-the-world": around_the_world_rules.evolve.__code__,
+    "seven-twenty-seven": seven_twenty_seven_rules.evolve.__code__,
 }
 """The function that folds one event, per game: counted by code object, so a call counts however
 the game reaches it (its ``evolve`` method, an emitter, a module-level alias)."""

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
+from host import commands
 from host.engine import Record
 from host.game import IllegalAction, hookimpl
 from host.registry import Registry, load_registry
@@ -627,8 +628,14 @@ class _GoneConnection:
     dead: bool = True
     lines: list[bytes] = attrs.Factory(list)
 
-    def send_nowait(self, line: bytes) -> bool:
+    def send(self, push: Any) -> bool:
         return False
+
+    def send_many(self, pushes: Any) -> bool:
+        return False
+
+    def answer(self, rid: Any, outcome: Any) -> None:
+        pass
 
     def settled(self) -> None:
         pass
@@ -643,7 +650,7 @@ async def test_a_connection_gone_before_its_join_is_answered_does_not_keep_the_s
         sid = (await c.call("create", game="high-card", seats=3))["session"]
         session = running.host.sessions[sid]
         gone = _GoneConnection()
-        session.submit(gone, 1, session.join, "x", None)
+        session.submit(gone, 1, commands.Join("x", None))
         await c.call("view", session=sid)  # answered after the join: the actor got there
         assert session.state.seats[0] is not None  # the join itself went through
         assert gone not in session.subscribers

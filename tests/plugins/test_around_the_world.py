@@ -21,7 +21,7 @@ from host.local import play_local, roundtrip
 from host.registry import load_registry
 from plugins import cards
 from plugins.around_the_world import AroundTheWorld
-from plugins.around_the_world_model import (
+from plugins.around_the_world.model import (
     Assignment,
     Cancel,
     Flip,
@@ -32,7 +32,7 @@ from plugins.around_the_world_model import (
     State,
     Turned,
 )
-from plugins.around_the_world_rules import hand_rank
+from plugins.around_the_world.rules import hand_rank
 
 GAME = AroundTheWorld()
 ENGINE = Engine(GAME)

@@ -21,9 +21,8 @@ from host.local import play_local, roundtrip
 from host.registry import load_registry
 from plugins import cards
 from plugins import crazy_eights as ce
-from plugins import crazy_eights_rules as rules
-from plugins.crazy_eights import CrazyEights
-from plugins.crazy_eights_model import (
+from plugins.crazy_eights import CrazyEights, rules
+from plugins.crazy_eights.model import (
     DealScored,
     Dealt,
     Draw,

@@ -21,10 +21,10 @@ from host.local import play_local, roundtrip
 from host.registry import load_registry
 from plugins import cards
 from plugins import seven_twenty_seven as stt
-from plugins import seven_twenty_seven_flow as flow
-from plugins import seven_twenty_seven_hands as hv
 from plugins.seven_twenty_seven import SevenTwentySeven
-from plugins.seven_twenty_seven_model import (
+from plugins.seven_twenty_seven import hands as hv
+from plugins.seven_twenty_seven import rules as flow
+from plugins.seven_twenty_seven.model import (
     Bet,
     BetMade,
     BetReturned,
@@ -50,7 +50,7 @@ from plugins.seven_twenty_seven_model import (
     Vote,
     VoteDecided,
 )
-from plugins.seven_twenty_seven_pots import Pot, build_pots, from_left, share
+from plugins.seven_twenty_seven.pots import Pot, build_pots, from_left, share
 from tests.bots import Mixed, RandomLegal
 
 GAME = SevenTwentySeven()

@@ -1,24 +1,29 @@
-"""Crazy Eights rules as pure functions over :class:`~plugins.crazy_eights_model.State`.
+"""Crazy Eights rules as pure functions over :class:`~plugins.crazy_eights.model.State`.
 
-Matching, wild cards, drawing and passing, special cards, the deal, scoring and ``evolve``.
+Matching, wild cards, drawing and passing, special cards, the deal, scoring, ``evolve``, who is
+to act, the legal actions and ``decide`` (with its follow-on events, through an :class:`Emitter`).
 Section names in the docstrings refer to ``docs/rules/crazy-eights.md``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
-from host.game import Rng
+from host.game import NOT_YOUR_TURN, Emitter, IllegalAction, Rng
 from plugins import cards
-from plugins.crazy_eights_model import (
+from plugins.crazy_eights.model import (
     DealScored,
     Dealt,
+    Draw,
     Drew,
     Options,
+    Pass,
     Passed,
     PenaltyTaken,
+    Play,
     Played,
     Reshuffled,
     State,
@@ -382,3 +387,138 @@ def _evolve_dealt(state: State, event: Dealt) -> State:
     if s.options.special_starter == "applies":
         after.update(_after_play(s, event.dealer, event.starter))
     return attrs.evolve(s, **after)
+
+
+Evolve = Callable[[State, Any], State]
+"""An ``evolve``: the state after one event (``decide`` emits through the one it is given)."""
+
+
+# -- turns: who acts, what is legal, decide -----------------------------------------------------
+
+
+class _Events(Emitter):
+    """The events of one ``decide`` (an :class:`Emitter`), with the moves that emit several."""
+
+    def draw(self, seat: int, want: int, rng: Rng) -> int:
+        """Draw up to ``want`` cards for ``seat``, reshuffling when the stock runs out."""
+        got = 0
+        while got < want:
+            s = self.state
+            if not s.stock:
+                if not (s.options.reshuffle and len(s.discard) > 1):
+                    break
+                pile = tuple(rng.shuffled(s.discard[:-1]))
+                self.emit(Reshuffled(pile, len(pile)))
+                s = self.state
+            k = min(want - got, len(s.stock))
+            self.emit(Drew(seat, s.stock[:k], k))
+            got += k
+        return got
+
+    def take_penalty(self, seat: int, rng: Rng) -> None:
+        total = self.state.penalty
+        got = self.draw(seat, total, rng)
+        self.emit(PenaltyTaken(seat, got, total - got))
+
+    def end_deal(self, winner: int | None, rng: Rng) -> None:
+        s = self.emit(score_deal(self.state, winner))
+        if not s.over:
+            self.emit(next_deal(s, rng))
+
+
+def to_act(state: State) -> tuple[int, ...]:
+    if state.over or state.turn is None or not all(state.hands):
+        return ()
+    return (state.turn,)
+
+
+def legal_actions(state: State, seat: int) -> list[Any]:
+    if seat not in to_act(state):
+        return []
+    hand = state.hands[seat]
+    out: list[Any] = []
+    for card in playable_cards(state, seat):
+        if is_wild(state, seat, card) and len(hand) > 1:
+            out += [Play(card, s) for s in cards.SUITS]
+        else:
+            out.append(Play(card, None))
+    if can_draw(state):
+        out.append(Draw())
+    if can_pass(state, seat):
+        out.append(Pass())
+    return out
+
+
+def decide(state: State, seat: int, action: Any, rng: Rng, fold: Evolve = evolve) -> list[Any]:
+    """The events ``action`` by ``seat`` causes.
+
+    Raises:
+        IllegalAction: see the module docstring for the reasons.
+    """
+    if seat not in to_act(state):
+        raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
+    if isinstance(action, Play):
+        return _play(state, seat, action, rng, fold)
+    out = _Events(state, fold)
+    if isinstance(action, Draw):
+        if not can_draw(state):
+            raise IllegalAction("cannot_draw", _why_no_draw(state))
+        if state.penalty > 0:
+            out.take_penalty(seat, rng)
+        else:
+            out.draw(seat, 1, rng)
+        return out
+    if isinstance(action, Pass):
+        if not can_pass(state, seat):
+            raise IllegalAction(
+                "cannot_pass",
+                "you may pass only when no card can be drawn"
+                + (" and you hold no legal play" if state.options.draw_limit == "none" else "")
+                + " (A turn)",
+            )
+        s = out.emit(Passed(seat))
+        if s.passes >= s.seats:
+            out.end_deal(None, rng)
+        return out
+    raise IllegalAction("unknown_action", f"not a Crazy Eights action: {action!r}")
+
+
+def _why_no_draw(state: State) -> str:
+    if drawable(state) == 0:
+        return "the stock is empty and there is nothing to reshuffle (A turn)"
+    return f"draw_limit reached: {state.draws} cards drawn this turn (A turn)"
+
+
+def _play(state: State, seat: int, action: Play, rng: Rng, fold: Evolve) -> list[Any]:
+    hand = state.hands[seat]
+    card, suit = action.card, action.suit
+    if card not in hand:
+        raise IllegalAction("card_not_in_hand", f"{card!r} is not in your hand")
+    if state.penalty > 0 and cards.rank(card) != "2":
+        raise IllegalAction(
+            "draw_two_pending",
+            f"a draw-two penalty of {state.penalty} is pending: play a 2 or draw (Variants)",
+        )
+    if not matches(state, seat, card):
+        raise IllegalAction(
+            "card_does_not_match",
+            f"{card} matches neither the rank of {state.discard[-1]} nor the current suit"
+            f" {cards.SUIT_NAMES[state.current_suit or 'C']} (A turn)",
+        )
+    if is_wild(state, seat, card) and len(hand) > 1:
+        if suit is None:
+            raise IllegalAction("suit_required", f"{card} is wild: name a suit (A turn)")
+        if suit not in cards.SUITS:
+            raise IllegalAction("unknown_suit", f"{suit!r} is not one of C, D, H, S")
+    elif suit is not None:
+        raise IllegalAction(
+            "suit_not_allowed",
+            f"{card} names no suit (only a wild card that is not your last does)",
+        )
+    out = _Events(state, fold)
+    s = out.emit(Played(seat, card, suit))
+    if not s.hands[seat]:
+        if s.penalty > 0 and s.turn is not None:
+            out.take_penalty(s.turn, rng)
+        out.end_deal(seat, rng)
+    return out

@@ -1,6 +1,6 @@
 """Seven Twenty-Seven values: options, actions, events and the state (all frozen attrs classes).
 
-Chips are integers, card values half-points (see :mod:`plugins.seven_twenty_seven_hands`).
+Chips are integers, card values half-points (see :mod:`plugins.seven_twenty_seven.hands`).
 """
 
 from __future__ import annotations

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from host.game import NOT_YOUR_TURN, Emitter, IllegalAction, Rng
 from plugins import cards
-from plugins import seven_twenty_seven_hands as hv
-from plugins.seven_twenty_seven_evolve import evolve, responders
-from plugins.seven_twenty_seven_model import (
+from plugins.seven_twenty_seven import hands as hv
+from plugins.seven_twenty_seven.model import (
     Bet,
     BetMade,
     BetReturned,
@@ -30,6 +31,7 @@ from plugins.seven_twenty_seven_model import (
     Folded,
     HandEnded,
     HandStarted,
+    LastHand,
     PhaseStarted,
     PotAwarded,
     Raise,
@@ -45,7 +47,141 @@ from plugins.seven_twenty_seven_model import (
     Voted,
     VoteDecided,
 )
-from plugins.seven_twenty_seven_pots import build_pots, from_left, share, uncalled
+from plugins.seven_twenty_seven.pots import build_pots, from_left, share, uncalled
+
+# -- evolve: one event applied to the state (pure, no randomness) -----------------------------
+
+
+def _set(t: tuple, i: int, v: Any) -> tuple:
+    return t[:i] + (v,) + t[i + 1 :]
+
+
+def _without(pending: tuple[int, ...], seat: int) -> tuple[int, ...]:
+    return tuple(s for s in pending if s != seat)
+
+
+def responders(s: State, seat: int) -> tuple[int, ...]:
+    """The seats that must answer a bet or raise by ``seat``: live, with chips, clockwise after
+    ``seat``."""
+    n = s.seats
+    order = [(seat + k) % n for k in range(1, n)]
+    live = set(s.live)
+    return tuple(x for x in order if x in live and s.stacks[x] > 0)
+
+
+def _pay(s: State, seat: int, chips: int) -> State:
+    return attrs.evolve(
+        s,
+        stacks=_set(s.stacks, seat, s.stacks[seat] - chips),
+        contrib=_set(s.contrib, seat, s.contrib[seat] + chips),
+        round_bet=_set(s.round_bet, seat, s.round_bet[seat] + chips),
+    )
+
+
+def evolve(s: State, e: Any) -> State:  # noqa: C901 - one branch per event type
+    """Apply one event (see :mod:`plugins.seven_twenty_seven.model` for each event's meaning)."""
+    n = s.seats
+    if isinstance(e, HandStarted):
+        return attrs.evolve(
+            s,
+            hand_no=e.hand,
+            dealer=e.dealer,
+            stacks=tuple(st - a for st, a in zip(s.stacks, e.antes, strict=True)),
+            contrib=e.antes,
+            paid=0,
+            in_hand=tuple(a > 0 for a in e.antes),
+            folded=(False,) * n,
+            busted=(False,) * n,
+            hands=((),) * n,
+            faces=((),) * n,
+            stock=(),
+            phase="dealt",
+            round=0,
+            pending=(),
+            round_bet=(0,) * n,
+            current_bet=0,
+            raises=0,
+            drew=False,
+            stock_out=False,
+            votes=(None,) * n,
+            agreed=None,
+        )
+    if isinstance(e, Dealt):
+        hands = tuple(
+            ((up,) + tuple(c for c in down if c is not None)) if up is not None else ()
+            for up, down in zip(e.up, e.down, strict=True)
+        )
+        faces = tuple((True,) + (False,) * (len(h) - 1) if h else () for h in hands)
+        return attrs.evolve(s, hands=hands, faces=faces, stock=e.stock or ())
+    if isinstance(e, PhaseStarted):
+        s = attrs.evolve(s, phase=e.phase, round=e.round, pending=e.order)
+        if e.phase == "betting":
+            return attrs.evolve(s, round_bet=(0,) * n, current_bet=0, raises=0)
+        if e.phase == "draw":
+            return attrs.evolve(s, drew=False)
+        return attrs.evolve(s, votes=(None,) * n, agreed=None)
+    if isinstance(e, CardDrawn):
+        s = attrs.evolve(
+            s,
+            hands=_set(s.hands, e.seat, s.hands[e.seat] + (e.card,)),
+            faces=_set(s.faces, e.seat, s.faces[e.seat] + (e.face == "up",)),
+            stock=s.stock[1:],
+        )
+        if s.phase == "draw" and e.seat in s.pending:
+            s = attrs.evolve(s, pending=_without(s.pending, e.seat), drew=True)
+        return s
+    if isinstance(e, Stood | Checked | Called | Folded | Voted | Busted):
+        s = attrs.evolve(s, pending=_without(s.pending, e.seat))
+        if isinstance(e, Called):
+            return _pay(s, e.seat, e.chips)
+        if isinstance(e, Folded | Busted):
+            s = attrs.evolve(s, folded=_set(s.folded, e.seat, True))
+        if isinstance(e, Busted):
+            s = attrs.evolve(s, busted=_set(s.busted, e.seat, True))
+        if isinstance(e, Voted):
+            s = attrs.evolve(s, votes=_set(s.votes, e.seat, e.yes))
+        return s
+    if isinstance(e, BetMade | Raised):
+        s = _pay(s, e.seat, e.amount if isinstance(e, BetMade) else e.chips)
+        s = attrs.evolve(
+            s,
+            current_bet=s.round_bet[e.seat],
+            raises=s.raises + (1 if isinstance(e, Raised) else 0),
+        )
+        return attrs.evolve(s, pending=responders(s, e.seat))
+    if isinstance(e, StockRanOut):
+        return attrs.evolve(s, stock_out=True, pending=() if s.phase == "draw" else s.pending)
+    if isinstance(e, BetReturned):
+        return attrs.evolve(
+            s,
+            stacks=_set(s.stacks, e.seat, s.stacks[e.seat] + e.chips),
+            contrib=_set(s.contrib, e.seat, s.contrib[e.seat] - e.chips),
+            round_bet=_set(s.round_bet, e.seat, max(0, s.round_bet[e.seat] - e.chips)),
+        )
+    if isinstance(e, VoteDecided):
+        return attrs.evolve(s, agreed=e.agreed, pending=())
+    if isinstance(e, Showdown):
+        return attrs.evolve(s, last=LastHand(s.hand_no, shown=e.hands))
+    if isinstance(e, PotAwarded):
+        last = s.last if s.last is not None and s.last.hand == s.hand_no else LastHand(s.hand_no)
+        stacks = list(s.stacks)
+        for w, c in zip(e.winners, e.shares, strict=True):
+            stacks[w] += c
+        return attrs.evolve(
+            s,
+            stacks=tuple(stacks),
+            paid=s.paid + e.amount,
+            last=attrs.evolve(last, awards=last.awards + (e,)),
+        )
+    if isinstance(e, HandEnded):
+        return attrs.evolve(s, contrib=(0,) * n, paid=0, phase="idle", pending=())
+    if isinstance(e, SessionEnded):
+        return attrs.evolve(s, phase="over", pending=(), end_reason=e.reason)
+    raise TypeError(f"not a Seven Twenty-Seven event: {e!r}")
+
+
+# -- decide -------------------------------------------------------------------------------------
+
 
 Evolve = Callable[[State, Any], State]
 """An ``evolve``: the state after one event."""

@@ -7,12 +7,17 @@ options. Values are integer half-points (J/Q/K = 1, 7 = 14, 27 = 54).
 
 The modules:
 
-- :mod:`plugins.seven_twenty_seven_model` — options, actions, events, state
-- :mod:`plugins.seven_twenty_seven_hands` — totals and distances in half-points
-- :mod:`plugins.seven_twenty_seven_pots` — main/side pots, odd chips, uncalled bets
-- :mod:`plugins.seven_twenty_seven_evolve` — ``evolve``
-- :mod:`plugins.seven_twenty_seven_flow` — ``decide``, ``legal_actions``, the automatic steps
-- :mod:`plugins.seven_twenty_seven_view` — ``view``, ``redact``, ``render``, ``describe``
+- :mod:`plugins.seven_twenty_seven.model` — options, actions, events, state
+- :mod:`plugins.seven_twenty_seven.rules` — ``decide``, ``evolve``, ``legal_actions``, the
+  automatic steps
+- :mod:`plugins.seven_twenty_seven.view` — ``view``, ``redact``
+- :mod:`plugins.seven_twenty_seven.text` — ``render``, ``describe``
+
+and two sub-parts of the rules, kept as modules of their own because each is a self-contained
+piece of arithmetic with its own tests:
+
+- :mod:`plugins.seven_twenty_seven.hands` — totals and distances in half-points
+- :mod:`plugins.seven_twenty_seven.pots` — main/side pots, odd chips, uncalled bets
 
 Decisions where the spec is silent (also in the docs):
 
@@ -48,11 +53,10 @@ from __future__ import annotations
 from typing import Any
 
 from host.game import GameInfo, OptionError, Rng, Viewer, hookimpl
-from plugins import seven_twenty_seven_flow as flow
-from plugins import seven_twenty_seven_hands as hv
-from plugins import seven_twenty_seven_view as views
-from plugins.seven_twenty_seven_evolve import evolve
-from plugins.seven_twenty_seven_model import (
+from plugins.seven_twenty_seven import hands as hv
+from plugins.seven_twenty_seven import rules, text
+from plugins.seven_twenty_seven import view as views
+from plugins.seven_twenty_seven.model import (
     ACTIONS,
     EVENTS,
     Bet,
@@ -66,6 +70,7 @@ from plugins.seven_twenty_seven_model import (
     State,
     Vote,
 )
+from plugins.seven_twenty_seven.rules import evolve
 
 __all__ = ["SevenTwentySeven", "gamehost_register_games"]
 
@@ -120,20 +125,20 @@ class SevenTwentySeven:
 
     def start(self, state: State, rng: Rng) -> list[Any]:
         """The first hand: antes, the deal, the first draw round (seat 0 deals)."""
-        return flow.start(state, rng, self.evolve)
+        return rules.start(state, rng, self.evolve)
 
     def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list[Any]:
-        """See :func:`plugins.seven_twenty_seven_flow.decide`."""
-        return flow.decide(state, seat, action, rng, self.evolve)
+        """See :func:`plugins.seven_twenty_seven.rules.decide`."""
+        return rules.decide(state, seat, action, rng, self.evolve)
 
     def evolve(self, state: State, event: Any) -> State:
         return evolve(state, event)
 
     def to_act(self, state: State) -> tuple[int, ...]:
-        return flow.to_act(state)
+        return rules.to_act(state)
 
     def legal_actions(self, state: State, seat: int) -> list[Any]:
-        return flow.legal_actions(state, seat)
+        return rules.legal_actions(state, seat)
 
     def view(self, state: State, viewer: Viewer) -> dict[str, Any]:
         return views.view(state, viewer)
@@ -142,10 +147,10 @@ class SevenTwentySeven:
         return views.redact(event, viewer)
 
     def render(self, view: dict[str, Any], viewer: Viewer) -> str:
-        return views.render(view, viewer)
+        return text.render(view, viewer)
 
     def describe(self, action: dict[str, Any]) -> str:
-        return views.describe(action)
+        return text.describe(action)
 
     def outcome(self, state: State) -> dict[str, Any] | None:
         """``None`` while running; then ``reason``, ``hands`` played, final ``stacks``, ``net``
@@ -168,7 +173,7 @@ class SevenTwentySeven:
         """A loose, aggressive strategy on the bot's own hand, so that tables of bots end soon: draw
         while 2½ or more from 7/27; bet or raise the maximum within 2 of a target (and on one
         bluff in three); otherwise check, or call, folding only a far hand now and then."""
-        legal = flow.legal_actions(state, seat)
+        legal = rules.legal_actions(state, seat)
         hand = state.hands[seat]
         d = hv.distance(hand)
         if state.phase == "draw":

@@ -1,7 +1,7 @@
 """Crazy Eights values: options, actions, events and the state (``docs/rules/crazy-eights.md``).
 
 Every class here is a frozen attrs class; cards are wire strings (``"10H"``), seats are ints.
-The rules that act on these values live in :mod:`plugins.crazy_eights_rules`; the game class and
+The rules that act on these values live in :mod:`plugins.crazy_eights.rules`; the game class and
 the decisions taken where the spec is silent are in :mod:`plugins.crazy_eights`.
 """
 

@@ -1,5 +1,5 @@
-"""Around the World: options, actions, events and state (frozen attrs classes), the event fold
-(:func:`fold`, the game's ``evolve``) and the drink ledger (:func:`ledger`).
+"""Around the World: options, actions, events and state (frozen attrs classes) and the drink
+ledger (:func:`ledger`); the event fold, ``evolve``, is in :mod:`plugins.around_the_world.rules`.
 
 Wire forms (``type`` is the snake_case class name):
 
@@ -270,79 +270,6 @@ class State:
     best: tuple[int, ...] = ()
     best_hand: str = ""
     decided: tuple[int, ...] = ()
-
-
-# -- folding events ---------------------------------------------------------------------------
-
-
-def _replace(items: tuple, index: int, value: Any) -> tuple:
-    return items[:index] + (value,) + items[index + 1 :]
-
-
-def fold(state: State, event: Any) -> State:
-    """Apply one event to the state (pure; every random outcome is in the event)."""
-    if isinstance(event, ShoeShuffled):
-        n = state.seats
-        return attrs.evolve(
-            state,
-            phase="round1",
-            shoe=event.cards or (),
-            rows=((),) * n,
-            guesses=((),) * n,
-            results=((),) * n,
-            pending=(0,) * n,
-        )
-    if isinstance(event, Guessed):
-        s = event.seat
-        pending, entries = state.pending, state.entries
-        if event.correct:
-            pending = _replace(pending, s, pending[s] + event.drinks)
-        else:
-            entries += (Entry(1, s, event.drinks),)
-        return attrs.evolve(
-            state,
-            rows=_replace(state.rows, s, state.rows[s] + (event.card,)),
-            guesses=_replace(state.guesses, s, state.guesses[s] + (event.guess,)),
-            results=_replace(state.results, s, state.results[s] + (event.correct,)),
-            dealt=state.dealt + 1,
-            turn=state.turn + 1,
-            pending=pending,
-            entries=entries,
-        )
-    if isinstance(event, Given):
-        rnd = 1 if state.phase == "round1" else 2
-        new = tuple(Entry(rnd, a.seat, a.drinks, event.seat) for a in event.to)
-        return attrs.evolve(
-            state,
-            pending=_replace(state.pending, event.seat, 0),
-            entries=state.entries + new,
-        )
-    if isinstance(event, ColumnsLaid):
-        return attrs.evolve(
-            state, phase="round2", laid_at=state.dealt, dealt=state.dealt + event.cards
-        )
-    if isinstance(event, Turned):
-        pending, entries = state.pending, state.entries
-        for m in event.matches:
-            if event.column == "take":
-                entries += (Entry(2, m.seat, m.drinks),)
-            else:
-                pending = _replace(pending, m.seat, pending[m.seat] + m.drinks)
-        return attrs.evolve(
-            state, turned=state.turned + (event.card,), pending=pending, entries=entries
-        )
-    if isinstance(event, BestHand):
-        return attrs.evolve(state, phase="cancel", best=event.seats, best_hand=event.hand)
-    if isinstance(event, Cancelled):
-        offset = sum(1 for e in state.entries if e.round == 1)
-        gone = {offset + n for n in event.entries}
-        entries = tuple(
-            attrs.evolve(e, cancelled=True) if i in gone else e for i, e in enumerate(state.entries)
-        )
-        return attrs.evolve(state, decided=state.decided + (event.seat,), entries=entries)
-    if isinstance(event, Finished):
-        return attrs.evolve(state, phase="over")
-    raise TypeError(f"not an around-the-world event: {event!r}")
 
 
 def ledger(state: State) -> list[dict[str, Any]]:

@@ -1,0 +1,62 @@
+"""The commands a session's actor takes from its mailbox (frozen, typed, no wire format).
+
+A connection turns a parsed request into one of these and submits it with the requester and the
+request id (:meth:`host.session.Session.submit`); the actor runs it and answers a typed outcome
+from :mod:`protocol.replies` (a result, or :class:`protocol.replies.Refused`), which only the
+connection encodes. Each command's handler in :class:`host.session.Session` documents the
+outcomes and the pushes around them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["Act", "Command", "Join", "Leave", "Resume", "View", "Watch"]
+
+
+@attrs.frozen
+class Join:
+    """Take a seat: ``seat`` (None: the lowest free one) under ``name`` (already cleaned: at
+    most 64 printable characters). Answered :class:`protocol.replies.Joined`."""
+
+    name: str
+    seat: int | None = None
+
+
+@attrs.frozen
+class Watch:
+    """Watch as a spectator. Answered :class:`protocol.replies.Watching`."""
+
+
+@attrs.frozen
+class Resume:
+    """Take back the seat ``token`` holds; push the records after seq ``after`` first (None:
+    none). Answered :class:`protocol.replies.Resumed`."""
+
+    token: str
+    after: int | None = None
+
+
+@attrs.frozen
+class View:
+    """The snapshot for the role held. Answered :class:`protocol.replies.ViewReply`."""
+
+
+@attrs.frozen
+class Act:
+    """Play ``action`` (its wire object) from the seat held, if the session is still at seq
+    ``expected`` (None: whatever it is). Answered :class:`protocol.replies.Accepted`."""
+
+    action: Any
+    expected: int | None = None
+
+
+@attrs.frozen
+class Leave:
+    """Stop playing or watching. Answered :class:`protocol.replies.Left`."""
+
+
+Command = Join | Watch | Resume | View | Act | Leave
+"""Everything a session's mailbox carries (with the requester and the request id)."""
