@@ -1,6 +1,6 @@
 // The web client: a lobby (#/), a table to play (#/play/SESSION) or watch (#/watch/SESSION).
 // Everything a client typed (names, options) is put in the page as text, never as HTML.
-import { Conn, HostError, card, clear, el, fmt, jsonTree, seatName, suitName, tokens } from "./common.js";
+import { Conn, HostError, clear, el, fmt, jsonTree, recent, seatName, tokens } from "./common.js";
 import { describeAction, renderers } from "./tables.js";
 
 const main = document.getElementById("main");
@@ -243,6 +243,7 @@ function tablePage(sid, watching) {
         snap = await c.call("watch", { session: sid });
       }
       t.snap = snap;
+      recent.add(sid, snap.game);
       draw();
       if (t.events.length && t.events[t.events.length - 1].seq > snap.seq) askView();
     } catch (e) {

@@ -175,3 +175,15 @@ export function seatName(seats, i) {
   if (!s) return `seat ${i} (free)`;
   return `${s.name}${s.bot ? " (bot)" : ""}`;
 }
+
+// Sessions this browser played, watched or debugged (ids only: an id is no secret), newest
+// first, so the debugger can offer ended sessions that no longer show in the lobby.
+export const recent = {
+  list() {
+    try { return JSON.parse(localStorage.getItem("gamehost.recent")) || []; } catch { return []; }
+  },
+  add(sid, game) {
+    const rest = recent.list().filter((r) => r.session !== sid);
+    localStorage.setItem("gamehost.recent", JSON.stringify([{ session: sid, game }, ...rest].slice(0, 30)));
+  },
+};

@@ -2,7 +2,7 @@
 // (log, replay, verify, fork). Step through its records; see the state after any of them as a
 // seat, a spectator or (when the host allows it) the full truth; compare two seqs; verify the
 // log; fork a new session at a seq. Every string from the log is put in the page as text.
-import { Conn, clear, el, fmt, diff, jsonTree, seatName, tokens } from "./common.js";
+import { Conn, clear, el, fmt, diff, jsonTree, recent, seatName, tokens } from "./common.js";
 import { describeAction } from "./tables.js";
 
 const $ = (id) => document.getElementById(id);
@@ -40,10 +40,12 @@ async function open() {
   if (location.hash !== `#${sid}`) history.replaceState(null, "", `#${sid}`);
   d.sid = sid;
   d.states.clear();
+  d.at = 0;
   say("");
   try {
     await loadLog(true);
   } catch (e) { say(e.message, "error"); return; }
+  recent.add(sid, d.records[0].game);
   go(d.records.length - 1);
 }
 
@@ -168,5 +170,6 @@ document.addEventListener("keydown", (e) => {
   if (e.key === "ArrowRight") go(d.at + 1);
   if (e.key === "ArrowLeft") go(d.at - 1);
 });
+for (const r of recent.list()) $("recent").append(el("option", { value: r.session }, r.game || ""));
 const fromHash = decodeURIComponent(location.hash.slice(1));
 if (fromHash) { $("session").value = fromHash; open(); }

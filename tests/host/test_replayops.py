@@ -140,3 +140,39 @@ async def test_fork_starts_a_live_session_the_forker_can_resume(toy_host):
     assert snap["seat"] == 0 and not snap["ended"]
     assert await play_to_the_end(new, fork["session"], 0) > at
     assert (await new.call("verify", session=fork["session"]))["ok"] is True
+
+
+async def test_a_game_that_keeps_its_seed_shows_no_hidden_card_even_once_ended(tmp_path):
+    from host.registry import load_registry
+
+    registry = load_registry()
+    if "seven-twenty-seven" not in registry.games:
+        pytest.skip("the seven-twenty-seven plugin is not installed")
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, registry)
+        c = await running.client()
+        made = await c.call(
+            "create", game="seven-twenty-seven", seats=4, bots=4, options={"hands": 1}
+        )
+        sid = made["session"]
+        snap = await c.call("watch", session=sid)
+        while not snap["ended"]:
+            p = await c.next_push()
+            if p["push"] == "ended":
+                break
+        got = await c.call("log", session=sid)
+        assert got["ended"] and not got["open"]
+        assert got["records"][-1]["type"] == "ended" and got["records"][-1]["seed"] is None
+        assert await error_code(c, "log", session=sid, truth=True) == "hidden"
+        assert await error_code(c, "replay", session=sid, seq=5, seat=1) == "hidden"
+        assert await error_code(c, "fork", session=sid, seq=4) == "hidden"
+        # what the spectator got holds no face-down card that was never shown
+        path = tmp_path / "sessions" / f"{sid}.jsonl"
+        dealt = next(
+            r for r in read_log(path) if r["type"] == "event" and r["event"]["type"] == "dealt"
+        )
+        down = {card for hand in dealt["event"]["down"] for card in hand}
+        shown = orjson.dumps(got["records"][: dealt["seq"] + 1])
+        assert not any(f'"{card}"'.encode() in shown for card in down)
+        assert (await c.call("verify", session=sid))["ok"] is True
+        running.host.request_shutdown()
