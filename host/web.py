@@ -55,7 +55,8 @@ MAX_HEAD = 16 * 1024
 """The largest HTTP request head read, in bytes (a larger one is answered 431)."""
 
 MAX_HTTP = 64
-"""Plain HTTP requests served at once; one more is closed unanswered."""
+"""Requests being read or answered at once (a WebSocket counts until its handshake is done,
+then ``--max-connections`` holds); one more connection is closed unanswered."""
 
 WS_PATH = "/ws"
 
@@ -251,8 +252,19 @@ class WebFront:
                 await stream.aclose()
 
     async def _handle(self, stream: trio.SocketStream) -> None:
-        if self.host.shutdown.is_set():
-            return
+        if self.host.shutdown.is_set() or self.busy >= MAX_HTTP:
+            return  # closed unanswered: too many requests being read or served at once
+        self.busy += 1
+        try:
+            got = await self._request(stream)
+        finally:
+            self.busy -= 1
+        if got is not None:  # a WebSocket: from here on the host's connection limits hold
+            await self.host.handle(got)
+
+    async def _request(self, stream: trio.SocketStream) -> WebSocketStream | None:
+        """Read a request head and answer it: a file, an error, or a WebSocket handshake
+        (accepted: the stream to hand to the host)."""
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         raw = bytearray()
         event: Any = h11.NEED_DATA
@@ -265,23 +277,17 @@ class WebFront:
                     event = conn.next_event()
                 except h11.RemoteProtocolError as exc:
                     await self._simple(stream, conn, exc.error_status_hint, "bad request")
-                    return
+                    return None
                 if not data and event is h11.NEED_DATA:
-                    return
+                    return None
         if not isinstance(event, h11.Request):
-            return  # timed out, or closed
+            return None  # timed out, or closed
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
         target = event.target.decode("latin-1").split("?", 1)[0]
         if "websocket" in headers.get("upgrade", "").lower():
-            await self._websocket(stream, bytes(raw), target, headers)
-            return
-        if self.busy >= MAX_HTTP:
-            return
-        self.busy += 1
-        try:
-            await self._file(stream, conn, event.method, target)
-        finally:
-            self.busy -= 1
+            return await self._websocket(stream, bytes(raw), target, headers)
+        await self._file(stream, conn, event.method, target)
+        return None
 
     async def _file(
         self, stream: trio.SocketStream, conn: h11.Connection, method: bytes, target: str
@@ -332,12 +338,12 @@ class WebFront:
 
     async def _websocket(
         self, stream: trio.SocketStream, raw: bytes, target: str, headers: dict[str, str]
-    ) -> None:
+    ) -> WebSocketStream | None:
         ws = WSConnection(ConnectionType.SERVER)
         ws.receive_data(raw)
         request = next((e for e in ws.events() if isinstance(e, Request)), None)
         if request is None:  # not a valid upgrade after all (wsproto said why: a close)
-            return
+            return None
         origin = headers.get("origin")
         if target != WS_PATH or not origin_allowed(
             origin, headers.get("host"), self.allowed, self.loopback
@@ -351,9 +357,9 @@ class WebFront:
                 has_body=True,
             )
             await stream.send_all(ws.send(reject) + ws.send(RejectData(data=why)))
-            return
+            return None
         await stream.send_all(ws.send(AcceptConnection()))
-        await self.host.handle(WebSocketStream(stream, ws))
+        return WebSocketStream(stream, ws)
 
 
 async def serve_http(

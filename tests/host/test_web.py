@@ -6,6 +6,7 @@ from __future__ import annotations
 import orjson
 import pytest
 import trio
+import trio.testing
 
 from host.web import origin_allowed
 from protocol.framing import MAX_LINE
@@ -164,3 +165,22 @@ async def test_no_card_a_seat_may_not_see_reaches_it_over_the_websocket(tmp_path
         running.host.request_shutdown()
     assert len(sids) == 6
     assert_no_card_leaked(tmp_path, sids, seen)
+
+
+async def test_requests_read_at_once_are_capped(web_host, monkeypatch):
+    import host.web
+
+    monkeypatch.setattr(host.web, "MAX_HTTP", 2)
+    port = web_host.host.http_port
+    silent = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(2)]
+    await silent[1].send_all(b"GET / HTTP/1.1\r\n")  # a head begun, never ended
+    await trio.testing.wait_all_tasks_blocked()  # both are being read
+    extra = await trio.open_tcp_stream("127.0.0.1", port)
+    await extra.send_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert await extra.receive_some(100) == b""  # closed unanswered
+    for s in silent:
+        await s.aclose()
+    await extra.aclose()
+    got = b""
+    while not got.startswith(b"HTTP/1.1 200"):  # the slots come back as the handlers end
+        got = await http_get(port, "/")
