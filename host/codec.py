@@ -19,14 +19,17 @@ from typing import Any
 import attrs
 import cattrs
 
+from host.errors import ActionError
+from host.faults import GameFault
 from host.game import Game, OptionError, tag_of
 from protocol.convert import error_text, make_converter
 
 __all__ = ["BadAction", "GameCodec", "make_converter"]
 
 
-class BadAction(ValueError):
-    """An action object that does not have the shape of any of the game's actions."""
+class BadAction(ActionError, ValueError):
+    """An action object that does not have the shape of any of the game's actions (answered
+    ``bad_action``; a ``ValueError`` too, as it always was)."""
 
 
 MAX_ITEMS = 256
@@ -238,7 +241,10 @@ class GameCodec:
         """Build the options instance from ``create``'s ``options`` (missing keys take defaults).
 
         Raises:
-            OptionError: naming the first bad option (unknown name, wrong type, value not allowed).
+            OptionError: naming the first bad option (unknown name, wrong type, value not allowed,
+                or refused by the game's ``check_options``).
+            GameFault: ``check_options`` raised anything but an :class:`OptionError` (the game's
+                bug, not the client's: a ``ValueError`` there is not a refused option).
         """
         if data is None:
             data = {}
@@ -273,7 +279,14 @@ class GameCodec:
                 raise OptionError(key, f"{value!r} is not allowed (allowed: {allowed})")
         check = getattr(self.game, "check_options", None)
         if check is not None:
-            check(options, seats)
+            try:
+                check(options, seats)
+            except OptionError:
+                raise
+            except Exception as exc:
+                raise GameFault(
+                    f"{self.game.info.id!r}: check_options raised {type(exc).__name__}: {exc}"
+                ) from exc
         return options
 
     def options_to_wire(self, options: Any) -> dict[str, Any]:

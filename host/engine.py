@@ -22,7 +22,8 @@ game-visible record: the ``action`` record for ``decide``, the first start event
 
 The game is third-party code. Every call into it while producing records (``start``, ``decide``,
 ``evolve``, ``outcome``, ``to_act``, ``legal_actions``, ``bot_action``) is guarded: anything it
-raises, except :class:`IllegalAction` from ``decide`` on a client's action, becomes
+raises, except an :class:`~host.errors.ActionError` (such as :class:`IllegalAction`) from ``decide``
+on a client's action, becomes
 :class:`GameFault` (the original chained as ``__cause__``, the message naming the game id and the
 seq). Before an action or event becomes a :class:`Record` it must be an instance of one of the
 classes the game registered in its :class:`host.game.GameInfo`, and it must read back equal to
@@ -35,7 +36,8 @@ action the game's own bot or ``legal_actions`` chose is a fault as well. :meth:`
 shows its viewers.
 
 Folding (:meth:`Engine.apply`, :meth:`Engine.rebuild`) raises :class:`BadRecord`, a
-``ValueError`` carrying the ``seq`` of the record that does not fold, whether the record is bad
+:class:`~host.errors.LogError` (and ``ValueError``) carrying the ``seq`` of the record that does
+not fold, whether the record is bad
 (missing field, unknown type, undecodable event, a seq out of order) or the game's ``evolve``
 refuses it: a log the current code cannot fold is a corrupt log to its reader.
 :meth:`Engine.verify` never raises: it reports the first such record as ``(seq, explanation)``.
@@ -51,6 +53,7 @@ import orjson
 
 from host import __version__
 from host.codec import GameCodec
+from host.errors import ActionError, LogError, SeatError, SeatTaken
 from host.faults import GameFault
 from host.game import (
     NOT_YOUR_TURN,
@@ -81,8 +84,8 @@ __all__ = [
 ]
 
 
-class BadRecord(ValueError):
-    """A log record the engine cannot fold into the session state.
+class BadRecord(LogError, ValueError):
+    """A log record the engine cannot fold into the session state (answered ``session_damaged``).
 
     Args:
         seq: the seq at which the log goes wrong (0 for the header or an empty log).
@@ -92,10 +95,19 @@ class BadRecord(ValueError):
         seq, message: as given; the original error, if any, is chained as ``__cause__``.
     """
 
+    code = "session_damaged"
+
     def __init__(self, seq: int, message: str) -> None:
-        super().__init__(f"seq {seq}: {message}")
+        super().__init__(message)
+        self.args = (seq, message)
         self.seq = seq
-        self.message = message
+
+    def __str__(self) -> str:
+        return f"seq {self.seq}: {self.message}"
+
+    def reply(self) -> tuple[str, str, dict[str, Any]]:
+        """``session_damaged``, naming the seq and what is wrong."""
+        return self.code, f"the session's log is damaged at seq {self.seq}: {self.message}", {}
 
 
 @attrs.frozen
@@ -385,7 +397,7 @@ class Engine:
         The records of :meth:`seat_step`, without the state.
 
         Raises:
-            ValueError: the seat does not exist or is taken.
+            SeatError: the seat does not exist (:class:`~host.errors.SeatTaken`: it is taken).
             GameFault: the game's ``start`` (or what its events lead to) faulted.
         """
         return self.seat_step(state, seat, name, bot, token_hash)[0]
@@ -398,11 +410,14 @@ class Engine:
         exactly once (the state is what :meth:`apply_all` of the records gives).
 
         Raises:
-            ValueError: the seat does not exist or is taken.
+            SeatError: the seat does not exist (:class:`~host.errors.SeatTaken`, with the free
+                seats: it is taken). Both are ``ValueError`` subclasses.
             GameFault: the game's ``start`` (or what its events lead to) faulted.
         """
-        if not 0 <= seat < len(state.seats) or state.seats[seat] is not None:
-            raise ValueError(f"seat {seat} is not free")
+        if type(seat) is not int or not 0 <= seat < len(state.seats):
+            raise SeatError(f"seats are 0..{len(state.seats) - 1}, not {seat!r}")
+        if state.seats[seat] is not None:
+            raise SeatTaken(f"seat {seat} is not free", free=state.free_seats)
         rec = Record(
             state.seq + 1,
             "seat_taken",
@@ -436,8 +451,9 @@ class Engine:
                 as ``"timed_out": true`` in the action record).
 
         Raises:
-            IllegalAction: the game refuses it (reason ``not_your_turn`` if the seat is not in
-                ``to_act``, or the session is not running).
+            ActionError: the game refuses it, normally an :class:`IllegalAction` (reason
+                ``not_your_turn`` if the seat is not in ``to_act``, ``not_running`` if the
+                session is not running).
             GameFault: the game faulted (see the module docstring); nothing is produced.
         """
         return self.step(state, seat, action, timed_out)[0]
@@ -454,8 +470,9 @@ class Engine:
                 as ``"timed_out": true`` in the action record).
 
         Raises:
-            IllegalAction: the game refuses it (reason ``not_your_turn`` if the seat is not in
-                ``to_act``, or the session is not running).
+            ActionError: the game refuses it, normally an :class:`IllegalAction` (reason
+                ``not_your_turn`` if the seat is not in ``to_act``, ``not_running`` if the
+                session is not running).
             GameFault: the game faulted (see the module docstring); nothing is produced.
         """
         seq = self._seat_to_act(state, seat)
@@ -464,7 +481,7 @@ class Engine:
             events = self.game.decide(state.game, seat, action, Rng(state.seed, seq))
             if not isinstance(events, Emitter):
                 events = list(events)
-        except IllegalAction:
+        except ActionError:  # IllegalAction or any other refusal: it changes nothing
             raise
         except Exception as exc:
             raise self._fault(seq, "decide", exc) from exc
@@ -573,7 +590,7 @@ class Engine:
         action = self.bot_action(state, seat)
         try:
             return self.step(state, seat, action, timed_out)
-        except IllegalAction as exc:
+        except ActionError as exc:
             raise self._fault(
                 seq, f"decide refused the bot's action {action!r} for seat {seat}", exc
             ) from exc

@@ -9,6 +9,9 @@ a turn timer) ends the session as ``aborted: "game_error"``.
 :func:`notify_isolated` calls the observer hooks (``gamehost_event_appended`` and friends) one
 implementation at a time, so one that raises is logged and changes nothing else: the other
 observers still run, and the change they observe stays committed, replied to and pushed.
+
+:func:`refusal_line` is where a command's typed error becomes its reply line: a
+``ProtocolError`` or a member of the error family (``host.errors``), each of which knows its reply.
 """
 
 from __future__ import annotations
@@ -18,7 +21,11 @@ from typing import Any
 import pluggy
 import structlog
 
-__all__ = ["GameFault", "notify_isolated"]
+from host.errors import GamehostError
+from protocol.messages import ProtocolError, encode_protocol_error
+from protocol.replies import Refused
+
+__all__ = ["GameFault", "notify_isolated", "refusal", "refusal_line"]
 
 log = structlog.get_logger("gamehost.faults")
 
@@ -58,3 +65,25 @@ def notify_isolated(caller: pluggy.HookCaller, **kwargs: Any) -> None:
             impl.function(**{name: kwargs[name] for name in impl.argnames})
         except Exception:
             log.exception("observer_failed", hook=caller.name, plugin=impl.plugin_name)
+
+
+def refusal(exc: ProtocolError | GamehostError) -> Refused:
+    """The typed refusal for a command's typed error (``exc.reply()``): the one place the host
+    maps its errors to wire errors. A family member that answers ``internal`` (``BadHeader``: the
+    host made a bad header) is a host bug, so it is logged with its traceback first
+    (``internal_error``).
+    """
+    if isinstance(exc, GamehostError) and exc.code == "internal":
+        log.error("internal_error", error=str(exc), exc_info=exc)
+    return Refused.of(exc)
+
+
+def refusal_line(rid: Any, exc: ProtocolError | GamehostError) -> bytes:
+    """The error reply line for a command's typed error (``exc.reply()``, encoded by
+    ``protocol.messages.encode_protocol_error``): the one place the host maps its errors to wire
+    errors. A family member that answers ``internal`` (``BadHeader``: the host made a bad header)
+    is a host bug, so it is logged with its traceback first (``internal_error``).
+    """
+    if isinstance(exc, GamehostError) and exc.code == "internal":
+        log.error("internal_error", error=str(exc), exc_info=exc)
+    return encode_protocol_error(rid, exc)

@@ -40,6 +40,18 @@ fine too: the host folds it.
 
 Randomness comes only from the :class:`Rng` handed to ``start`` and ``decide``; the outcomes (the
 shuffled order, the drawn card) are written into events, so replay never needs the generator.
+
+Errors: the host's error family (:mod:`host.errors`) is re-exported here. A game refuses with two
+of its members and nothing else: ``decide`` raises an :class:`ActionError`, normally
+``IllegalAction(reason, message)`` (answered ``illegal_action`` with the reason;
+``not_your_turn`` is its own code), and ``check_options`` raises :class:`OptionError` (answered
+``bad_option``). Neither changes anything. Anything else a game member raises is a game fault
+(``host.faults.GameFault``: the command fails with ``internal``, or a host-driven step ends the
+session): a ``ValueError`` or ``KeyError``, another :class:`GamehostError` (a game does not raise
+log or seat errors), an ``ActionError`` from any member but ``decide``, or one refusing the action
+the game's own bot chose. :class:`OptionError` is also a ``ValueError`` (as it always was);
+:class:`IllegalAction` and :class:`ActionError` are not, so a game's own ``except ValueError``
+catches what it caught before and no more.
 """
 
 from __future__ import annotations
@@ -52,11 +64,15 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import attrs
 import pluggy
 
+from host.errors import NOT_YOUR_TURN, ActionError, GamehostError, IllegalAction, OptionError
+
 __all__ = [
     "NOT_YOUR_TURN",
+    "ActionError",
     "Emitter",
     "Game",
     "GameInfo",
+    "GamehostError",
     "IllegalAction",
     "OptionError",
     "Rng",
@@ -80,40 +96,7 @@ Seat = int
 Viewer = int | None
 """Who looks: a seat, or ``None`` for a spectator (who sees only public information)."""
 
-NOT_YOUR_TURN = "not_your_turn"
-"""The :attr:`IllegalAction.reason` for an action from a seat that is not in ``to_act``."""
-
 T = TypeVar("T")
-
-
-class IllegalAction(Exception):
-    """An action the rules do not allow now. It changes nothing.
-
-    Args:
-        reason: a stable snake_case code a client can branch on, e.g. ``"not_your_turn"``,
-            ``"card_not_in_hand"``, ``"suit_required"``. The host answers ``not_your_turn`` as
-            its own wire error code and every other reason as ``illegal_action`` with ``reason``.
-        message: a sentence for people, naming the rule (and its spec section where useful).
-    """
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-
-
-class OptionError(ValueError):
-    """A game option value that is not allowed (raised by ``check_options``).
-
-    Args:
-        option: the option's name, e.g. ``"draw_limit"``.
-        message: why the value is refused.
-    """
-
-    def __init__(self, option: str, message: str) -> None:
-        super().__init__(f"{option}: {message}")
-        self.option = option
-        self.message = message
 
 
 @attrs.frozen

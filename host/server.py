@@ -2,7 +2,10 @@
 
 Each connection has a reader (lines -> requests) and a writer draining a bounded outbound channel.
 Lobby ops (``hello``, ``games``, ``create``, ``sessions``, ``ping``) are answered by the
-connection's own task; session ops are submitted to the session's actor, which answers them.
+connection's own task; session ops become typed commands (:mod:`host.commands`) submitted to
+the session's actor, which answers them. Every reply and push is a typed message
+(:mod:`protocol.replies`) until the connection encodes it (:meth:`Connection.answer`,
+:meth:`Connection.send`): nothing else in the host builds a line.
 No input from one client can crash the host: every request is parsed into a typed request or a
 typed error, and an unexpected exception is logged and answered with ``internal``.
 
@@ -58,8 +61,8 @@ import trio
 
 from host import __version__, commands, replayops
 from host.engine import BadRecord, Engine, Record
-from host.faults import notify_isolated
-from host.game import OptionError
+from host.errors import GamehostError
+from host.faults import notify_isolated, refusal
 from host.registry import Registry
 from host.session import Session, seat_bots_step
 from host.store import MAX_OPEN, CorruptLog, FileStore, FsyncMode, read_log
@@ -492,8 +495,8 @@ class Connection:
             result = await self.host.dispatch(self, req)
             if result is not None:
                 self.answer(rid, result)
-        except ProtocolError as exc:
-            self.answer(reply_id(rid, exc), Refused.of(exc))
+        except (ProtocolError, GamehostError) as exc:  # a typed refusal: each knows its reply
+            self.answer(reply_id(rid, exc), refusal(exc))
         except Exception:
             log.exception("request_failed")
             self.answer(rid, Refused(ErrorCode.INTERNAL, "internal error"))
@@ -698,7 +701,7 @@ class Host:
             return Pong()
         if req.op == "games":
             if self._games is None:
-                self._games = GamesResult(self.registry.describe())
+                self._games = GamesResult.from_wire({"games": self.registry.describe()})
             return self._games
         if req.op == "sessions":
             if not 1 <= p.limit <= MAX_SESSIONS_PAGE:
@@ -784,10 +787,7 @@ class Host:
             raise ProtocolError(
                 ErrorCode.BAD_REQUEST, "turn_timeout must be seconds >= 0 or null (no timer)"
             )
-        try:
-            opts = engine.codec.options_from_wire(options, n)
-        except OptionError as exc:
-            raise ProtocolError(ErrorCode.BAD_OPTION, str(exc), option=exc.option) from None
+        opts = engine.codec.options_from_wire(options, n)  # OptionError: answered bad_option
         sid = secrets.token_hex(8)
         bot_seats = list(range(n - bots, n))
         header = engine.header(sid, opts, n, bot_seats, secrets.token_bytes(32))

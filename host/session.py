@@ -49,8 +49,9 @@ import trio
 
 from host.commands import Act, Command, Join, Leave, Resume, View, Watch
 from host.engine import BadRecord, Engine, Record, SessionState
-from host.faults import GameFault, notify_isolated
-from host.game import NOT_YOUR_TURN, IllegalAction, Seat, Viewer
+from host.errors import GamehostError
+from host.faults import GameFault, notify_isolated, refusal
+from host.game import Seat, Viewer
 from host.store import CorruptLog, FileStore, UnknownSession
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import (
@@ -307,8 +308,8 @@ class Session:
             conn.answer(rid, outcome)
             if then is not None:  # the pushes that follow the reply
                 then()
-        except ProtocolError as exc:
-            conn.answer(rid, Refused.of(exc))
+        except (ProtocolError, GamehostError) as exc:  # a typed refusal: each knows its reply
+            conn.answer(rid, refusal(exc))
         except Exception as exc:
             event = "game_fault" if isinstance(exc, GameFault) else "command_failed"
             log.exception(event, op=type(command).__name__.lower())
@@ -648,19 +649,8 @@ class Session:
             )
         if self.state.ended:
             raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
-        try:
-            parsed = self.engine.codec.action_from_wire(action)
-        except ValueError as exc:
-            raise ProtocolError(ErrorCode.BAD_ACTION, str(exc)) from None
-        try:
-            new, after = self.engine.step(self.state, seat, parsed)
-        except IllegalAction as exc:
-            code = ErrorCode.NOT_YOUR_TURN if exc.reason == NOT_YOUR_TURN else None
-            if code is None:
-                raise ProtocolError(
-                    ErrorCode.ILLEGAL_ACTION, exc.message, reason=exc.reason
-                ) from None
-            raise ProtocolError(code, exc.message) from None
+        parsed = self.engine.codec.action_from_wire(action)  # BadAction, an ActionError
+        new, after = self.engine.step(self.state, seat, parsed)  # ActionError: the game refuses
         await self._commit(new, after)
         self._timeouts.pop(seat, None)
         self.actions += 1
@@ -778,7 +768,15 @@ class Session:
             Exception: whatever the game's ``to_act``/``view`` raise.
         """
         st = self.state if state is None else state
-        snap = Snapshot(
+        end: dict[str, Any] = {}
+        if st.ended:
+            data = (self._tail[-1] if last is None else last).data
+            end = {
+                "outcome": data["outcome"],
+                "aborted": data.get("aborted"),
+                "seed": self._public_seed(),
+            }
+        return Snapshot(
             self.id,
             self.game.info.id,
             st.seq,
@@ -788,16 +786,8 @@ class Session:
             list(self.game.to_act(st.game)) if st.started and not st.ended else [],
             self.engine.codec.to_wire(self.game.view(st.game, viewer)),
             st.header["seed_commitment"],
+            **end,
         )
-        if st.ended:
-            data = (self._tail[-1] if last is None else last).data
-            snap = attrs.evolve(
-                snap,
-                outcome=data["outcome"],
-                aborted=data.get("aborted"),
-                seed=self._public_seed(),
-            )
-        return snap
 
     def _public_seed(self) -> str | None:
         """The seed for clients once the session ended, or None if the game keeps it secret."""

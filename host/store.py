@@ -76,6 +76,7 @@ import orjson
 import structlog
 import trio
 
+from host.errors import BadHeader, BadSessionId, LogError
 from host.game import seed_commitment
 
 if TYPE_CHECKING:
@@ -104,15 +105,17 @@ HEADER_FIELDS = ("game", "options", "seats", "seed", "seed_commitment")
 """Fields every header record must have (``host.engine`` writes more)."""
 
 
-class Conflict(Exception):
+class Conflict(LogError):
     """An append expected a different next seq, a create found the session already there, or the
-    session is not open (never loaded, or an earlier append of it failed: load it again)."""
+    session is not open (never loaded, or an earlier append of it failed: load it again).
+    Answered ``unavailable``: the session reloads its log."""
 
 
-class CorruptLog(Exception):
+class CorruptLog(LogError):
     """A log that cannot be read as a session: damaged, not a regular file, or not foldable.
 
-    ``str()`` is ``"<path>: seq <seq>: <message>"``.
+    ``str()`` is ``"<path>: seq <seq>: <message>"``; the ``session_damaged`` reply says the seq
+    and the message, not the path.
 
     Attributes:
         path: the log file.
@@ -121,22 +124,31 @@ class CorruptLog(Exception):
         message: what is wrong, in words.
     """
 
+    code = "session_damaged"
+
     def __init__(self, path: Path | str, seq: int, message: str) -> None:
-        super().__init__(path, seq, message)
+        super().__init__(message)
+        self.args = (path, seq, message)
         self.path = Path(path)
         self.seq = seq
-        self.message = message
 
     def __str__(self) -> str:
         return f"{self.path}: seq {self.seq}: {self.message}"
 
+    def reply(self) -> tuple[str, str, dict[str, Any]]:
+        """``session_damaged``, naming the seq and what is wrong (not the file)."""
+        return self.code, f"the session's log is damaged at seq {self.seq}: {self.message}", {}
 
-class StoreClosed(Exception):
-    """The store is shutting down: no new appends."""
+
+class StoreClosed(LogError):
+    """The store is shutting down: no new appends (answered ``unavailable``)."""
 
 
-class UnknownSession(LookupError):
-    """No log of that session in the store (``load``, ``read``, ``truncate``)."""
+class UnknownSession(LogError, LookupError):
+    """No log of that session in the store (``load``, ``read``, ``truncate``); answered
+    ``unknown_session``."""
+
+    code = "unknown_session"
 
 
 @attrs.frozen
@@ -373,18 +385,20 @@ def creation_records(
     with the header first (the stores check their seqs as any append's).
 
     Raises:
-        ValueError: a bad session id, no records, or a first record that is not a valid header
-            (the checks :func:`read_log` makes on load; the seed must match its commitment).
+        BadSessionId: a bad session id.
+        BadHeader: no records, or a first record that is not a valid header (the checks
+            :func:`read_log` makes on load; the seed must match its commitment).
+        (Both are ``ValueError`` subclasses, as the errors they replace were.)
     """
     if not _SESSION_ID.match(session):
-        raise ValueError(f"bad session id {session!r}")
+        raise BadSessionId(f"bad session id {session!r}")
     records = [records] if isinstance(records, dict) else list(records)
     if not records or not isinstance(records[0], dict):
-        raise ValueError(f"session {session}: create needs a header record first")
+        raise BadHeader(f"session {session}: create needs a header record first")
     try:
         _check_header(Path(session), {"type": None, **records[0]})
     except CorruptLog as exc:
-        raise ValueError(f"session {session}: {exc.message}") from None
+        raise BadHeader(f"session {session}: {exc.message}") from None
     return records
 
 
@@ -512,7 +526,7 @@ class FileStore:
 
     def _checked_path(self, session: str) -> Path:
         if not _SESSION_ID.match(session):
-            raise ValueError(f"bad session id {session!r}")
+            raise BadSessionId(f"bad session id {session!r}")
         return self.path(session)
 
     def session_ids(self) -> list[str]:
@@ -563,7 +577,7 @@ class FileStore:
             Conflict: appends of the session are still queued or being written.
             UnknownSession: no log of that session.
             CorruptLog, OSError: see :func:`read_log` (the session stays not open).
-            ValueError: a bad session id.
+            BadSessionId: a bad session id (a ``ValueError``).
         """
         path = self._checked_path(session)
         self._check_idle(session)
@@ -583,7 +597,7 @@ class FileStore:
             UnknownSession: no log of that session.
             CorruptLog: the log has fewer than ``keep`` records, or is not a regular file.
             OSError: the file cannot be read or cut.
-            ValueError: a bad session id.
+            BadSessionId: a bad session id (a ``ValueError``).
         """
         path = self._checked_path(session)
         self._check_idle(session)
@@ -610,7 +624,7 @@ class FileStore:
         Raises:
             UnknownSession: no log of that session.
             CorruptLog, OSError: see :func:`read_log`.
-            ValueError: a bad session id.
+            BadSessionId: a bad session id (a ``ValueError``).
         """
         path = self._checked_path(session)
         try:

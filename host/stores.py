@@ -26,11 +26,12 @@ Shared rules (the contract):
   this store object is a :class:`Conflict` and writes nothing. A session is open once this store
   object created, loaded or truncated it, and stays open until one of its appends fails (then
   ``load`` it again). So two appends racing for one seq: one wins, the other is a ``Conflict``.
-- **Errors.** ``Conflict`` (see above; also a create of a session that exists), ``UnknownSession``
-  (no log of that session), ``ValueError`` (a bad session id: 1 to 64 of ``A-Za-z0-9_-``, or a
-  create whose first record is not a valid header), ``StoreClosed`` (``create``/``append`` after
-  ``aclose`` began), ``CorruptLog`` (a log that does not read as a session), ``OSError`` (the
-  medium failed; the session is then not open).
+- **Errors.** Every store error but ``OSError`` is a ``host.errors.LogError``: ``Conflict`` (see
+  above; also a create of a session that exists), ``UnknownSession`` (no log of that session),
+  ``BadSessionId`` (not 1 to 64 of ``A-Za-z0-9_-``), ``BadHeader`` (a create whose first record is
+  not a valid header; it and ``BadSessionId`` are ``ValueError`` subclasses too), ``StoreClosed``
+  (``create``/``append`` after ``aclose`` began), ``CorruptLog`` (a log that does not read as a
+  session); ``OSError`` (the medium failed; the session is then not open).
 - **Durability.** ``create`` and ``append`` return once their records are durable (what that
   means is the store's: see ``FileStore``'s fsync modes; ``MemoryStore`` keeps them only as long
   as its ``logs`` dict lives). A record once acknowledged is never lost or changed, except by
@@ -50,6 +51,7 @@ from typing import Any, Protocol, runtime_checkable
 import orjson
 import trio
 
+from host.errors import BadSessionId
 from host.store import (
     _SESSION_ID,
     Conflict,
@@ -184,7 +186,7 @@ class MemoryStore:
 
     def _lines(self, session: str) -> list[bytes]:
         if not _SESSION_ID.match(session):
-            raise ValueError(f"bad session id {session!r}")
+            raise BadSessionId(f"bad session id {session!r}")
         lines = self.logs.get(session)
         if lines is None:
             raise UnknownSession(f"no session {session}")

@@ -11,7 +11,7 @@ import enum
 import logging
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import orjson
@@ -27,6 +27,7 @@ __all__ = [
     "HOST_DEFAULT",
     "ProtocolError",
     "Request",
+    "WireError",
     "encode",
     "encode_error",
     "error_object",
@@ -135,7 +136,7 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ErrorCode.NOT_YOUR_TURN: ErrorSpec("the seat is not in `to_act`"),
     ErrorCode.BAD_ACTION: ErrorSpec(
         "the action object fits none of the game's actions (unknown `type`, missing/extra/"
-        "mistyped fields)"
+        "mistyped fields), or the game finds it malformed (a refusal without a rule's `reason`)"
     ),
     ErrorCode.ILLEGAL_ACTION: ErrorSpec(
         "the rules refuse it now",
@@ -235,6 +236,20 @@ class ProtocolError(Exception):
         self.code = code
         self.message = message
         self.extra = extra
+
+    def reply(self) -> tuple[str, str, dict[str, Any]]:
+        """``(code, message, extra fields)`` (``id`` among them if the error set it)."""
+        return str(self.code), self.message, dict(self.extra)
+
+
+class WireError(Protocol):
+    """Any error that knows its error reply: a :class:`ProtocolError`, or one of the host's own
+    error family (``host.errors.GamehostError``), which this sans-io module does not import."""
+
+    def reply(self) -> tuple[str, str, dict[str, Any]]:
+        """``(code, message, extra fields)``: the code one of :class:`ErrorCode`, the extra
+        fields those :data:`ERRORS` declares for it (and ``id``: the request id to answer)."""
+        ...
 
 
 # --- requests ------------------------------------------------------------------------------------
@@ -500,11 +515,12 @@ def error_object(code: ErrorCode | str, message: str, extra: Mapping[str, Any]) 
     return {"code": str(code), "message": message, **extra}
 
 
-def encode_protocol_error(rid: Id, exc: ProtocolError) -> bytes:
-    """The reply for a :class:`ProtocolError` (its ``id`` extra, if any, wins over ``rid``)."""
-    extra = dict(exc.extra)
+def encode_protocol_error(rid: Id, exc: WireError) -> bytes:
+    """The reply for a :class:`ProtocolError` or any other :class:`WireError` (the one place
+    the host turns a typed error into a reply; an ``id`` extra, if any, wins over ``rid``)."""
+    code, message, extra = exc.reply()
     rid = extra.pop("id", rid)
-    return encode_error(rid, exc.code, exc.message, **extra)
+    return encode_error(rid, code, message, **extra)
 
 
 def push(name: str, /, **fields: Any) -> bytes:

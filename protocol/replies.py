@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import attrs
 import orjson
 
-from protocol.messages import ErrorCode, Id, ProtocolError, error_object
+from protocol.messages import ErrorCode, Id, ProtocolError, WireError, error_object
 
 __all__ = [
     "Accepted",
@@ -38,12 +38,14 @@ __all__ = [
     "EndedPush",
     "EventPush",
     "Forked",
+    "GameDescription",
     "GamesResult",
     "HelloResult",
     "Joined",
     "Left",
     "LogPage",
     "Message",
+    "OptionDescription",
     "Outcome",
     "Pong",
     "Push",
@@ -213,17 +215,79 @@ class HelloResult:
 
 
 @attrs.frozen
-class GamesResult:
-    """``games``: one description object per installed game (PROTOCOL.md lists its fields)."""
+class OptionDescription:
+    """One ``create`` option of a game: ``name``, ``default`` (wire value), ``type`` (text for
+    people), ``choices`` (the allowed values, or None: any of the type), ``doc``."""
 
-    games: list[dict[str, Any]]
+    name: str
+    default: Any
+    type: str
+    choices: list[Any] | None
+    doc: str
 
     def to_wire(self) -> dict[str, Any]:
-        return {"games": self.games}
+        return {
+            "name": self.name,
+            "default": self.default,
+            "type": self.type,
+            "choices": self.choices,
+            "doc": self.doc,
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> OptionDescription:
+        return cls(obj["name"], obj["default"], obj["type"], obj["choices"], obj["doc"])
+
+
+@attrs.frozen
+class GameDescription:
+    """One installed game in ``games``: ``id``, ``title``, ``version``, its seat range,
+    ``description`` and ``options``."""
+
+    id: str
+    title: str
+    version: str
+    min_seats: int
+    max_seats: int
+    description: str
+    options: list[OptionDescription]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "version": self.version,
+            "min_seats": self.min_seats,
+            "max_seats": self.max_seats,
+            "description": self.description,
+            "options": [o.to_wire() for o in self.options],
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> GameDescription:
+        return cls(
+            obj["id"],
+            obj["title"],
+            obj["version"],
+            obj["min_seats"],
+            obj["max_seats"],
+            obj["description"],
+            [OptionDescription.from_wire(o) for o in obj["options"]],
+        )
+
+
+@attrs.frozen
+class GamesResult:
+    """``games``: one description per installed game."""
+
+    games: list[GameDescription]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"games": [g.to_wire() for g in self.games]}
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> GamesResult:
-        return cls(obj["games"])
+        return cls([GameDescription.from_wire(g) for g in obj["games"]])
 
 
 @attrs.frozen
@@ -572,13 +636,14 @@ class Refused:
     extra: Mapping[str, Any] = attrs.field(factory=dict)
 
     @classmethod
-    def of(cls, exc: ProtocolError) -> Refused:
-        """The refusal a :class:`ProtocolError` stands for (its ``id`` extra left out: that is
-        the request id to answer, see :func:`reply_id`)."""
-        extra = exc.extra
+    def of(cls, exc: WireError) -> Refused:
+        """The refusal a typed error stands for (a :class:`ProtocolError` or one of the host's
+        error family; its ``id`` extra left out: that is the request id to answer, see
+        :func:`reply_id`)."""
+        code, message, extra = exc.reply()
         if "id" in extra:
             extra = {k: v for k, v in extra.items() if k != "id"}
-        return cls(exc.code, exc.message, extra)
+        return cls(_CODES.get(code, code), message, extra)  # type: ignore[arg-type]
 
     def to_wire(self) -> dict[str, Any]:
         """The ``error`` object (:func:`protocol.messages.error_object`: undeclared extra
@@ -593,10 +658,10 @@ class Refused:
         return cls(code, obj.get("message", ""), extra)  # type: ignore[arg-type]
 
 
-def reply_id(rid: Id, exc: ProtocolError) -> Any:
-    """The request id to answer ``exc`` with: its ``id`` extra if it knows better, else
-    ``rid``."""
-    return exc.extra.get("id", rid)
+def reply_id(rid: Id, exc: WireError) -> Any:
+    """The request id to answer ``exc`` with: a :class:`ProtocolError`'s ``id`` extra if it
+    knows better (a request whose id could not be read), else ``rid``."""
+    return exc.extra.get("id", rid) if isinstance(exc, ProtocolError) else rid
 
 
 Result = (

@@ -39,8 +39,9 @@ import trio
 
 from host.cli import count, non_negative_int
 from host.engine import Engine, Record
+from host.errors import LogError
 from host.registry import load_registry
-from host.store import Conflict, CorruptLog, FileStore, fold_log, read_log
+from host.store import CorruptLog, FileStore, fold_log, read_log
 
 __all__ = [
     "ReplayError",
@@ -264,7 +265,7 @@ def _fork(args: argparse.Namespace, records: list[Record]) -> int:
         return 2
     try:
         path = trio.run(_write_fork, folder, new_id, lines)
-    except (OSError, ValueError, Conflict, CorruptLog) as exc:
+    except (OSError, LogError) as exc:
         print(f"error: cannot write the fork into {folder}: {exc}", file=sys.stderr)
         return 2
     print(f"forked {len(lines)} records into {path} (session {new_id})")
@@ -276,7 +277,8 @@ async def _write_fork(folder: Path, session: str, records: list[dict[str, Any]])
     store adds ``ts``, syncs, and leaves no log if the create fails); returns its path.
 
     Raises:
-        OSError, ValueError, Conflict, CorruptLog: see ``FileStore`` and its ``create``.
+        OSError, LogError (``Conflict``, ``BadSessionId``, ``BadHeader``, ...): see
+            ``FileStore`` and its ``create``.
     """
     store = FileStore(folder, logs_in_root=True)
     failure: Exception | None = None
@@ -284,7 +286,7 @@ async def _write_fork(folder: Path, session: str, records: list[dict[str, Any]])
         await nursery.start(store.run)
         try:
             await store.create(session, records)
-        except (OSError, ValueError, Conflict, CorruptLog) as exc:
+        except (OSError, LogError) as exc:
             failure = exc  # raised outside the nursery, so not as an exception group
         finally:
             await store.aclose()

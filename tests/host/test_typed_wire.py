@@ -17,6 +17,7 @@ from protocol.replies import (
     Created,
     EndedPush,
     EventPush,
+    GamesResult,
     HelloResult,
     Joined,
     Left,
@@ -87,6 +88,8 @@ async def test_a_whole_session_read_typed_is_byte_for_byte_what_the_host_sent(to
     hello = await a.ask("hello", protocol=1, client="typed")
     assert isinstance(hello, HelloResult) and hello.capabilities.games == ["high-card"]
     assert isinstance(await a.ask("ping"), Pong)
+    games = await a.ask("games")
+    assert isinstance(games, GamesResult) and games.games[0].options[0].choices == [1, 2]
     created = await a.ask("create", game="high-card", seats=2, bots=1)
     assert isinstance(created, Created) and created.bots == [1] and created.free == [0]
     page = await a.ask("sessions")

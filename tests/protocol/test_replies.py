@@ -28,11 +28,13 @@ from protocol.replies import (
     EndedPush,
     EventPush,
     Forked,
+    GameDescription,
     GamesResult,
     HelloResult,
     Joined,
     Left,
     LogPage,
+    OptionDescription,
     Pong,
     Refused,
     ReplayState,
@@ -111,7 +113,32 @@ results: dict[str, st.SearchStrategy[Any]] = {
         st.lists(text),
         st.builds(Capabilities, ints, st.booleans(), st.booleans(), st.booleans(), st.lists(text)),
     ),
-    "games": st.builds(GamesResult, st.lists(objects, max_size=3)),
+    "games": st.builds(
+        GamesResult,
+        st.lists(
+            st.builds(
+                GameDescription,
+                text,
+                text,
+                text,
+                st.integers(1, 9),
+                st.integers(1, 9),
+                text,
+                st.lists(
+                    st.builds(
+                        OptionDescription,
+                        text,
+                        json_values,
+                        text,
+                        st.none() | st.lists(json_values, max_size=3),
+                        text,
+                    ),
+                    max_size=3,
+                ),
+            ),
+            max_size=3,
+        ),
+    ),
     "create": st.builds(Created, text, text, seat_lists, small, small, ints, text),
     "sessions": st.builds(SessionsPage, st.lists(summaries, max_size=3), st.none() | text),
     "join": st.builds(Joined, st.integers(0, 9), text, snapshots()),
@@ -233,6 +260,9 @@ RESULT_KEYS = {  # PROTOCOL.md, "Ops", the result column, in order
     "fork": ["session", "game", "forked_from", "seats", "free", "seq", "tokens"],
 }
 
+GAME_KEYS = ["id", "title", "version", "min_seats", "max_seats", "description", "options"]
+OPTION_KEYS = ["name", "default", "type", "choices", "doc"]
+
 
 def documented_pushes() -> dict[str, list[str]]:
     """Each push's keys in order, read from PROTOCOL.md's "Pushes" list."""
@@ -267,6 +297,10 @@ def test_a_result_has_the_keys_protocol_md_shows_in_that_order(rid, op_result):
     if getattr(result, "truth", False):  # replay with truth: the whole state, not a view
         expected = [*expected[:-1], "state"]
     snap = getattr(result, "snapshot", None)
+    if op == "games":  # "for each game `id`, `title`, ... `options` (each: `name`, ...)"
+        for game in reply["result"]["games"]:
+            assert list(game) == GAME_KEYS
+            assert all(list(o) == OPTION_KEYS for o in game["options"])
     if snap is not None and snap.ended:
         expected = [
             *expected,
