@@ -420,3 +420,45 @@ def test_a_game_without_its_own_table_is_played_on_the_generic_one(toy_web, brow
             continue  # redrawn meanwhile: look again
     assert clicks >= 1
     assert css(d, "#outcome")
+
+
+def test_fork_here_starts_a_session_the_page_plays_on(host, browser):
+    d = browser
+
+    async def play(c: Client) -> str:
+        sid = (await c.call("create", game="crazy-eights", seats=2, bots=1, options={"target": 1}))[
+            "session"
+        ]
+        await c.call("join", session=sid, name="ann")
+        while (p := await c.next_push()) is not None:
+            if p["push"] == "turn" and p["seat"] == 0:
+                await c.call("act", session=sid, action=p["legal"][0], seq=p["seq"])
+            elif p["push"] == "ended":
+                return sid
+        raise AssertionError("the connection closed before the end")
+
+    sid = host.run(play)
+    records = host.records(sid)
+    # the end of a cause with a turn of seat 0 next: its action record follows
+    at = next(r.seq - 1 for r in records if r.type == "action" and r.data["seat"] == 0)
+    d.get(f"{host.base}/debug.html#{sid}")
+    wait_for(d, lambda d: css(d, "#last")[0].text == str(records[-1].seq), "the timeline")
+    css(d, f'#timeline [data-seq="{at}"]')[0].click()
+    wait_for(d, lambda d: css(d, "#seq")[0].get_attribute("value") == str(at), f"seq {at}")
+    css(d, "#fork")[0].click()
+    new = wait_for(d, lambda d: css(d, "#fork-id"), "the fork")[0].text
+    assert new != sid
+    wait_for(d, lambda d: css(d, "#forked button"), "play it")[0].click()
+    wait_for(d, lambda d: f"#/play/{new}" in d.current_url, "the fork's table")
+    role = wait_for(d, lambda d: [e for e in css(d, "#role") if e.text], "the seat")[0]
+    assert "seat 0" in role.text
+    wait_for(d, lambda d: css(d, "#controls button"), "seat 0's turn in the fork")
+    forked = host.records(new)
+    assert forked[0].data["forked_from"] == {"session": sid, "seq": at}
+
+    def same(rs: list[Record]) -> list[dict]:  # a fork gives its seats new tokens
+        return [{k: v for k, v in r.data.items() if k != "token_hash"} for r in rs]
+
+    assert same(forked[1 : at + 1]) == same(records[1 : at + 1])
+    ann = next(r for r in forked if r.type == "seat_taken" and r.data["seat"] == 0)
+    assert ann.data["token_hash"] != records[ann.seq].data["token_hash"]
