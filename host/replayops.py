@@ -11,17 +11,21 @@ code can re-deal every card), or the host runs with ``serve --debug-replay``. Se
 keeps its seed, so its folded hands stay hidden from every client of a normal host.
 
 Costs. Records are read from the store (a live session's up to its own seq: what is
-acknowledged). Folding runs on the host's thread in slices of :data:`SLICE` records with a
-checkpoint between them, so a long log does not stall the other tables; each connection keeps
-the last state it was shown, so stepping forward folds only the records in between. ``verify``
-runs the game in a worker thread, one verify at a time per host.
+acknowledged); the last few logs read stay in memory while their files do not change
+(:data:`CACHED_LOGS`, :data:`CACHED_RECORDS`), so paging through a long log reads it once.
+Folding runs on the host's thread in slices of :data:`SLICE` records with a checkpoint between
+them, so a long log does not stall the other tables; each connection keeps the last state it was
+shown, so stepping forward folds only the records in between. ``verify`` runs the game in a
+worker thread, one verify at a time per host.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 import weakref
+from collections import OrderedDict
 from typing import Any
 
 import structlog
@@ -41,6 +45,14 @@ OPS = frozenset({"log", "replay", "verify", "fork"})
 
 SLICE = 500
 """Records folded between two checkpoints."""
+
+CACHED_LOGS = 4
+CACHED_RECORDS = 200_000
+"""Logs kept read (so paging through one reads it once), at most, and their records in all;
+a copy is used only while the file's size and time of change are what they were."""
+_logs: weakref.WeakKeyDictionary[Any, OrderedDict[str, tuple[tuple[int, int], list[Record]]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 _shown: weakref.WeakKeyDictionary[Any, tuple[str, SessionState]] = weakref.WeakKeyDictionary()
 """Per connection: the session and state it was last shown (so stepping on is cheap)."""
@@ -114,6 +126,42 @@ async def _records(host: Any, sid: str) -> tuple[Engine, list[Record], bool]:
     if sid in host._damaged:
         raise ProtocolError(ErrorCode.SESSION_DAMAGED, host._damaged[sid])
     session = await host._live_session(sid)
+    cache = _logs.setdefault(host, OrderedDict())
+    key = await _log_key(host, sid)
+    cached = cache.get(sid)
+    if cached is not None and key is not None and cached[0] == key:
+        cache.move_to_end(sid)
+        records = cached[1]
+    else:
+        records = await _read(host, sid)
+        if key is not None and len(records) <= CACHED_RECORDS:
+            cache[sid] = (key, records)
+            while len(cache) > CACHED_LOGS or sum(len(r) for _, r in cache.values()) > (
+                CACHED_RECORDS
+            ):
+                cache.popitem(last=False)
+    if session is not None:  # what is acknowledged, not what is being written
+        records = records[: session.state.seq + 1]
+    engine = host.registry.engines.get(records[0].data.get("game", "")) if records else None
+    if engine is None:
+        raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r} of an installed game")
+    return engine, records, session is not None
+
+
+async def _log_key(host: Any, sid: str) -> tuple[int, int] | None:
+    """What tells a cached copy of a log from a changed log: its size and time of change
+    (None: the store has no files, or this one cannot be seen; then nothing is cached)."""
+    path_of = getattr(host.store, "path", None)
+    if path_of is None:
+        return None
+    try:
+        st = await trio.to_thread.run_sync(os.stat, path_of(sid))
+    except (OSError, ValueError):
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+async def _read(host: Any, sid: str) -> list[Record]:
     try:
         raw = await host.store.read(sid)
     except (UnknownSession, ValueError):
@@ -125,13 +173,7 @@ async def _records(host: Any, sid: str) -> tuple[Engine, list[Record], bool]:
         raise ProtocolError(
             ErrorCode.UNAVAILABLE, f"the log of session {sid!r} cannot be read"
         ) from None
-    if session is not None:
-        raw = [r for r in raw if r["seq"] <= session.state.seq]
-    records = [Record.from_json(r) for r in raw]
-    engine = host.registry.engines.get(records[0].data.get("game", "")) if records else None
-    if engine is None:
-        raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r} of an installed game")
-    return engine, records, session is not None
+    return [Record.from_json(r) for r in raw]
 
 
 def _viewer(
