@@ -47,7 +47,7 @@ SLICE = 500
 """Records folded between two checkpoints."""
 
 CACHED_LOGS = 4
-CACHED_RECORDS = 200_000
+CACHED_RECORDS = 100_000
 """Logs kept read (so paging through one reads it once), at most, and their records in all;
 a copy is used only while the file's size and time of change are what they were."""
 _logs: weakref.WeakKeyDictionary[Any, OrderedDict[str, tuple[tuple[int, int], list[Record]]]] = (
