@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import socket
 import sys
 from pathlib import Path
@@ -111,6 +112,19 @@ def _outbox_bytes(text: str) -> int:
     return value
 
 
+def store_spec(text: str) -> str:
+    """argparse type of ``--store``: a ``postgresql://`` / ``postgres://`` URL libpq can parse,
+    or a data dir path."""
+    if "://" not in text:
+        return text
+    from host.pgstore import check_url
+
+    try:
+        return check_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``serve`` sub-command."""
     p = sub.add_parser(
@@ -121,6 +135,14 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=port_number, default=7878, help="TCP port (0: any free port)")
     p.add_argument("--bind", type=bind_address, default="127.0.0.1", help="address to listen on")
     p.add_argument("--data-dir", type=Path, default=Path("data"), help="where session logs go")
+    p.add_argument(
+        "--store",
+        type=store_spec,
+        default=os.environ.get("GAMEHOST_STORE") or None,
+        metavar="URL",
+        help="where session logs go: postgresql://user@host:port/dbname (many hosts share it;"
+        " run `gamehost db init` first) or a data dir (default: $GAMEHOST_STORE, else --data-dir)",
+    )
     p.add_argument("--fsync", choices=["always", "batch", "never"], default="batch")
     p.add_argument("--bot-delay", type=seconds, default=0.0, help="seconds a host bot waits")
     p.add_argument(
@@ -220,8 +242,10 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
 def serve_main(args: argparse.Namespace) -> int:
     """Run the host until SIGINT/SIGTERM; exit status 0 after a clean shutdown."""
     logs.configure({"auto": None, "json": True, "console": False}[args.log_format], args.log_level)
+    store = args.store if args.store and "://" in args.store else None
     config = HostConfig(
-        data_dir=args.data_dir,
+        data_dir=Path(args.store) if args.store and store is None else args.data_dir,
+        store=store,
         port=args.port,
         bind=args.bind,
         fsync=args.fsync,

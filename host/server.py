@@ -65,7 +65,8 @@ from host.errors import GamehostError
 from host.faults import notify_isolated, refusal
 from host.registry import Registry
 from host.session import Session, seat_bots_step
-from host.store import MAX_OPEN, CorruptLog, FileStore, FsyncMode, read_log
+from host.store import MAX_OPEN, CorruptLog, FileStore, FsyncMode, UnknownSession, read_log
+from host.stores import open_store
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import (
     HOST_DEFAULT,
@@ -140,6 +141,8 @@ class HostConfig:
             holding a human seat; spectators count only at an all-bot table; counted from its
             creation or load) before the host ends it with
             ``aborted: "abandoned"`` (None or 0: never).
+        store: a ``postgresql://`` URL: the logs live in that database (``host.pgstore``;
+            ``data_dir`` and ``fsync`` are then unused); None: files in ``data_dir``.
         http_port: serve the web client and protocol v1 over a WebSocket on this port too
             (None: no HTTP; 0: any free port, see ``Host.http_port``); see :mod:`host.web`.
         http_bind: the address the HTTP listener binds.
@@ -168,6 +171,7 @@ class HostConfig:
     create_limit_loopback: bool = False
     max_unstarted: int = 10
     abandon_after: float | None = 600.0
+    store: str | None = None
     http_port: int | None = None
     http_bind: str = "127.0.0.1"
     allow_origins: tuple[str, ...] = ()
@@ -890,20 +894,25 @@ class Host:
             return None
         path = self.store.path(sid)
 
-        def load() -> tuple[Engine, list[Record], Any] | None:
-            try:
-                if not stat.S_ISREG(os.lstat(path).st_mode):
-                    raise CorruptLog(path, 0, "not a regular file")
-            except FileNotFoundError:
-                return None
-            records = [Record.from_json(r) for r in read_log(path)]
+        def load(raw: list[dict[str, Any]] | None) -> tuple[Engine, list[Record], Any] | None:
+            if raw is None:  # a file store: the file itself (a tool may have put it there)
+                try:
+                    if not stat.S_ISREG(os.lstat(path).st_mode):
+                        raise CorruptLog(path, 0, "not a regular file")
+                except FileNotFoundError:
+                    return None
+                raw = read_log(path)
+            records = [Record.from_json(r) for r in raw]
             engine = self.registry.engines.get(records[0].data.get("game", "")) if records else None
             if engine is None:
                 return None
             return engine, records, engine.rebuild(records)
 
         try:
-            got = await trio.to_thread.run_sync(load)
+            raw = None if isinstance(self.store, FileStore) else await self.store.read(sid)
+            got = await trio.to_thread.run_sync(load, raw)
+        except UnknownSession:
+            return None
         except CorruptLog as exc:
             raise self._damage(sid, exc) from None
         except BadRecord as exc:
@@ -1080,6 +1089,21 @@ async def _signals(host: Host) -> None:
             return
 
 
+async def _open_store(config: HostConfig) -> Any:
+    """The host's store: files in the data dir (held exclusively), or the database of
+    ``config.store``, checked at once (reachable, schema at this code's version).
+
+    Raises:
+        OSError: the data dir is not usable; ``StoreUnavailable`` for the database.
+        ValueError: a URL libpq cannot parse.
+    """
+    if config.store is None:
+        return FileStore(config.data_dir, config.fsync, exclusive=True)
+    store = open_store(config.store)
+    await trio.to_thread.run_sync(store.check)
+    return store
+
+
 async def run_host(
     config: HostConfig,
     registry: Registry,
@@ -1094,7 +1118,7 @@ async def run_host(
     if config.max_connections is None:
         config = attrs.evolve(config, max_connections=default_max_connections(fd_limit))
     log.info("limits", fd_limit=fd_limit, max_connections=config.max_connections)
-    store = FileStore(config.data_dir, config.fsync, exclusive=True)
+    store = await _open_store(config)
     async with trio.open_nursery() as outer:
         await outer.start(store.run)
         try:
@@ -1109,7 +1133,8 @@ async def run_host(
                         "listening",
                         bind=config.bind,
                         port=port,
-                        data_dir=str(config.data_dir),
+                        data_dir=str(config.data_dir) if config.store is None else None,
+                        store=repr(store) if config.store else None,
                         fsync=config.fsync,
                     )
                     if config.http_port is not None:

@@ -649,10 +649,10 @@ class FileStore:
             raise StoreClosed("the store is closed")
         records = creation_records(session, header)
         check_seqs(records, 0)
-        data = b"".join(encode_lines(records))  # TypeError here (not JSON): nothing on disk yet
         path = self.path(session)
         if os.path.lexists(path):
             raise Conflict(f"session {session} exists")
+        data = b"".join(encode_lines(records))  # TypeError here (not JSON): nothing on disk yet
         await trio.to_thread.run_sync(self._create_file, session, path, data)
         self._open(session, len(records))
         self._n_appends += 1

@@ -11,8 +11,10 @@ Implementations:
 - :class:`MemoryStore`: the same rules in memory, for tests and tools; nothing survives the
   process. Records are kept as the JSON lines a file would hold, so what is read back is a fresh
   copy, equal to what a :class:`~host.store.FileStore` would return;
-- a database store can join them: ``tests/host/test_store_contract.py`` runs one suite against
-  every store, and a new store passes it by being added to that suite's list.
+- :class:`host.pgstore.PostgresStore`: every log as rows of one PostgreSQL database, which many
+  hosts can share;
+- :func:`open_store` picks one from a ``--store`` value. ``tests/host/test_store_contract.py``
+  runs one suite against every store; a new store passes it by being added to that suite's list.
 
 Shared rules (the contract):
 
@@ -46,6 +48,7 @@ thread), for readers while the host runs (e.g. records a resuming client missed)
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import orjson
@@ -56,6 +59,8 @@ from host.store import (
     _SESSION_ID,
     Conflict,
     CorruptLog,
+    FileStore,
+    FsyncMode,
     StoreClosed,
     StoreStatistics,
     UnknownSession,
@@ -72,6 +77,7 @@ __all__ = [
     "StoreClosed",
     "StoreStatistics",
     "UnknownSession",
+    "open_store",
 ]
 
 
@@ -271,3 +277,23 @@ class MemoryStore:
         """Counters; each append is its own batch and nothing is fsynced."""
         n = self._n_appends
         return StoreStatistics(len(self._held), n, self._n_records, n, 0, 0)
+
+
+def open_store(spec: str | Path, *, fsync: FsyncMode = "batch", exclusive: bool = False) -> Store:
+    """The store a ``--store`` value names: a ``postgresql://`` or ``postgres://`` URL is a
+    :class:`host.pgstore.PostgresStore` (nothing connects yet: see its ``check``); anything
+    else is a data dir for a :class:`~host.store.FileStore` (``fsync`` and ``exclusive`` are
+    its arguments, ignored for a database).
+
+    Raises:
+        ValueError: a URL of another scheme, or a PostgreSQL URL libpq cannot parse.
+        OSError: the data dir cannot be made.
+    """
+    text = str(spec)
+    if text.startswith(("postgresql://", "postgres://")):
+        from host.pgstore import PostgresStore  # psycopg loads only where a database is used
+
+        return PostgresStore(text)
+    if "://" in text:
+        raise ValueError(f"unsupported store URL {text!r}: use postgresql://... or a data dir")
+    return FileStore(text, fsync, exclusive=exclusive)

@@ -91,3 +91,20 @@ async def toy_host(tmp_path: Path) -> AsyncIterator[RunningHost]:
         running = await start_host(n, tmp_path)
         yield running
         running.host.request_shutdown()
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> str:
+    """The URL of the ``postgres`` database of a throwaway cluster shared by the test run
+    (tests/pg.py); skips the test where no PostgreSQL server binaries exist."""
+    from tests import pg
+
+    return pg.shared_cluster().url()
+
+
+@pytest.fixture
+def pg_store_url(pg_dsn: str) -> str:
+    """A new database of its own for this test, with the gamehost schema; its URL."""
+    from tests import pg
+
+    return pg.fresh_url()

@@ -1,4 +1,5 @@
-"""``gamehost replay LOG``: read a session's event log.
+"""``gamehost replay LOG``: read a session's event log (``replay --store URL SESSION``: the log
+of that session in a PostgreSQL store).
 
 - no flags: the timeline, one line per record (seq, time, type, what happened); an action the
   host chose for a seat whose turn timer ran out (``"timed_out": true``) ends with
@@ -20,6 +21,7 @@
   SEQ must end a cause (the last event of an action, or a seat taken),
   so the fork replays. The fork keeps the session's seed: if the original session ended, its
   seed is public and the fork's future deals can be predicted — forks are for debugging.
+  With ``--store`` and no ``--out`` the fork is a new session in that database.
 - ``--as SEAT`` / ``--spectator`` without ``--at``: the timeline as that viewer saw it.
 
 The game comes from the installed plugins (the header names it).
@@ -65,18 +67,23 @@ def load(path: Path, engine: Engine | None = None) -> tuple[Engine, list[Record]
 
 
 def load_with_times(
-    path: Path, engine: Engine | None = None, *, fold: bool = True
+    path: Path, engine: Engine | None = None, *, fold: bool = True, store: str | None = None
 ) -> tuple[Engine, list[Record], list[str]]:
     """Read a log and find its game; also return each record's ``ts``. With ``fold``, also
-    check that every record folds (:func:`host.store.fold_log`).
+    check that every record folds (:func:`host.store.fold_log`). With ``store`` (a
+    ``postgresql://`` URL), ``path`` is the name of a session in that database.
 
     Raises:
         ReplayError: unreadable or damaged log (``"<file>: seq N: ..."``, see
-            :class:`~host.store.CorruptLog`), or the game is not installed.
+            :class:`~host.store.CorruptLog`), no such session, an unreachable database, or
+            the game is not installed.
     """
     try:
-        raw = read_log(path)
-    except (OSError, CorruptLog) as exc:
+        if store is None:
+            raw = read_log(path)
+        else:
+            path, raw = _read_db(store, str(path))
+    except (OSError, CorruptLog, LookupError, ValueError) as exc:
         raise ReplayError(str(exc)) from None
     if not raw or raw[0].get("type") != "header":
         raise ReplayError(f"{path}: no header record")
@@ -93,6 +100,22 @@ def load_with_times(
         except CorruptLog as exc:
             raise ReplayError(str(exc)) from None
     return engine, records, times
+
+
+def _read_db(url: str, session: str) -> tuple[Path, list[dict[str, Any]]]:
+    """A session's records from a PostgreSQL store, checked as a log file is, and the name
+    messages use for it.
+
+    Raises:
+        UnknownSession, CorruptLog, ValueError, OSError (``StoreUnavailable``).
+    """
+    from host.pgstore import PostgresStore, parse_lines
+
+    store = PostgresStore(url)
+    try:
+        return store.path(session), parse_lines(store.path(session), store.read_lines(session))
+    finally:
+        store.disconnect()
 
 
 def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
@@ -257,6 +280,9 @@ def fork_records(records: list[Record], n: int, new_id: str) -> list[dict[str, A
 def _fork(args: argparse.Namespace, records: list[Record]) -> int:
     n = args.fork_at
     folder = args.out if args.out is not None else args.log.parent
+    db = getattr(args, "store", None) if args.out is None else None
+    if db is not None:
+        folder = Path("the database")
     new_id = secrets.token_hex(8)
     try:
         lines = fork_records(records, n, new_id)
@@ -264,7 +290,13 @@ def _fork(args: argparse.Namespace, records: list[Record]) -> int:
         print(f"error: --fork-at {n}: {exc}", file=sys.stderr)
         return 2
     try:
-        path = trio.run(_write_fork, folder, new_id, lines)
+        if db is None:
+            store: Any = FileStore(folder, logs_in_root=True)
+        else:
+            from host.pgstore import PostgresStore
+
+            store = PostgresStore(db)
+        path = trio.run(_write_fork, store, new_id, lines)
     except (OSError, LogError) as exc:
         print(f"error: cannot write the fork into {folder}: {exc}", file=sys.stderr)
         return 2
@@ -272,15 +304,15 @@ def _fork(args: argparse.Namespace, records: list[Record]) -> int:
     return 0
 
 
-async def _write_fork(folder: Path, session: str, records: list[dict[str, Any]]) -> Path:
-    """Write a fork as a new log in ``folder`` through a :class:`~host.store.FileStore` (the
-    store adds ``ts``, syncs, and leaves no log if the create fails); returns its path.
+async def _write_fork(store: Any, session: str, records: list[dict[str, Any]]) -> Path:
+    """Write a fork as a new log through a store (a :class:`~host.store.FileStore` on the
+    target folder, or a database's; the store adds ``ts``, makes it durable, and leaves no log
+    if the create fails); returns its path (its name, for a database).
 
     Raises:
-        OSError, LogError (``Conflict``, ``BadSessionId``, ``BadHeader``, ...): see
-            ``FileStore`` and its ``create``.
+        OSError, LogError (``Conflict``, ``BadSessionId``, ``BadHeader``, ...): see the
+            store's ``create``.
     """
-    store = FileStore(folder, logs_in_root=True)
     failure: Exception | None = None
     async with trio.open_nursery() as nursery:
         await nursery.start(store.run)
@@ -298,7 +330,13 @@ async def _write_fork(folder: Path, session: str, records: list[dict[str, Any]])
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``replay`` sub-command."""
     p = sub.add_parser("replay", help="show, inspect, verify or fork a session log")
-    p.add_argument("log", type=Path, help="a session log (.jsonl)")
+    p.add_argument("log", type=Path, help="a session log (.jsonl), or with --store a session id")
+    p.add_argument(
+        "--store",
+        type=_store_url,
+        metavar="URL",
+        help="read the session from this PostgreSQL store (postgresql://...)",
+    )
     p.add_argument(
         "--at", type=non_negative_int, metavar="SEQ", help="show the state after record SEQ"
     )
@@ -317,17 +355,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
+def _store_url(text: str) -> str:
+    from host.pgstore import check_url
+
+    try:
+        return check_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(args: argparse.Namespace) -> int:
     """Run the command; exit status 0, 1 (verify found a difference), 2 (unusable input) or 3
     (verify passed, but on another version of the game than the log's)."""
+    store = getattr(args, "store", None)
     try:
-        engine, records, times = load_with_times(args.log, fold=not args.verify)
+        engine, records, times = load_with_times(args.log, fold=not args.verify, store=store)
     except ReplayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     last = records[-1].seq
     if args.verify:
-        return _verify(args.log, engine, records)
+        where = args.log if store is None else Path(f"postgresql:{args.log}")
+        return _verify(where, engine, records)
     if args.fork_at is not None:
         return _fork(args, records)
     if args.at is not None:

@@ -19,6 +19,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from host.pgstore import PostgresStore
 from host.store import FileStore
 from host.stores import (
     Conflict,
@@ -28,9 +29,10 @@ from host.stores import (
     StoreClosed,
     UnknownSession,
 )
+from tests import pg
 from tests.host.test_store import rec
 
-KINDS = ["file", "memory"]
+KINDS = ["file", "memory", "postgres"]
 
 
 class Backing:
@@ -44,10 +46,13 @@ class Backing:
         self.fsync = fsync
         self.memory: dict[str, list[bytes]] = {}
         self.stores: list[Store] = []
+        self.url = pg.fresh_url() if kind == "postgres" else ""
 
     def new_store(self) -> Store:
         if self.kind == "file":
             return FileStore(self.where, self.fsync)  # type: ignore[arg-type]
+        if self.kind == "postgres":
+            return PostgresStore(self.url)
         return MemoryStore(self.memory)
 
     async def open(self) -> Store:
@@ -163,6 +168,15 @@ async def test_creating_an_existing_session_is_a_conflict_and_keeps_it(store):
     with pytest.raises(Conflict):
         await store.create("s1", [rec(0, game="other")])
     assert strip(await store.read("s1")) == [rec(0), rec(1)]
+
+
+async def test_creating_an_existing_session_is_a_conflict_even_with_records_json_cannot_hold(
+    store,
+):
+    await store.create("s1", [rec(0)])
+    with pytest.raises(Conflict):
+        await store.create("s1", [rec(0), rec(1, x=2**70)])
+    assert strip(await store.read("s1")) == [rec(0)]
 
 
 BAD_HEADER = {**rec(0), "seed_commitment": "00" * 32}

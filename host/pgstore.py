@@ -1,0 +1,927 @@
+"""The PostgreSQL store: every session log as rows of one database, shared by many hosts.
+
+Schema (made and migrated by :func:`migrate`, i.e. ``gamehost db init --store URL``; versioned in
+``gamehost_schema``, one row per migration applied):
+
+- ``gamehost_records(session_id, seq, line)``, primary key ``(session_id, seq)``: one row per
+  record; ``line`` is the exact JSON line a :class:`~host.store.FileStore` would write for it,
+  without its newline, so a log exported to a file is byte-equal to one the file store wrote.
+- ``gamehost_sessions(session_id, game, header, last_seq, ended, created_at, updated_at)``: one
+  row per session, changed in the same transaction as its records. ``last_seq`` is the seq of
+  its last record; ``ended`` is true once a record of type ``ended`` is in the log.
+
+Session ids are compared with the ``C`` collation (byte order, as Python sorts them).
+
+Writing: one long-lived writer thread with its own connection, fed by a thread-safe queue as the
+file store's is, takes every create and append queued so far as one batch and writes it as one
+transaction (group commit), then acknowledges the batch back in trio with one
+``TrioToken.run_sync_soon`` callback. Each session's part of a batch is one statement that
+inserts its records only if the session row says the log ends just before them (an append) or
+does not exist yet (a create), and moves the row on: the optimistic-concurrency check across
+hosts. A host whose copy is behind finds the row moved on by another host (it waits for that
+host's transaction first, as row locks do) and gets :class:`~host.store.Conflict`; the primary
+key refuses a duplicate seq even if the session row were wrong (a unique violation is a
+``Conflict`` too). Sessions are written in id order within a batch, so two hosts' batches never
+wait for each other in a cycle. Every session written also runs ``pg_notify('gamehost_log',
+'<session_id> <last_seq>')``, delivered when the transaction commits, for hosts following it.
+
+Reading (``load``, ``read``, ``truncate``, ``session_ids``, :meth:`PostgresStore.session_page`)
+uses other connections, kept idle between uses; ``read`` and ``session_page`` run in a worker
+thread, the synchronous methods in the calling thread, as the file store's do.
+
+Failures: psycopg's sync API is used only from threads (never its asyncio API). A connection
+that fails is closed; a new one is made on the next use. After a failed connection attempt the
+store waits before trying again — 0.05 s, doubling up to ``retry_max`` seconds — and answers
+:class:`StoreUnavailable` (an ``OSError``, which the host turns into ``unavailable``) meanwhile,
+without waiting. An append whose transaction failed is answered with ``StoreUnavailable`` and
+leaves its session not open, as any failed append does: its records may or may not have been
+committed (a connection lost during ``COMMIT`` cannot tell), and ``load`` says which. A batch
+whose connection turns out to be dead before its ``COMMIT`` was sent is written once more on a
+new connection (nothing of it can have been committed), so a database restart costs a host
+only the appends in flight while the server was down. No record is acknowledged before its
+transaction has committed (with the server's ``synchronous_commit``, durable on its disk).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+import orjson
+import psycopg
+import psycopg.conninfo
+import psycopg.errors
+import structlog
+import trio
+
+from host.store import (
+    _SESSION_ID,
+    Conflict,
+    CorruptLog,
+    StoreClosed,
+    StoreStatistics,
+    UnknownSession,
+    _check_header,
+    check_append,
+    check_seqs,
+    creation_records,
+    encode_lines,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "PostgresStore",
+    "SchemaMismatch",
+    "StoreUnavailable",
+    "is_postgres_url",
+    "migrate",
+    "parse_lines",
+    "schema_version",
+]
+
+log = structlog.get_logger("gamehost.pgstore")
+T = TypeVar("T")
+
+NOTIFY_CHANNEL = "gamehost_log"
+"""The channel every create and append notifies, with the payload ``"<session_id> <last_seq>"``."""
+
+_MIGRATION_LOCK = 0x67616D65686F7374  # "gamehost": one ``db init`` at a time per database
+
+MIGRATIONS: list[tuple[int, str, list[str]]] = [
+    (
+        1,
+        "tables gamehost_records and gamehost_sessions",
+        [
+            """CREATE TABLE gamehost_records (
+                session_id text COLLATE "C" NOT NULL,
+                seq bigint NOT NULL,
+                line text NOT NULL,
+                PRIMARY KEY (session_id, seq))""",
+            """CREATE TABLE gamehost_sessions (
+                session_id text COLLATE "C" PRIMARY KEY,
+                game text NOT NULL,
+                header text NOT NULL,
+                last_seq bigint NOT NULL,
+                ended boolean NOT NULL DEFAULT false,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                updated_at timestamptz NOT NULL DEFAULT now())""",
+            "CREATE INDEX gamehost_sessions_by_game ON gamehost_sessions (game, session_id)",
+        ],
+    ),
+]
+"""Version, what it does, its statements; each runs once, in order, in ``db init``'s
+transaction."""
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+"""The schema version this code reads and writes."""
+
+
+class StoreUnavailable(OSError):
+    """The database cannot be reached or refused the work (a lost connection, a server
+    restarting, a bad URL, a missing schema). Nothing acknowledged is affected."""
+
+
+class SchemaMismatch(StoreUnavailable):
+    """The database has no gamehost schema, or not the version this code needs."""
+
+
+def is_postgres_url(spec: str) -> bool:
+    """True for a ``postgresql://`` or ``postgres://`` URL."""
+    return spec.startswith(("postgresql://", "postgres://"))
+
+
+def check_url(url: str) -> str:
+    """Return ``url`` if it is a PostgreSQL URL libpq can parse.
+
+    Raises:
+        ValueError: not a ``postgresql://`` / ``postgres://`` URL, or one libpq refuses.
+    """
+    if not is_postgres_url(url):
+        raise ValueError(f"not a postgresql:// URL: {url!r}")
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error as exc:
+        raise ValueError(f"bad database URL: {_first_line(exc)}") from None
+    return url
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _redacted(url: str) -> str:
+    """``url`` without a password (for messages and logs)."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error:
+        return "the database"
+    host = info.get("host") or "localhost"
+    port = info.get("port") or "5432"
+    return f"{host}:{port}/{info.get('dbname') or info.get('user') or ''}"
+
+
+def _connect(url: str, connect_timeout: float) -> psycopg.Connection[Any]:
+    """A new autocommit connection.
+
+    Raises:
+        StoreUnavailable: it cannot be made (one line naming the server and libpq's reason).
+    """
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=max(1, round(connect_timeout)))
+    except psycopg.Error as exc:
+        raise StoreUnavailable(
+            f"cannot connect to PostgreSQL at {_redacted(url)}: {_first_line(exc)}"
+        ) from exc
+
+
+# -- schema --------------------------------------------------------------------------------------
+def schema_version(conn: psycopg.Connection[Any]) -> int:
+    """The schema version of the connection's database (0: none)."""
+    found = conn.execute("SELECT to_regclass('gamehost_schema') IS NOT NULL").fetchone()
+    if not found or not found[0]:
+        return 0
+    row = conn.execute("SELECT coalesce(max(version), 0) FROM gamehost_schema").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(url: str, *, connect_timeout: float = 5.0) -> tuple[int, list[str]]:
+    """Create or migrate the gamehost schema, idempotently: each migration above the
+    database's version runs once, all in one transaction (concurrent calls wait for each other).
+
+    Returns:
+        ``(version before, [description of each migration applied])`` (empty: nothing to do).
+
+    Raises:
+        StoreUnavailable: the database cannot be reached or refused a statement.
+        SchemaMismatch: the database's schema is newer than this code knows.
+    """
+    with contextlib.closing(_connect(url, connect_timeout)) as conn:
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
+                conn.execute("CREATE TABLE IF NOT EXISTS gamehost_schema (version int NOT NULL)")
+                before = schema_version(conn)
+                if before > SCHEMA_VERSION:
+                    raise SchemaMismatch(
+                        f"the database's gamehost schema is version {before}, newer than this"
+                        f" gamehost's {SCHEMA_VERSION}: upgrade gamehost"
+                    )
+                done = []
+                for version, what, statements in MIGRATIONS:
+                    if version <= before:
+                        continue
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO gamehost_schema (version) VALUES (%s)", [version])
+                    done.append(f"migration {version}: {what}")
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"db init failed: {_first_line(exc)}") from exc
+    return before, done
+
+
+# -- connections ---------------------------------------------------------------------------------
+class _Connections:
+    """Connections to one database for any thread: idle ones kept for reuse, new ones made on
+    demand, with a back-off after a failed attempt (during which a request fails at once)."""
+
+    def __init__(self, url: str, connect_timeout: float, retry_max: float) -> None:
+        self.url = url
+        self.connect_timeout = connect_timeout
+        self.retry_max = retry_max
+        self._idle: list[psycopg.Connection[Any]] = []
+        self._lock = threading.Lock()
+        self._delay = 0.0
+        self._retry_at = 0.0
+        self._last_error = ""
+        self.closed = False
+
+    def connect(self) -> psycopg.Connection[Any]:
+        """A new connection (not kept idle by this object).
+
+        Raises:
+            StoreUnavailable: it cannot be made, or a recent attempt failed and the back-off
+                has not passed yet.
+        """
+        with self._lock:
+            if time.monotonic() < self._retry_at:
+                raise StoreUnavailable(f"{self._last_error} (retrying)")
+        try:
+            conn = _connect(self.url, self.connect_timeout)
+        except StoreUnavailable as exc:
+            with self._lock:
+                self._delay = min(self.retry_max, max(0.05, self._delay * 2))
+                self._retry_at = time.monotonic() + self._delay
+                self._last_error = str(exc)
+            log.warning("database_unreachable", error=str(exc), retry_in=self._delay)
+            raise
+        with self._lock:
+            if self._delay:
+                log.info("database_reconnected")
+            self._delay = 0.0
+        return conn
+
+    def run(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``fn(conn)`` on an idle connection or a new one; once more on a new connection if a
+        kept one turns out dead (a server restarted since it was used).
+
+        Raises:
+            StoreUnavailable: no connection, or ``fn`` failed on it with a database error.
+            Whatever else ``fn`` raises (the connection is kept).
+        """
+        for attempt in (0, 1):
+            with self._lock:
+                conn = self._idle.pop() if self._idle else None
+            reused = conn is not None
+            if conn is None:
+                conn = self.connect()
+            try:
+                result = fn(conn)
+            except psycopg.Error as exc:
+                dead = conn.broken or isinstance(exc, psycopg.OperationalError)
+                if dead:
+                    conn.close()
+                    if reused and attempt == 0:
+                        self._close_idle()  # they were made before the same failure
+                        continue
+                else:
+                    self._put(conn)
+                raise StoreUnavailable(f"the database failed: {_first_line(exc)}") from exc
+            except BaseException:
+                conn.close()
+                raise
+            self._put(conn)
+            return result
+        raise AssertionError("unreachable")
+
+    def _put(self, conn: psycopg.Connection[Any]) -> None:
+        with self._lock:
+            if not self.closed and not conn.closed and len(self._idle) < 4:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _close_idle(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def close(self) -> None:
+        self.closed = True
+        self._close_idle()
+
+
+# -- the store -----------------------------------------------------------------------------------
+@attrs.define
+class _Job:
+    """A create or an append queued for the writer thread."""
+
+    session: str
+    create: bool
+    first: int  # seq of its first record
+    lines: list[str]
+    ended: bool
+    opened: int  # which opening of the session it belongs to (0 for a create)
+    done: trio.Event = attrs.field(factory=trio.Event)
+    error: BaseException | None = None
+
+
+_STOP = object()
+
+# One statement per session per batch: a create inserts the session row unless it exists, an
+# append moves the row on if it ends just before the records; the records go in only then.
+_WRITE = """
+WITH made AS (
+    INSERT INTO gamehost_sessions (session_id, game, header, last_seq, ended)
+    SELECT %(s)s, %(game)s, %(header)s, %(last)s, %(ended)s WHERE %(create)s
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING pg_notify('gamehost_log', session_id || ' ' || last_seq)
+), moved AS (
+    UPDATE gamehost_sessions
+    SET last_seq = %(last)s, ended = ended OR %(ended)s, updated_at = now()
+    WHERE NOT %(create)s AND session_id = %(s)s AND last_seq = %(first)s - 1
+    RETURNING pg_notify('gamehost_log', session_id || ' ' || last_seq)
+)
+INSERT INTO gamehost_records (session_id, seq, line)
+SELECT %(s)s, %(first)s + t.i - 1, t.line
+FROM unnest(%(lines)s::text[]) WITH ORDINALITY AS t(line, i)
+WHERE EXISTS (SELECT FROM made) OR EXISTS (SELECT FROM moved)
+"""
+
+
+@attrs.define
+class _Group:
+    """One session's jobs in a batch, written by one statement: all or none."""
+
+    session: str
+    create: bool
+    first: int
+    lines: list[str]
+    ended: bool
+    jobs: list[_Job]
+
+    def params(self) -> dict[str, Any]:
+        header = self.lines[0] if self.create else None
+        game = orjson.loads(header).get("game") if header is not None else None
+        return {
+            "s": self.session,
+            "game": game,
+            "header": header,
+            "create": self.create,
+            "first": self.first,
+            "last": self.first + len(self.lines) - 1,
+            "ended": self.ended,
+            "lines": self.lines,
+        }
+
+
+def _groups(jobs: list[_Job]) -> list[_Group]:
+    """Jobs merged per session (consecutive appends of one session become one group), sorted
+    by session id (a stable sort: a session's own order stays)."""
+    groups: list[_Group] = []
+    last: dict[str, _Group] = {}
+    for job in jobs:
+        g = last.get(job.session)
+        if g is not None and not job.create and g.first + len(g.lines) == job.first:
+            g.lines.extend(job.lines)
+            g.ended = g.ended or job.ended
+            g.jobs.append(job)
+            continue
+        g = _Group(job.session, job.create, job.first, list(job.lines), job.ended, [job])
+        groups.append(g)
+        last[job.session] = g
+    groups.sort(key=lambda g: g.session)
+    return groups
+
+
+def parse_lines(where: Path, lines: list[str], first: int = 0) -> list[dict[str, Any]]:
+    """Records from a session's lines starting at seq ``first``, checked as a file store checks
+    a log (JSON objects, gapless seqs, a valid header at seq 0, no second header).
+
+    Raises:
+        CorruptLog: naming the session and the first wrong seq.
+    """
+    out: list[dict[str, Any]] = []
+    for i, line in enumerate(lines):
+        seq = first + i
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise CorruptLog(where, seq, f"the record is not JSON ({exc})") from None
+        if not isinstance(rec, dict):
+            raise CorruptLog(where, seq, "the record is not a JSON object")
+        got = rec.get("seq")
+        if type(got) is not int or got != seq:
+            raise CorruptLog(where, seq, f"found seq {got!r} where seq {seq} belongs (a gap)")
+        if not isinstance(rec.get("type"), str):
+            raise CorruptLog(where, seq, "the record has no type")
+        if seq == 0:
+            _check_header(where, rec)
+        elif rec["type"] == "header":
+            raise CorruptLog(where, seq, "a second header record")
+        out.append(rec)
+    return out
+
+
+class PostgresStore:
+    """A :class:`host.stores.Store` in a PostgreSQL database (see the module docstring).
+
+    Args:
+        url: a ``postgresql://`` URL (libpq's URL form; its query may carry any libpq
+            parameter, e.g. ``?sslmode=require``).
+        connect_timeout: seconds a connection attempt may take (at least 1).
+        retry_max: the longest wait in seconds between connection attempts while the database
+            is unreachable (the wait starts at 0.05 s and doubles).
+
+    Nothing connects until first used; :meth:`check` connects at once and checks the schema.
+    Start :meth:`run` in a nursery before creating or appending.
+
+    Raises:
+        ValueError: ``url`` is not a PostgreSQL URL libpq can parse.
+    """
+
+    def __init__(self, url: str, *, connect_timeout: float = 5.0, retry_max: float = 2.0) -> None:
+        self.url = check_url(url)
+        self._conns = _Connections(url, connect_timeout, retry_max)
+        # trio side: as the file store's
+        self._next: dict[str, int] = {}
+        self._opened: dict[str, int] = {}
+        self._openings = 0
+        self._pending: dict[str, int] = {}
+        self._held: set[str] = set()
+        self._queue: queue.SimpleQueue[_Job | object] = queue.SimpleQueue()
+        # writer side: the sessions whose append failed, by opening
+        self._failed: dict[str, int] = {}
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._thread_started = False
+        self._closed = False
+        self._stop_sent = self._stop_taken = False
+        self._stopped = trio.Event()
+        self._n_appends = self._n_records = self._n_batches = self._n_commits = 0
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({_redacted(self.url)!r})"
+
+    def path(self, session: str) -> Path:
+        """A name for the session's log in messages (:class:`CorruptLog`): not a file."""
+        return Path(f"postgresql:{session}")
+
+    def check(self) -> None:
+        """Connect now and check the schema version (a host's start-up check).
+
+        Raises:
+            StoreUnavailable: the database cannot be reached.
+            SchemaMismatch: no schema (run ``gamehost db init``) or another version.
+        """
+        version = self._conns.run(schema_version)
+        if version != SCHEMA_VERSION:
+            what = "no gamehost schema" if version == 0 else f"gamehost schema {version}"
+            raise SchemaMismatch(
+                f"{_redacted(self.url)} has {what}, this gamehost needs version"
+                f" {SCHEMA_VERSION}: run `gamehost db init --store URL`"
+            )
+
+    # -- reading -------------------------------------------------------------------------------
+    @staticmethod
+    def _checked(session: str) -> str:
+        if not isinstance(session, str) or not _SESSION_ID.match(session):
+            raise ValueError(f"bad session id {session!r}")
+        return session
+
+    def _check_idle(self, session: str) -> None:
+        if self._pending.get(session):
+            raise Conflict(f"session {session} has appends in progress")
+
+    def _open(self, session: str, next_seq: int) -> None:
+        self._openings += 1
+        self._opened[session] = self._openings
+        self._next[session] = next_seq
+
+    def session_ids(self) -> list[str]:
+        """Every session in the database, sorted.
+
+        Raises:
+            StoreUnavailable: the database failed.
+        """
+
+        def ids(conn: psycopg.Connection[Any]) -> list[str]:
+            rows = conn.execute("SELECT session_id FROM gamehost_sessions ORDER BY session_id")
+            return [r[0] for r in rows]
+
+        return self._conns.run(ids)
+
+    def disconnect(self) -> None:
+        """Close the idle reading connections (a tool done with a store it never ran)."""
+        self._conns.close()
+
+    def read_lines(self, session: str, after: int = -1) -> list[str]:
+        """The stored lines (JSON, no newline) of the session's records with a seq above
+        ``after``, in seq order, unchecked; blocking (for tools: ``export``, ``replay``).
+
+        Raises:
+            UnknownSession: no such session. ValueError: a bad session id.
+            StoreUnavailable: the database failed.
+        """
+        return self._lines(self._checked(session), after)
+
+    def _lines(self, session: str, after: int) -> list[str]:
+        """The lines of seq above ``after``, in seq order (blocking).
+
+        Raises:
+            UnknownSession: no such session. StoreUnavailable: the database failed.
+        """
+
+        def fetch(conn: psycopg.Connection[Any]) -> list[str] | None:
+            rows = conn.execute(
+                "SELECT line FROM gamehost_records WHERE session_id = %s AND seq > %s ORDER BY seq",
+                [session, after],
+            ).fetchall()
+            if rows:
+                return [r[0] for r in rows]
+            known = conn.execute(
+                "SELECT 1 FROM gamehost_records WHERE session_id = %s LIMIT 1", [session]
+            ).fetchone()
+            return [] if known else None
+
+        lines = self._conns.run(fetch)
+        if lines is None:
+            raise UnknownSession(f"no session {session}")
+        return lines
+
+    def _exists(self, session: str) -> bool:
+        def exists(conn: psycopg.Connection[Any]) -> bool:
+            return bool(
+                conn.execute(
+                    "SELECT 1 FROM gamehost_sessions WHERE session_id = %s", [session]
+                ).fetchone()
+            )
+
+        return self._conns.run(exists)
+
+    def load(self, session: str) -> list[dict[str, Any]]:
+        """See :meth:`host.stores.Store.load` (no torn tail here: a transaction is whole).
+
+        Raises:
+            Conflict: appends of it are in progress. UnknownSession: no such session.
+            CorruptLog: its records do not read as a log. ValueError: a bad session id.
+            StoreUnavailable: the database failed (the session stays not open).
+        """
+        self._checked(session)
+        self._check_idle(session)
+        self._next.pop(session, None)
+        records = parse_lines(self.path(session), self._lines(session, -1), 0)
+        self._open(session, len(records))
+        return records
+
+    async def read(self, session: str, after: int | None = None) -> list[dict[str, Any]]:
+        """See :meth:`host.stores.Store.read`; in a worker thread.
+
+        Raises:
+            UnknownSession, CorruptLog, ValueError, StoreUnavailable: as :meth:`load`.
+        """
+        self._checked(session)
+        start = -1 if after is None else max(after, -1)
+        lines = await trio.to_thread.run_sync(self._lines, session, start)
+        return parse_lines(self.path(session), lines, start + 1)
+
+    def truncate(self, session: str, keep: int) -> None:
+        """See :meth:`host.stores.Store.truncate`: one transaction deletes the later records and
+        moves the session row back (notifying as an append does).
+
+        Raises:
+            Conflict: appends of it are in progress. UnknownSession: no such session.
+            CorruptLog: fewer than ``keep`` records. ValueError: a bad session id.
+            StoreUnavailable: the database failed.
+        """
+        self._checked(session)
+        self._check_idle(session)
+
+        def cut(conn: psycopg.Connection[Any]) -> int | None:
+            with conn.transaction():
+                row = conn.execute(
+                    "SELECT last_seq FROM gamehost_sessions WHERE session_id = %s FOR UPDATE",
+                    [session],
+                ).fetchone()
+                if row is None:
+                    return None
+                if row[0] + 1 < keep:
+                    return row[0] + 1
+                conn.execute(
+                    "DELETE FROM gamehost_records WHERE session_id = %s AND seq >= %s",
+                    [session, keep],
+                )
+                ended = any(
+                    orjson.loads(line).get("type") == "ended"
+                    for (line,) in conn.execute(
+                        "SELECT line FROM gamehost_records WHERE session_id = %s"
+                        ' AND line LIKE \'%%"type":"ended"%%\'',
+                        [session],
+                    )
+                )
+                conn.execute(
+                    "UPDATE gamehost_sessions SET last_seq = %s, ended = %s, updated_at = now()"
+                    " WHERE session_id = %s RETURNING pg_notify('gamehost_log',"
+                    " session_id || ' ' || last_seq)",
+                    [keep - 1, ended, session],
+                )
+                return keep
+
+        have = self._conns.run(cut)
+        if have is None:
+            raise UnknownSession(f"no session {session}")
+        if have < keep:
+            raise CorruptLog(self.path(session), have, f"cannot keep {keep} records")
+        self._open(session, keep)
+
+    async def session_page(
+        self, after: str | None, limit: int, game: str | None = None
+    ) -> list[dict[str, Any]]:
+        """One page of the sessions in the database, by id: those with an id above ``after``
+        (all with None), of ``game`` if given, at most ``limit``; in a worker thread.
+
+        Returns:
+            ``[{"session": str, "game": str, "last_seq": int, "ended": bool, "header": dict}]``
+            (``header`` is the session's header record as ``load`` returns it).
+
+        Raises:
+            StoreUnavailable: the database failed.
+        """
+
+        def page(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+            return conn.execute(
+                "SELECT session_id, game, last_seq, ended, header FROM gamehost_sessions"
+                " WHERE session_id > %s AND (%s::text IS NULL OR game = %s)"
+                " ORDER BY session_id LIMIT %s",
+                [after or "", game, game, max(0, limit)],
+            ).fetchall()
+
+        rows = await trio.to_thread.run_sync(self._conns.run, page)
+        return [
+            {"session": s, "game": g, "last_seq": n, "ended": e, "header": orjson.loads(h)}
+            for s, g, n, e, h in rows
+        ]
+
+    # -- writing -------------------------------------------------------------------------------
+    async def _write(self, job: _Job) -> None:
+        self._pending[job.session] = self._pending.get(job.session, 0) + 1
+        self._queue.put(job)
+        await job.done.wait()
+        if job.error is not None:
+            raise job.error
+
+    async def create(self, session: str, records: dict[str, Any] | list[dict[str, Any]]) -> None:
+        """See :meth:`host.stores.Store.create`: one row per record and the session row, in one
+        transaction of the writer's batch.
+
+        Raises:
+            Conflict: the session exists (here or made by another host), or bad seqs.
+            ValueError: see :func:`host.store.creation_records`. TypeError: not JSON.
+            StoreClosed: the store is closing. StoreUnavailable: the database failed (the
+                session may or may not exist: ``load`` tells).
+        """
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        records = creation_records(session, records)
+        check_seqs(records, 0)
+        try:
+            lines = [line[:-1].decode() for line in encode_lines(records)]
+        except TypeError:
+            if await trio.to_thread.run_sync(self._exists, session):
+                raise Conflict(f"session {session} exists") from None
+            raise
+        if self._pending.get(session):
+            raise Conflict(f"session {session} is being created")
+        ended = any(r.get("type") == "ended" for r in records)
+        await self._write(_Job(session, True, 0, lines, ended, 0))
+        self._open(session, len(records))
+        self._held.add(session)
+
+    async def append(self, session: str, expected_seq: int, records: list[dict[str, Any]]) -> None:
+        """See :meth:`host.stores.Store.append`; returns once the writer's transaction with
+        these records has committed.
+
+        Raises:
+            Conflict: the expected seq is not this store's next seq for the session, bad seqs,
+                the session not open, or another host appended first (then load it again).
+                Nothing was written.
+            TypeError: not JSON. StoreClosed: the store is closing.
+            StoreUnavailable: the database failed; the session is not open until ``load``,
+                which tells whether the records were committed.
+        """
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        check_append(self._next.get(session), session, expected_seq, records)
+        if not records:
+            return
+        lines = [line[:-1].decode() for line in encode_lines(records)]
+        ended = any(r.get("type") == "ended" for r in records)
+        self._next[session] = expected_seq + len(records)
+        self._held.add(session)
+        self._n_records += len(records)
+        await self._write(_Job(session, False, expected_seq, lines, ended, self._opened[session]))
+
+    def release(self, session: str) -> None:
+        """Nothing is held open per session (rows need no descriptor); counted only."""
+        self._held.discard(session)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the writer thread until :meth:`aclose` (or until cancelled), then let it write
+        what is queued and close its connection; returns once it has ended."""
+        self._token = trio.lowlevel.current_trio_token()
+        task_status.started()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._stop_when_cancelled)
+                await trio.to_thread.run_sync(
+                    self._writer, thread_name="gamehost pg writer", abandon_on_cancel=False
+                )
+                nursery.cancel_scope.cancel()
+        finally:
+            if not self._thread_started:
+                self._stop()
+                self._writer()
+            self._conns.close()
+            self._stopped.set()
+
+    async def _stop_when_cancelled(self) -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            self._stop()
+
+    def _stop(self) -> None:
+        self._closed = True
+        if not self._stop_sent:
+            self._stop_sent = True
+            self._queue.put(_STOP)
+
+    async def aclose(self) -> None:
+        """Refuse new creates and appends, let the writer write the queued ones, close every
+        connection; returns once :meth:`run` has ended."""
+        self._stop()
+        await self._stopped.wait()
+
+    def statistics(self) -> StoreStatistics:
+        """Counters; ``batches`` are transactions committed, ``fsyncs`` is 0 (the server's)."""
+        return StoreStatistics(
+            len(self._held),
+            self._n_appends,
+            self._n_records,
+            self._n_batches,
+            0,
+            self._queue.qsize() - (self._stop_sent and not self._stop_taken),
+        )
+
+    # -- the writer thread ---------------------------------------------------------------------
+    def _writer(self) -> None:
+        """Take every queued job as one batch, write it in one transaction, hand the outcomes
+        to trio; until ``_STOP``."""
+        self._thread_started = True
+        conn: psycopg.Connection[Any] | None = None
+        try:
+            stop = False
+            while not stop:
+                batch = [self._queue.get()]
+                with contextlib.suppress(queue.Empty):
+                    while True:
+                        batch.append(self._queue.get_nowait())
+                stop = self._stop_taken = batch[-1] is _STOP
+                jobs = [job for job in batch if isinstance(job, _Job)]
+                if not jobs:
+                    continue
+                try:
+                    conn = self._commit(conn, jobs)
+                except Exception as exc:  # noqa: BLE001 - a bug here must not hang appenders
+                    log.exception("store_batch_failed")
+                    for job in jobs:
+                        job.error = job.error or exc
+                for job in jobs:
+                    if job.error is not None and not job.create:
+                        self._failed[job.session] = job.opened
+                if self._token is not None:
+                    self._token.run_sync_soon(self._finish, jobs)
+                else:
+                    self._finish(jobs)
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def _finish(self, jobs: list[_Job]) -> None:
+        """Acknowledge a written batch (in trio): wake its writers; a session whose append
+        failed is no longer open (unless it was opened again meanwhile)."""
+        for job in jobs:
+            if job.error is None:
+                if not job.create:
+                    self._n_appends += 1
+            elif not job.create and self._opened.get(job.session) == job.opened:
+                self._next.pop(job.session, None)
+            left = self._pending[job.session] - 1
+            if left:
+                self._pending[job.session] = left
+            else:
+                del self._pending[job.session]
+            job.done.set()
+        if jobs and any(job.create and job.error is None for job in jobs):
+            created = [job for job in jobs if job.create and job.error is None]
+            self._n_appends += len(created)
+            self._n_records += sum(len(job.lines) for job in created)
+
+    def _commit(
+        self, conn: psycopg.Connection[Any] | None, jobs: list[_Job]
+    ) -> psycopg.Connection[Any] | None:
+        """Write a batch; each job that fails gets its ``error``. Returns the connection to
+        keep for the next batch (None: make a new one)."""
+        live = []
+        for job in jobs:
+            opening = self._failed.get(job.session)
+            if opening is not None and (job.create or job.opened > opening):
+                del self._failed[job.session]  # opened again since: that failure is over
+            if not job.create and self._failed.get(job.session) == job.opened:
+                job.error = Conflict(
+                    f"session {job.session} is not open in this store (an earlier append of it"
+                    " failed: load it again)"
+                )
+            else:
+                live.append(job)
+        if not live:
+            return conn
+        groups = _groups(live)
+        for attempt in (0, 1):
+            reused = conn is not None
+            if conn is None:
+                try:
+                    conn = self._conns.connect()
+                except StoreUnavailable as exc:
+                    for job in live:
+                        job.error = exc
+                    return None
+            committing = False
+            try:
+                with conn.transaction():
+                    self._run_groups(conn, groups)
+                    committing = True
+                self._n_batches += 1
+                return conn
+            except (psycopg.errors.IntegrityError, psycopg.errors.TransactionRollback):
+                # a duplicate seq despite the session row, or a deadlock with a foreign writer:
+                # nothing of the batch was committed; write each session alone to tell them apart
+                for group in groups:
+                    group_error = None
+                    try:
+                        with conn.transaction():
+                            self._run_groups(conn, [group])
+                        self._n_batches += 1
+                    except psycopg.errors.IntegrityError as exc:
+                        group_error = Conflict(
+                            f"session {group.session}: seq taken ({_first_line(exc)})"
+                        )
+                    except psycopg.Error as exc:
+                        group_error = StoreUnavailable(f"the database failed: {_first_line(exc)}")
+                    if group_error is not None:
+                        for job in group.jobs:
+                            job.error = group_error
+                return None if conn.broken else conn
+            except psycopg.Error as exc:
+                conn.close()
+                conn = None
+                if reused and not committing and attempt == 0:
+                    log.warning("store_reconnecting", error=_first_line(exc))
+                    continue  # dead before COMMIT was sent: nothing committed, write again
+                error = StoreUnavailable(
+                    f"the database failed{' during COMMIT' if committing else ''}:"
+                    f" {_first_line(exc)}"
+                )
+                for job in live:
+                    if job.error is None or isinstance(job.error, Conflict):
+                        job.error = error
+                return None
+        return conn
+
+    def _run_groups(self, conn: psycopg.Connection[Any], groups: list[_Group]) -> None:
+        """Run the groups' statements in the open transaction (pipelined); a group whose check
+        fails (the session exists, or its row is not where the append expected it) gets a
+        :class:`Conflict` on its jobs."""
+        with conn.cursor() as cur:
+            cur.executemany(_WRITE, [g.params() for g in groups], returning=True)
+            for i, group in enumerate(groups):
+                if i:
+                    cur.nextset()
+                if cur.rowcount != len(group.lines):
+                    what = (
+                        "exists"
+                        if group.create
+                        else "was appended to elsewhere (or is not where this store had it):"
+                        " load it again"
+                    )
+                    for job in group.jobs:
+                        job.error = Conflict(f"session {group.session} {what}")
+                else:
+                    for job in group.jobs:
+                        job.error = None

@@ -1,0 +1,219 @@
+"""What the PostgreSQL store does beyond the shared contract: two stores (two hosts) on one
+database, the session rows, notifications, paging, migrations, and a database that fails."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+import trio
+
+from host.pgstore import (
+    SCHEMA_VERSION,
+    PostgresStore,
+    SchemaMismatch,
+    StoreUnavailable,
+    migrate,
+    schema_version,
+)
+from host.store import Conflict
+from host.stores import FileStore, open_store
+from tests import pg
+from tests.host.test_store import rec
+
+
+@contextlib.asynccontextmanager
+async def stores(url: str, n: int) -> AsyncIterator[list[PostgresStore]]:
+    """``n`` stores on one database (as ``n`` hosts would have), their writers running."""
+    async with trio.open_nursery() as nursery:
+        made = [PostgresStore(url) for _ in range(n)]
+        for store in made:
+            await nursery.start(store.run)
+        try:
+            yield made
+        finally:
+            for store in made:
+                await store.aclose()
+
+
+def rows(url: str, query: str, *args: object) -> list[tuple[object, ...]]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(query, args).fetchall()  # type: ignore[arg-type]
+
+
+async def test_two_hosts_racing_for_seqs_win_each_once_and_the_log_stays_gapless(pg_store_url):
+    async with stores(pg_store_url, 2) as (one, two):
+        await one.create("s1", [rec(0)])
+        two.load("s1")
+        won = {"one": 0, "two": 0}
+        conflicts = {"one": 0, "two": 0}
+
+        async def play(name: str, store: PostgresStore) -> None:
+            nxt = len(store.load("s1"))
+            while nxt < 40:
+                try:
+                    await store.append("s1", nxt, [rec(nxt, by=name)])
+                    won[name] += 1
+                    nxt += 1
+                except Conflict:
+                    conflicts[name] += 1
+                    nxt = len(store.load("s1"))  # re-read, decide again
+
+        async with trio.open_nursery() as n:
+            n.start_soon(play, "one", one)
+            n.start_soon(play, "two", two)
+        log = await one.read("s1")
+    assert [r["seq"] for r in log] == list(range(40))
+    assert won["one"] + won["two"] == 39
+    assert [r["by"] for r in log[1:]].count("one") == won["one"]
+    assert rows(pg_store_url, "SELECT last_seq FROM gamehost_sessions") == [(39,)]
+
+
+async def test_a_stale_copy_cannot_append_even_where_the_lengths_match(pg_store_url):
+    # the second host's append of seq 1 lost; its follow-up (seq 2, queued behind it) must not
+    # land on the winner's seq 1 although the log is then exactly as long as it expected
+    async with stores(pg_store_url, 2) as (one, two):
+        await one.create("s1", [rec(0)])
+        two.load("s1")
+        await one.append("s1", 1, [rec(1, by="one")])
+        outcomes = []
+
+        async def attempt(seq: int) -> None:
+            try:
+                await two.append("s1", seq, [rec(seq, by="two")])
+                outcomes.append((seq, "ok"))
+            except Conflict:
+                outcomes.append((seq, "conflict"))
+
+        async with trio.open_nursery() as n:
+            n.start_soon(attempt, 1)
+            await trio.testing.wait_all_tasks_blocked()
+            n.start_soon(attempt, 2)
+        assert sorted(outcomes) == [(1, "conflict"), (2, "conflict")]
+        assert [r.get("by") for r in await one.read("s1")] == [None, "one"]
+
+
+async def test_the_session_row_follows_the_log(pg_store_url):
+    async with stores(pg_store_url, 1) as (store,):
+        await store.create("s1", [rec(0), rec(1, seat=0)])
+        await store.append("s1", 2, [rec(2)])
+        header = rows(pg_store_url, "SELECT line FROM gamehost_records WHERE seq = 0")[0][0]
+        assert rows(
+            pg_store_url, "SELECT session_id, game, header, last_seq, ended FROM gamehost_sessions"
+        ) == [("s1", rec(0)["game"], header, 2, False)]
+        await store.append("s1", 3, [{"seq": 3, "type": "ended", "outcome": None}])
+        assert rows(pg_store_url, "SELECT last_seq, ended FROM gamehost_sessions") == [(3, True)]
+        again = PostgresStore(pg_store_url)
+        again.truncate("s1", 3)  # the end is cut off again: not ended any more
+        assert rows(pg_store_url, "SELECT last_seq, ended FROM gamehost_sessions") == [(2, False)]
+        assert [r["seq"] for r in again.load("s1")] == [0, 1, 2]
+
+
+async def test_every_create_and_append_notifies_its_session_and_last_seq(pg_store_url):
+    with psycopg.connect(pg_store_url, autocommit=True) as listener:
+        listener.execute("LISTEN gamehost_log")
+        async with stores(pg_store_url, 1) as (store,):
+            await store.create("s1", [rec(0), rec(1)])
+            await store.create("s2", [rec(0)])
+            async with trio.open_nursery() as n:  # likely one batch: one notify per session
+                n.start_soon(store.append, "s1", 2, [rec(2)])
+                n.start_soon(store.append, "s2", 1, [rec(1), rec(2), rec(3)])
+        got = [(n.channel, n.payload) for n in listener.notifies(timeout=0.5, stop_after=4)]
+    assert sorted(got) == [
+        ("gamehost_log", "s1 1"),
+        ("gamehost_log", "s1 2"),
+        ("gamehost_log", "s2 0"),
+        ("gamehost_log", "s2 3"),
+    ]
+
+
+async def test_a_taken_seq_is_a_conflict_and_the_rest_of_the_batch_is_written(pg_store_url):
+    async with stores(pg_store_url, 1) as (store,):
+        await store.create("a", [rec(0)])
+        await store.create("b", [rec(0)])
+        # a record the session row does not know of: only the primary key can refuse seq 1
+        with psycopg.connect(pg_store_url) as conn:
+            conn.execute(
+                "INSERT INTO gamehost_records VALUES ('a', 1, %s)", ['{"seq":1,"type":"x"}']
+            )
+        outcomes = {}
+
+        async def attempt(sid: str) -> None:
+            try:
+                await store.append(sid, 1, [rec(1, sid=sid)])
+                outcomes[sid] = "ok"
+            except Conflict:
+                outcomes[sid] = "conflict"
+
+        async with trio.open_nursery() as n:
+            n.start_soon(attempt, "a")
+            n.start_soon(attempt, "b")
+        assert outcomes == {"a": "conflict", "b": "ok"}
+        assert [r["sid"] for r in (await store.read("b"))[1:]] == ["b"]
+        with pytest.raises(Conflict):  # not open any more: load again
+            await store.append("a", 2, [rec(2)])
+
+
+async def test_session_page_pages_by_id_and_filters_by_game(pg_store_url):
+    async with stores(pg_store_url, 1) as (store,):
+        for i in range(7):
+            game = "toy" if i % 2 else "other"
+            await store.create(f"s{i}", [rec(0, game=game)])
+        await store.append("s3", 1, [rec(1)])
+        first = await store.session_page(None, 3)
+        assert [r["session"] for r in first] == ["s0", "s1", "s2"]
+        rest = await store.session_page("s2", 10)
+        assert [r["session"] for r in rest] == ["s3", "s4", "s5", "s6"]
+        assert rest[0] == {
+            "session": "s3",
+            "game": "toy",
+            "last_seq": 1,
+            "ended": False,
+            "header": (await store.read("s3"))[0],
+        }
+        toys = await store.session_page(None, 10, game="toy")
+        assert [r["session"] for r in toys] == ["s1", "s3", "s5"]
+        assert await store.session_page("s6", 10) == []
+
+
+def test_db_init_is_idempotent_and_versioned(pg_dsn):
+    url = pg.shared_cluster().new_database(schema=False)
+    with pytest.raises(SchemaMismatch, match="db init"):
+        PostgresStore(url).check()
+    assert migrate(url) == (0, ["migration 1: tables gamehost_records and gamehost_sessions"])
+    assert migrate(url) == (SCHEMA_VERSION, [])
+    PostgresStore(url).check()
+    with psycopg.connect(url) as conn:
+        assert schema_version(conn) == SCHEMA_VERSION
+        conn.execute("INSERT INTO gamehost_schema VALUES (%s)", [SCHEMA_VERSION + 1])
+    with pytest.raises(SchemaMismatch, match="newer"):
+        migrate(url)
+    with pytest.raises(SchemaMismatch):
+        PostgresStore(url).check()
+
+
+def test_open_store_picks_the_store_by_its_spec(tmp_path, pg_store_url):
+    assert isinstance(open_store(tmp_path), FileStore)
+    assert isinstance(open_store(str(tmp_path / "d")), FileStore)
+    assert isinstance(open_store(pg_store_url), PostgresStore)
+    assert isinstance(open_store(pg_store_url.replace("postgresql", "postgres", 1)), PostgresStore)
+    with pytest.raises(ValueError, match="unsupported"):
+        open_store("mysql://localhost/x")
+    with pytest.raises(ValueError, match="bad database URL"):
+        open_store("postgresql://host:notaport:x/db?nonsense_option=1")
+
+
+async def test_an_unreachable_database_is_unavailable_and_acknowledges_nothing(pg_dsn):
+    url = f"postgresql://postgres@127.0.0.1:{pg._free_port()}/x"  # nothing listens there
+    store = PostgresStore(url, connect_timeout=1)
+    with pytest.raises(StoreUnavailable, match="cannot connect"):
+        store.check()
+    async with trio.open_nursery() as n:
+        await n.start(store.run)
+        with pytest.raises(OSError):
+            await store.create("s1", [rec(0)])
+        with pytest.raises(OSError):
+            await store.read("s1")
+        await store.aclose()
