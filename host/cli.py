@@ -218,6 +218,31 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         " --store",
     )
     p.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # a worker
+    p.add_argument(
+        "--http",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="also serve the web client and the protocol over a WebSocket (/ws) on this port"
+        " (0: any free port; default: no HTTP)",
+    )
+    p.add_argument(
+        "--http-bind", type=bind_address, default="127.0.0.1", help="address the HTTP port binds"
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an origin (scheme://host[:port]) besides the host's own whose pages may open the"
+        " WebSocket (repeatable)",
+    )
+    p.add_argument(
+        "--debug-replay",
+        action="store_true",
+        help="let the replay ops show any seat's view and the full truth of live sessions, and"
+        " fork them (shows hidden cards to anyone: for development only)",
+    )
     p.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     p.set_defaults(func=serve_main)
@@ -249,6 +274,10 @@ def serve_main(args: argparse.Namespace) -> int:
         max_unstarted=args.max_unstarted,
         abandon_after=args.abandon_after,
         reuse_port=args.reuse_port,
+        http_port=args.http,
+        http_bind=args.http_bind,
+        allow_origins=tuple(args.allow_origin),
+        debug_replay=args.debug_replay,
     )
     try:
         trio.run(run_host, config, load_registry())

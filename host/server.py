@@ -59,7 +59,7 @@ import attrs
 import structlog
 import trio
 
-from host import __version__, commands
+from host import __version__, commands, replayops
 from host.engine import BadRecord, Engine, Record
 from host.errors import GamehostError
 from host.faults import notify_isolated, refusal
@@ -150,6 +150,13 @@ class HostConfig:
             can listen on the same port.
         store: a ``postgresql://`` URL: the logs live in that database (``host.pgstore``;
             ``data_dir`` and ``fsync`` are then unused); None: files in ``data_dir``.
+        http_port: serve the web client and protocol v1 over a WebSocket on this port too
+            (None: no HTTP; 0: any free port, see ``Host.http_port``); see :mod:`host.web`.
+        http_bind: the address the HTTP listener binds.
+        allow_origins: origins (``scheme://host[:port]``) besides the host's own whose pages
+            may open the WebSocket.
+        debug_replay: the replay ops show every seat's view and the full truth of live
+            sessions too, and fork them (development only; see :mod:`host.replayops`).
     """
 
     data_dir: Path
@@ -173,6 +180,10 @@ class HostConfig:
     abandon_after: float | None = 600.0
     reuse_port: bool = False
     store: str | None = None
+    http_port: int | None = None
+    http_bind: str = "127.0.0.1"
+    allow_origins: tuple[str, ...] = ()
+    debug_replay: bool = False
 
 
 FD_RESERVE = 64
@@ -543,6 +554,8 @@ class Host:
         self._loaded_live = 0
         self.loaded = trio.Event()
         """Set once :meth:`load_sessions` has loaded every log listed on start."""
+        self.http_port: int | None = None
+        """The port the web client and WebSocket are served on (``serve --http``), or None."""
         self.follower: Follower | None = None
         """Set when this host shares its store with others (``host.feed``): its sessions
         follow the log, and only the holder of a session's lease drives it."""
@@ -748,6 +761,8 @@ class Host:
             conn.created.add(made)
             self._created_by.setdefault(conn.address, set()).add(made)
             return None
+        if req.op in replayops.OPS:  # log, replay, verify, fork: read the log, not the actor
+            return await replayops.dispatch(self, conn, req)
         session = await self._live_session(p.session)
         if session is None:
             ended = await self._ended_session(p.session)
@@ -1217,6 +1232,19 @@ async def run_host(
                         store=repr(store) if config.store else None,
                         fsync=config.fsync,
                     )
+                    if config.http_port is not None:
+                        from host.web import serve_http
+
+                        web = await conns.start(
+                            serve_http,
+                            host,
+                            config.http_port,
+                            config.http_bind,
+                            config.allow_origins,
+                            conns,
+                        )
+                        host.http_port = web[0].socket.getsockname()[1]
+                        log.info("listening_http", bind=config.http_bind, port=host.http_port)
                     sessions.start_soon(host.load_sessions)  # in the background
                     if handle_signals:
                         outer.start_soon(_signals, host)

@@ -740,8 +740,9 @@ class Session:
         after its records), then its records go to every subscriber (this one too).
 
         Raises:
-            ProtocolError: ``not_seated``, ``conflict`` (with ``seq``), ``session_ended``,
-                ``bad_action``, ``not_your_turn``, ``illegal_action`` (with ``reason``).
+            ProtocolError: ``not_seated``, ``conflict`` (with ``seq``), ``session_ended``.
+            ActionError: ``bad_action`` (``BadAction``), ``not_your_turn``, ``illegal_action``
+                (``IllegalAction``, with ``reason``).
         """
         action, expected = cmd.action, cmd.expected
         seat = self.subscribers.get(conn)
