@@ -303,6 +303,12 @@ def _serve_workers(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.http is not None:
+        print(
+            "gamehost serve: error: --http is served by one process: not with --workers above 1",
+            file=sys.stderr,
+        )
+        return 2
     try:
         open_store(store).check()  # one error line here, not one per worker
         return workers.main(args.argv, args.workers, args.bind, args.port)
