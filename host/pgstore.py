@@ -67,6 +67,7 @@ import psycopg.errors
 import structlog
 import trio
 
+from host.errors import BadSessionId
 from host.store import (
     _SESSION_ID,
     Conflict,
@@ -528,7 +529,7 @@ class PostgresStore:
     @staticmethod
     def _checked(session: str) -> str:
         if not isinstance(session, str) or not _SESSION_ID.match(session):
-            raise ValueError(f"bad session id {session!r}")
+            raise BadSessionId(f"bad session id {session!r}")
         return session
 
     def _check_idle(self, session: str) -> None:
