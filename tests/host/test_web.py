@@ -184,3 +184,20 @@ async def test_requests_read_at_once_are_capped(web_host, monkeypatch):
     got = b""
     while not got.startswith(b"HTTP/1.1 200"):  # the slots come back as the handlers end
         got = await http_get(port, "/")
+
+
+def test_serve_flags_reach_the_host_config(monkeypatch, tmp_path):
+    import host.cli
+    from tools.cli import main
+
+    seen = []
+    monkeypatch.setattr(host.cli.trio, "run", lambda fn, config, *rest: seen.append(config))
+    monkeypatch.setattr(host.cli.logs, "configure", lambda *a, **k: None)  # keep the tests' own
+    args = ["serve", "--data-dir", str(tmp_path), "--http", "8080", "--http-bind", "0.0.0.0"]
+    args += ["--allow-origin", "https://a.example", "--allow-origin", "http://b.example:9"]
+    assert main([*args, "--debug-replay"]) == 0
+    cfg = seen[0]
+    assert (cfg.http_port, cfg.http_bind, cfg.debug_replay) == (8080, "0.0.0.0", True)
+    assert cfg.allow_origins == ("https://a.example", "http://b.example:9")
+    assert main(["serve", "--data-dir", str(tmp_path)]) == 0
+    assert (seen[1].http_port, seen[1].allow_origins, seen[1].debug_replay) == (None, (), False)
