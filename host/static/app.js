@@ -12,9 +12,13 @@ function say(text, kind = "info") {
   clear(status).append(el("span", { class: kind }, text));
 }
 
-function connect(onPush) {
+function connect(onPush, retry) {
   if (conn) { conn.onClose = () => {}; conn.onPush = () => {}; conn.ws.close(); }
-  conn = new Conn(onPush, () => say("disconnected from the host: reload to reconnect", "error"));
+  conn = new Conn(onPush, () => {
+    if (!retry) { say("disconnected from the host: reload to reconnect", "error"); return; }
+    say("disconnected from the host: trying again in a few seconds\u2026", "error");
+    setTimeout(retry, 3000); // a table resumes its seat (or watches again) by itself
+  });
   return conn;
 }
 
@@ -161,7 +165,7 @@ function tablePage(sid, watching) {
       el("a", { href: `debug.html#${sid}` }, "open in the replay debugger")),
     info, board, controls, el("h3", {}, "What happened"), eventsBox);
 
-  const c = connect(onPush);
+  const c = connect(onPush, () => { if (!t.stopped) route(); });
   function onPush(p) {
     if (t.stopped || p.session !== sid && p.push !== "closed") return;
     if (p.push === "event") {
@@ -244,6 +248,7 @@ function tablePage(sid, watching) {
       }
       t.snap = snap;
       recent.add(sid, snap.game);
+      say("");
       draw();
       if (t.events.length && t.events[t.events.length - 1].seq > snap.seq) askView();
     } catch (e) {

@@ -462,3 +462,25 @@ def test_fork_here_starts_a_session_the_page_plays_on(host, browser):
     assert same(forked[1 : at + 1]) == same(records[1 : at + 1])
     ann = next(r for r in forked if r.type == "seat_taken" and r.data["seat"] == 0)
     assert ann.data["token_hash"] != records[ann.seq].data["token_hash"]
+
+
+def test_a_table_resumes_its_seat_by_itself_after_the_host_restarts(browser, tmp_path):
+    d = browser
+    first = RunningHost(tmp_path)
+    try:
+        d.get(first.base + "/#/")
+        form = wait_for(d, lambda d: css(d, 'form[data-game="crazy-eights"]'), "the games")[0]
+        form.find_element("css selector", "button.create").click()
+        wait_for(d, lambda d: css(d, "#controls button"), "my first turn")
+        sid = d.current_url.rsplit("/", 1)[1]
+    finally:
+        first.stop()
+    wait_for(d, lambda d: "trying again" in css(d, "#status")[0].text, "the page to notice")
+    second = RunningHost(tmp_path, "--http", str(first.http))  # same data, same address
+    try:
+        wait_for(d, lambda d: css(d, "#status")[0].text == "", "the page to reconnect")
+        wait_for(d, lambda d: css(d, "#controls button"), "my turn again, after the restart")
+        assert d.current_url.endswith(f"#/play/{sid}")
+        assert "seat 0" in css(d, "#role")[0].text
+    finally:
+        second.stop()
