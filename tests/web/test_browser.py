@@ -110,6 +110,7 @@ def browser() -> Iterator[Any]:
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
+            "--disable-dev-shm-usage",  # a container's small /dev/shm must not crash it
             f"--user-data-dir={profile}",
             "--window-size=1280,1000",
         ):
