@@ -45,6 +45,7 @@ refuses it: a log the current code cannot fold is a corrupt log to its reader.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -68,6 +69,7 @@ from host.game import (
 )
 
 LOG_FORMAT = 1
+_SCALARS = frozenset({str, int, bool, float, type(None)})
 
 KNOWN_GOOD_MAX = 4096
 """How many checked actions and events an engine remembers (an equal value with the same JSON
@@ -149,6 +151,12 @@ class SeatInfo:
     token_hash: str | None
 
 
+@functools.lru_cache(maxsize=1024)
+def _seed_bytes(text: str) -> bytes:
+    """A header's hex seed as bytes (asked for on every action: remembered per seed)."""
+    return bytes.fromhex(text)
+
+
 @attrs.frozen
 class SessionState:
     """Everything the host knows of a session, rebuilt by folding its records.
@@ -171,7 +179,7 @@ class SessionState:
 
     @property
     def seed(self) -> bytes:
-        return bytes.fromhex(self.header["seed"])
+        return _seed_bytes(self.header["seed"])
 
     @property
     def free_seats(self) -> list[Seat]:
@@ -475,7 +483,12 @@ class Engine:
                 session is not running).
             GameFault: the game faulted (see the module docstring); nothing is produced.
         """
-        seq = self._seat_to_act(state, seat)
+        return self._step_at(self._seat_to_act(state, seat), state, seat, action, timed_out)
+
+    def _step_at(
+        self, seq: int, state: SessionState, seat: Seat, action: Any, timed_out: bool
+    ) -> tuple[list[Record], SessionState]:
+        """:meth:`step` once :meth:`_seat_to_act` passed (``seq``: the action record's)."""
         data: dict[str, Any] = {"seat": seat, "action": self._checked_wire(action, seq, "action")}
         try:
             events = self.game.decide(state.game, seat, action, Rng(state.seed, seq))
@@ -488,8 +501,7 @@ class Engine:
         if timed_out:
             data["timed_out"] = True
         rec = Record(seq, "action", data, action)
-        after = SessionState(state.header, state.game, state.seats, seq, True, False)
-        out, end = self._events(after, events)
+        out, end = self._events(state, events, seq)  # the events follow the action record
         return [rec, *out], end
 
     def bot_seat(self, state: SessionState) -> Seat | None:
@@ -589,7 +601,7 @@ class Engine:
         seq = self._seat_to_act(state, seat)
         action = self.bot_action(state, seat)
         try:
-            return self.step(state, seat, action, timed_out)
+            return self._step_at(seq, state, seat, action, timed_out)
         except ActionError as exc:
             raise self._fault(
                 seq, f"decide refused the bot's action {action!r} for seat {seat}", exc
@@ -638,9 +650,12 @@ class Engine:
         except Exception as exc:
             raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
 
-    def _events(self, state: SessionState, events: list[Any]) -> tuple[list[Record], SessionState]:
-        """The records of a cause's events (``state`` is the state before the first), checked,
-        with ``ended`` after the first event that yields an outcome, and the state after them.
+    def _events(
+        self, state: SessionState, events: list[Any], seq: int | None = None
+    ) -> tuple[list[Record], SessionState]:
+        """The records of a cause's events (``state`` is the state before the first; ``seq``,
+        if given, the seq of the record before them instead of ``state.seq``), checked, with
+        ``ended`` after the first event that yields an outcome, and the state after them.
 
         Each event is folded exactly once: by the game's :class:`Emitter` inside ``start`` or
         ``decide`` when ``events`` is one that folded them from ``state`` with the game's
@@ -651,7 +666,8 @@ class Engine:
                 not JSON, or no seat to act while the game has no outcome.
         """
         game = self.game
-        seq = state.seq
+        if seq is None:
+            seq = state.seq
         states = None
         if isinstance(events, Emitter):
             try:
@@ -755,7 +771,7 @@ class Engine:
             else:
                 action = self.codec.action_from_wire(d["action"])
                 want = self.act(before, d["seat"], action, d.get("timed_out", False))
-        except (IllegalAction, ValueError, GameFault):
+        except (ActionError, ValueError, GameFault):
             return len(records), after  # not for this check to judge: verify reports it
         if len(records) - last_cause >= len(want):
             return len(records), after
@@ -776,22 +792,26 @@ class Engine:
         if not records or records[0].type != "header":
             return (0, "the log does not start with a header")
         at = 0
+        actions: dict[tuple[Any, ...], Any] = {}  # decoded actions, see _recorded_action
         try:
             state = self.initial(records[0])
             i = 1
-            while i < len(records):
+            n = len(records)
+            while i < n:
                 rec = records[i]
                 at = rec.seq
-                diff, produced, after = self._replay_cause(state, rec)
+                diff, produced, after = self._replay_cause(state, rec, actions)
                 if diff is not None:
                     return diff
                 for j, want in enumerate(produced):
-                    if i + j >= len(records):
+                    if i + j >= n:
                         return (
                             want.seq,
                             f"the log ends here but the code produces {want.to_json()}",
                         )
                     got = records[i + j]
+                    if got.seq == want.seq and got.type == want.type and got.data == want.data:
+                        continue  # equal as they are (the common case): no JSON round trip
                     want_data = orjson.loads(orjson.dumps(want.data))
                     if (got.seq, got.type, got.data) != (want.seq, want.type, want_data):
                         return (
@@ -810,11 +830,37 @@ class Engine:
             return (at, f"replay failed: {type(exc).__name__}: {exc}")
         return None
 
+    def _recorded_action(self, wire: Any, seen: dict[tuple[Any, ...], Any]) -> Any:
+        """A recorded action's structured value, by the codec (as a client's action is).
+
+        An action object of scalars only (``{"type": "play", "card": "7H"}``) is decoded once
+        per :meth:`verify` and remembered in ``seen`` by its keys, values and their types (so
+        ``true`` is never taken for ``1``); the same object decodes to an equal, immutable
+        value every time, so replay need not structure it again.
+
+        Raises:
+            BadAction (a ``ValueError``): see :meth:`GameCodec.action_from_wire`.
+        """
+        key: tuple[Any, ...] | None = None
+        if type(wire) is dict:
+            key = ()
+            for k, v in wire.items():
+                if type(v) not in _SCALARS:
+                    key = None
+                    break
+                key += (k, type(v), v)
+        if key is None:
+            return self.codec.action_from_wire(wire)
+        action = seen.get(key)
+        if action is None:
+            action = seen[key] = self.codec.action_from_wire(wire)
+        return action
+
     def _replay_cause(
-        self, state: SessionState, rec: Record
+        self, state: SessionState, rec: Record, actions: dict[tuple[Any, ...], Any] | None = None
     ) -> tuple[tuple[int, str] | None, list[Record], SessionState]:
         """What the current code produces for the cause ``rec`` records and the state after
-        it, or why it refuses."""
+        it, or why it refuses (``actions``: see :meth:`_recorded_action`)."""
         d = rec.data
         if rec.type == "seat_taken":
             try:
@@ -825,9 +871,12 @@ class Engine:
                 return (rec.seq, f"seat_taken refused on replay: {exc}"), [], state
         if rec.type == "action":
             try:
-                action = self.codec.action_from_wire(d["action"])
+                if actions is None:
+                    action = self.codec.action_from_wire(d["action"])
+                else:
+                    action = self._recorded_action(d["action"], actions)
                 return None, *self.step(state, d["seat"], action, d.get("timed_out", False))
-            except (KeyError, IllegalAction, ValueError) as exc:
+            except (KeyError, ActionError, ValueError) as exc:
                 return (rec.seq, f"action refused on replay: {exc}"), [], state
         if rec.type == "ended" and "aborted" in d:
             return None, *self.abort_step(state, d["aborted"])

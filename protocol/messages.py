@@ -143,7 +143,8 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
         {"reason": "the game's typed code (e.g. `card_does_not_match`, `cannot_pass`)"},
     ),
     ErrorCode.CONFLICT: ErrorSpec(
-        "`act` named a `seq` the session has moved past",
+        "`act` named a `seq` the session has moved past; on hosts sharing a database, also a"
+        " `join` or `act` that lost the race for its seq to another host twice in a row",
         {"seq": "the session's current seq"},
     ),
     ErrorCode.SESSION_ENDED: ErrorSpec(

@@ -14,7 +14,10 @@ of that session in a PostgreSQL store).
   installed game's, or is missing) is still checked, but a ``warning:`` line says so and a log
   that otherwise verifies exits with status 3, so a script cannot take it for a clean pass;
   a damaged log (one that does not read or fold, see ``host.store.CorruptLog``) is one line
-  ``error: <file>: seq N: ...`` with exit status 2, in every mode;
+  ``error: <file>: seq N: ...`` with exit status 2, in every mode. ``--stats`` adds a line with
+  the records per CPU second (reading and checking the log; start-up excluded) and their ratio
+  to orjson's parse rate of the same file, measured in the same run (CPU time of this process,
+  so a busy machine does not move the ratio);
 - ``--fork-at SEQ [--out DIR]``: write the log's records up to SEQ as a new session log
   ``DIR/<new id>.jsonl`` (default DIR: the log's own folder, so a host started on that data dir
   picks it up and play continues; a host already running lists logs only when it starts).
@@ -31,8 +34,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import secrets
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +47,7 @@ import trio
 from host.cli import count, non_negative_int
 from host.engine import Engine, Record
 from host.errors import LogError
-from host.registry import load_registry
+from host.registry import Registry, load_registry
 from host.store import CorruptLog, FileStore, fold_log, read_log
 
 __all__ = [
@@ -51,6 +56,8 @@ __all__ = [
     "fork_records",
     "load",
     "main",
+    "parse_rate",
+    "stats_line",
     "verify_log",
     "version_warning",
 ]
@@ -67,11 +74,20 @@ def load(path: Path, engine: Engine | None = None) -> tuple[Engine, list[Record]
 
 
 def load_with_times(
-    path: Path, engine: Engine | None = None, *, fold: bool = True, store: str | None = None
+    path: Path,
+    engine: Engine | None = None,
+    *,
+    fold: bool = True,
+    store: str | None = None,
+    registry: Registry | None = None,
 ) -> tuple[Engine, list[Record], list[str]]:
-    """Read a log and find its game; also return each record's ``ts``. With ``fold``, also
-    check that every record folds (:func:`host.store.fold_log`). With ``store`` (a
-    ``postgresql://`` URL), ``path`` is the name of a session in that database.
+    """Read a log and find its game (in ``registry``, loaded if not given); also return each
+    record's ``ts``. With ``fold``, also check that every record folds
+    (:func:`host.store.fold_log`). With ``store`` (a ``postgresql://`` URL), ``path`` is the
+    name of a session in that database.
+
+    Each record's object becomes its record's ``data`` as it is (``seq``, ``type`` and ``ts``
+    taken out): no copy per record.
 
     Raises:
         ReplayError: unreadable or damaged log (``"<file>: seq N: ..."``, see
@@ -87,11 +103,15 @@ def load_with_times(
         raise ReplayError(str(exc)) from None
     if not raw or raw[0].get("type") != "header":
         raise ReplayError(f"{path}: no header record")
-    records = [Record.from_json(r) for r in raw]
-    times = [str(r.get("ts", "")) for r in raw]
+    records = []
+    times = []
+    for r in raw:  # fresh dicts of this read: taken apart in place (what Record.from_json makes)
+        times.append(str(r.pop("ts", "")))
+        seq = r.pop("seq")
+        records.append(Record(seq, r.pop("type"), r))
     if engine is None:
         gid = records[0].data.get("game")
-        engine = load_registry().engines.get(gid)
+        engine = (registry or load_registry()).engines.get(gid)
         if engine is None:
             raise ReplayError(f"{path}: game {gid!r} is not installed")
     if fold:
@@ -121,20 +141,35 @@ def _read_db(url: str, session: str) -> tuple[Path, list[dict[str, Any]]]:
 def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
     """``--verify``: the first record the code does not re-produce (exit 1); else a record
     that does not fold is damage (``error: <file>: seq N: ...``, exit 2); else ok (0, or 3
-    when the log was written by another version of the game: a ``warning:`` line says so)."""
+    when the log was written by another version of the game: a ``warning:`` line says so).
+
+    The log is folded once, by the re-run itself. A log whose every record the code
+    re-produces also folds (each is a record the engine made and checked, folded as it was
+    made), so it is folded again on its own (:func:`host.store.fold_log`) only when the
+    re-run stops early: to tell damage from a difference.
+    """
     warning = version_warning(engine, records)
     if warning is not None:
         print(f"warning: {warning}", file=sys.stderr)
+    failure: Exception | None = None
+    try:
+        diff = verify_log(engine, records)
+    except Exception as exc:  # noqa: BLE001 - a damaged log can trip the game's own code
+        diff, failure = None, exc
+    if diff is None and failure is None:
+        print(f"ok: {path.name}: {len(records)} records replay to the same events")
+        return 0 if warning is None else 3
     try:
         fold_log(path, engine, records)
         damage = None
     except CorruptLog as exc:
         damage = exc
-    try:
-        diff = verify_log(engine, records)
-    except Exception as exc:  # noqa: BLE001 - a damaged log can trip the game's own code
+    if failure is not None:
         if damage is None:
-            print(f"error: {path}: verify failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print(
+                f"error: {path}: verify failed: {type(failure).__name__}: {failure}",
+                file=sys.stderr,
+            )
             return 2
         diff = None
     if diff is not None and (damage is None or diff[0] < damage.seq):
@@ -145,6 +180,39 @@ def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
         return 2
     print(f"ok: {path.name}: {len(records)} records replay to the same events")
     return 0 if warning is None else 3
+
+
+def parse_rate(path: Path, rounds: int = 3) -> float:
+    """orjson's parse rate of a log, in lines (records) per CPU second of this process: the best
+    of ``rounds`` passes of ``orjson.loads`` over its lines, read into memory first (the floor
+    ``--stats`` compares the replay with; CPU time, so other processes on the machine do not
+    move it).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    lines = path.read_bytes().splitlines()
+    loads = orjson.loads
+    best = math.inf
+    for _ in range(rounds):
+        start = time.process_time()
+        for line in lines:
+            loads(line)
+        best = min(best, time.process_time() - start)
+    return len(lines) / best if best > 0 else math.inf
+
+
+def stats_line(records: int, seconds: float, orjson_rate: float | None) -> str:
+    """``--stats``: ``records`` replayed in ``seconds`` (CPU), next to orjson's parse rate
+    (records per CPU second) of the same file (None: the log is no file, no ratio)."""
+    rate = records / seconds if seconds > 0 else math.inf
+    text = f"stats: {records} records in {seconds:.3f} s of CPU = {rate:,.0f} records/s"
+    if orjson_rate is None:
+        return text
+    return (
+        f"{text}; orjson parses the same file at {orjson_rate:,.0f} records/s;"
+        f" ratio {rate / orjson_rate:.3f}x"
+    )
 
 
 def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
@@ -348,6 +416,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="with --at: the raw JSON instead of text")
     p.add_argument("--verify", action="store_true", help="re-run every action on current code")
     p.add_argument(
+        "--stats",
+        action="store_true",
+        help="with --verify: also print the records per CPU second (reading and checking,"
+        " start-up excluded) and the ratio to orjson's parse rate of the same file",
+    )
+    p.add_argument(
         "--fork-at", type=non_negative_int, metavar="SEQ", help="write records 0..SEQ as a new log"
     )
     p.add_argument("--out", type=Path, help="with --fork-at: the folder (default: the log's)")
@@ -368,15 +442,24 @@ def main(args: argparse.Namespace) -> int:
     """Run the command; exit status 0, 1 (verify found a difference), 2 (unusable input) or 3
     (verify passed, but on another version of the game than the log's)."""
     store = getattr(args, "store", None)
+    registry = load_registry()  # start-up: before --stats starts its clock
+    start = time.process_time()
     try:
-        engine, records, times = load_with_times(args.log, fold=not args.verify, store=store)
+        engine, records, times = load_with_times(
+            args.log, fold=not args.verify, store=store, registry=registry
+        )
     except ReplayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     last = records[-1].seq
     if args.verify:
         where = args.log if store is None else Path(f"postgresql:{args.log}")
-        return _verify(where, engine, records)
+        status = _verify(where, engine, records)
+        if args.stats:
+            seconds = time.process_time() - start
+            rate = parse_rate(args.log) if store is None else None
+            print(stats_line(len(records), seconds, rate))
+        return status
     if args.fork_at is not None:
         return _fork(args, records)
     if args.at is not None:

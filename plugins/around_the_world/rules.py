@@ -13,9 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import attrs
-
-from host.game import NOT_YOUR_TURN, Emitter, IllegalAction, Rng
+from host.game import NOT_YOUR_TURN, Emitter, IllegalAction, Rng, replace
 from plugins import cards
 from plugins.around_the_world.model import (
     Assignment,
@@ -428,7 +426,7 @@ def evolve(state: State, event: Any) -> State:
     """Apply one event to the state (pure; every random outcome is in the event)."""
     if isinstance(event, ShoeShuffled):
         n = state.seats
-        return attrs.evolve(
+        return replace(
             state,
             phase="round1",
             shoe=event.cards or (),
@@ -444,7 +442,7 @@ def evolve(state: State, event: Any) -> State:
             pending = _replace(pending, s, pending[s] + event.drinks)
         else:
             entries += (Entry(1, s, event.drinks),)
-        return attrs.evolve(
+        return replace(
             state,
             rows=_replace(state.rows, s, state.rows[s] + (event.card,)),
             guesses=_replace(state.guesses, s, state.guesses[s] + (event.guess,)),
@@ -457,15 +455,13 @@ def evolve(state: State, event: Any) -> State:
     if isinstance(event, Given):
         rnd = 1 if state.phase == "round1" else 2
         new = tuple(Entry(rnd, a.seat, a.drinks, event.seat) for a in event.to)
-        return attrs.evolve(
+        return replace(
             state,
             pending=_replace(state.pending, event.seat, 0),
             entries=state.entries + new,
         )
     if isinstance(event, ColumnsLaid):
-        return attrs.evolve(
-            state, phase="round2", laid_at=state.dealt, dealt=state.dealt + event.cards
-        )
+        return replace(state, phase="round2", laid_at=state.dealt, dealt=state.dealt + event.cards)
     if isinstance(event, Turned):
         pending, entries = state.pending, state.entries
         for m in event.matches:
@@ -473,18 +469,16 @@ def evolve(state: State, event: Any) -> State:
                 entries += (Entry(2, m.seat, m.drinks),)
             else:
                 pending = _replace(pending, m.seat, pending[m.seat] + m.drinks)
-        return attrs.evolve(
-            state, turned=state.turned + (event.card,), pending=pending, entries=entries
-        )
+        return replace(state, turned=state.turned + (event.card,), pending=pending, entries=entries)
     if isinstance(event, BestHand):
-        return attrs.evolve(state, phase="cancel", best=event.seats, best_hand=event.hand)
+        return replace(state, phase="cancel", best=event.seats, best_hand=event.hand)
     if isinstance(event, Cancelled):
         offset = sum(1 for e in state.entries if e.round == 1)
         gone = {offset + n for n in event.entries}
         entries = tuple(
-            attrs.evolve(e, cancelled=True) if i in gone else e for i, e in enumerate(state.entries)
+            replace(e, cancelled=True) if i in gone else e for i, e in enumerate(state.entries)
         )
-        return attrs.evolve(state, decided=state.decided + (event.seat,), entries=entries)
+        return replace(state, decided=state.decided + (event.seat,), entries=entries)
     if isinstance(event, Finished):
-        return attrs.evolve(state, phase="over")
+        return replace(state, phase="over")
     raise TypeError(f"not an around-the-world event: {event!r}")

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from host.game import Viewer
+from host.game import Viewer, replace
 from plugins.around_the_world.model import ShoeShuffled, State, ledger
 from plugins.around_the_world.rules import (
     DEALER,
@@ -88,5 +88,5 @@ def _left(state: State) -> int:
 def redact(event: Any, viewer: Viewer) -> Any:
     """Hide the shoe order from every viewer; every other event is public."""
     if isinstance(event, ShoeShuffled):
-        return attrs.evolve(event, cards=None)
+        return replace(event, cards=None)
     return event

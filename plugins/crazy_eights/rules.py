@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-
-from host.game import NOT_YOUR_TURN, Emitter, IllegalAction, Rng
+from host.game import NOT_YOUR_TURN, Emitter, IllegalAction, Rng, replace
 from plugins import cards
 from plugins.crazy_eights.model import (
     DealScored,
@@ -101,10 +99,21 @@ def matches(state: State, seat: int, card: str) -> bool:
 
 
 def playable_cards(state: State, seat: int) -> list[str]:
-    """The distinct cards of ``seat``'s hand that may be played now, in hand order."""
+    """The distinct cards of ``seat``'s hand that may be played now, in hand order: those
+    :func:`matches` allows (its tests worked out once for the whole hand; asked for every
+    bot move and every turn push)."""
     out: list[str] = []
-    for c in state.hands[seat]:
-        if c not in out and matches(state, seat, c):
+    hand = state.hands[seat]
+    if state.penalty > 0:
+        wanted: tuple[str | None, ...] = ("2", None, None)  # rank, second rank, suit
+    elif state.current_suit is None:
+        return list(dict.fromkeys(hand))
+    else:
+        wanted = (wild_rank(state, seat), cards.rank(state.discard[-1]), state.current_suit)
+    rank_a, rank_b, suit = wanted
+    for c in hand:
+        r = c[:-1]  # cards.rank and cards.suit, inline
+        if (r in (rank_a, rank_b) or c[-1] == suit) and c not in out:
             out.append(c)
     return out
 
@@ -322,7 +331,7 @@ def evolve(state: State, event: object) -> State:
             after: dict[str, Any] = {"turn": None, "penalty": 0, "draws": 0, "passes": 0}
         else:
             after = _after_play(state, event.seat, event.card)
-        return attrs.evolve(
+        return replace(
             state,
             hands=_set_hand(state, event.seat, hand),
             discard=(*state.discard, event.card),
@@ -332,7 +341,7 @@ def evolve(state: State, event: object) -> State:
     if isinstance(event, Drew):
         assert event.cards is not None, "evolve needs the unredacted event"
         hand = state.hands[event.seat] + event.cards
-        return attrs.evolve(
+        return replace(
             state,
             hands=_set_hand(state, event.seat, hand),
             stock=state.stock[event.count :],
@@ -340,17 +349,17 @@ def evolve(state: State, event: object) -> State:
             passes=0,
         )
     if isinstance(event, PenaltyTaken):
-        return attrs.evolve(state, turn=next_seat(state, event.seat), penalty=0, draws=0, passes=0)
+        return replace(state, turn=next_seat(state, event.seat), penalty=0, draws=0, passes=0)
     if isinstance(event, Reshuffled):
         assert event.stock is not None, "evolve needs the unredacted event"
-        return attrs.evolve(state, stock=event.stock, discard=state.discard[-1:])
+        return replace(state, stock=event.stock, discard=state.discard[-1:])
     if isinstance(event, Passed):
         passes = state.passes + 1 if state.draws == 0 else 0
         turn = None if passes >= state.seats else next_seat(state, event.seat)
-        return attrs.evolve(state, turn=turn, penalty=0, draws=0, passes=passes)
+        return replace(state, turn=turn, penalty=0, draws=0, passes=passes)
     if isinstance(event, DealScored):
         winners = match_winners(state.options, state.seats, event)
-        return attrs.evolve(
+        return replace(
             state,
             turn=None,
             penalty=0,
@@ -368,7 +377,7 @@ def evolve(state: State, event: object) -> State:
 def _evolve_dealt(state: State, event: Dealt) -> State:
     hands = event.hands
     assert event.stock is not None and all(h is not None for h in hands), "unredacted event"
-    s = attrs.evolve(
+    s = replace(
         state,
         deal=event.deal,
         dealer=event.dealer,
@@ -386,7 +395,7 @@ def _evolve_dealt(state: State, event: Dealt) -> State:
         after["current_suit"] = None
     if s.options.special_starter == "applies":
         after.update(_after_play(s, event.dealer, event.starter))
-    return attrs.evolve(s, **after)
+    return replace(s, **after)
 
 
 Evolve = Callable[[State, Any], State]

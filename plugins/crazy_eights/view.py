@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
-from host.game import Viewer
+from host.game import Viewer, replace
 from plugins.crazy_eights import rules
 from plugins.crazy_eights.model import DealScored, Dealt, Drew, Reshuffled, State, target
 
@@ -60,11 +58,11 @@ def redact(event: Any, viewer: Viewer) -> Any:
     """Hide other hands, the stock order and other players' drawn cards (Hidden information)."""
     if isinstance(event, Dealt):
         hands = tuple(h if i == viewer else None for i, h in enumerate(event.hands))
-        return attrs.evolve(event, hands=hands, stock=None)
+        return replace(event, hands=hands, stock=None)
     if isinstance(event, Drew) and event.seat != viewer:
-        return attrs.evolve(event, cards=None)
+        return replace(event, cards=None)
     if isinstance(event, Reshuffled):
-        return attrs.evolve(event, stock=None)
+        return replace(event, stock=None)
     return event
 
 

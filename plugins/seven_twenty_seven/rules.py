@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-
-from host.game import NOT_YOUR_TURN, Emitter, IllegalAction, Rng
+from host.game import NOT_YOUR_TURN, Emitter, IllegalAction, Rng, replace
 from plugins import cards
 from plugins.seven_twenty_seven import hands as hv
 from plugins.seven_twenty_seven.model import (
@@ -70,7 +68,7 @@ def responders(s: State, seat: int) -> tuple[int, ...]:
 
 
 def _pay(s: State, seat: int, chips: int) -> State:
-    return attrs.evolve(
+    return replace(
         s,
         stacks=_set(s.stacks, seat, s.stacks[seat] - chips),
         contrib=_set(s.contrib, seat, s.contrib[seat] + chips),
@@ -82,7 +80,7 @@ def evolve(s: State, e: Any) -> State:  # noqa: C901 - one branch per event type
     """Apply one event (see :mod:`plugins.seven_twenty_seven.model` for each event's meaning)."""
     n = s.seats
     if isinstance(e, HandStarted):
-        return attrs.evolve(
+        return replace(
             s,
             hand_no=e.hand,
             dealer=e.dealer,
@@ -112,71 +110,71 @@ def evolve(s: State, e: Any) -> State:  # noqa: C901 - one branch per event type
             for up, down in zip(e.up, e.down, strict=True)
         )
         faces = tuple((True,) + (False,) * (len(h) - 1) if h else () for h in hands)
-        return attrs.evolve(s, hands=hands, faces=faces, stock=e.stock or ())
+        return replace(s, hands=hands, faces=faces, stock=e.stock or ())
     if isinstance(e, PhaseStarted):
-        s = attrs.evolve(s, phase=e.phase, round=e.round, pending=e.order)
+        s = replace(s, phase=e.phase, round=e.round, pending=e.order)
         if e.phase == "betting":
-            return attrs.evolve(s, round_bet=(0,) * n, current_bet=0, raises=0)
+            return replace(s, round_bet=(0,) * n, current_bet=0, raises=0)
         if e.phase == "draw":
-            return attrs.evolve(s, drew=False)
-        return attrs.evolve(s, votes=(None,) * n, agreed=None)
+            return replace(s, drew=False)
+        return replace(s, votes=(None,) * n, agreed=None)
     if isinstance(e, CardDrawn):
-        s = attrs.evolve(
+        s = replace(
             s,
             hands=_set(s.hands, e.seat, s.hands[e.seat] + (e.card,)),
             faces=_set(s.faces, e.seat, s.faces[e.seat] + (e.face == "up",)),
             stock=s.stock[1:],
         )
         if s.phase == "draw" and e.seat in s.pending:
-            s = attrs.evolve(s, pending=_without(s.pending, e.seat), drew=True)
+            s = replace(s, pending=_without(s.pending, e.seat), drew=True)
         return s
     if isinstance(e, Stood | Checked | Called | Folded | Voted | Busted):
-        s = attrs.evolve(s, pending=_without(s.pending, e.seat))
+        s = replace(s, pending=_without(s.pending, e.seat))
         if isinstance(e, Called):
             return _pay(s, e.seat, e.chips)
         if isinstance(e, Folded | Busted):
-            s = attrs.evolve(s, folded=_set(s.folded, e.seat, True))
+            s = replace(s, folded=_set(s.folded, e.seat, True))
         if isinstance(e, Busted):
-            s = attrs.evolve(s, busted=_set(s.busted, e.seat, True))
+            s = replace(s, busted=_set(s.busted, e.seat, True))
         if isinstance(e, Voted):
-            s = attrs.evolve(s, votes=_set(s.votes, e.seat, e.yes))
+            s = replace(s, votes=_set(s.votes, e.seat, e.yes))
         return s
     if isinstance(e, BetMade | Raised):
         s = _pay(s, e.seat, e.amount if isinstance(e, BetMade) else e.chips)
-        s = attrs.evolve(
+        s = replace(
             s,
             current_bet=s.round_bet[e.seat],
             raises=s.raises + (1 if isinstance(e, Raised) else 0),
         )
-        return attrs.evolve(s, pending=responders(s, e.seat))
+        return replace(s, pending=responders(s, e.seat))
     if isinstance(e, StockRanOut):
-        return attrs.evolve(s, stock_out=True, pending=() if s.phase == "draw" else s.pending)
+        return replace(s, stock_out=True, pending=() if s.phase == "draw" else s.pending)
     if isinstance(e, BetReturned):
-        return attrs.evolve(
+        return replace(
             s,
             stacks=_set(s.stacks, e.seat, s.stacks[e.seat] + e.chips),
             contrib=_set(s.contrib, e.seat, s.contrib[e.seat] - e.chips),
             round_bet=_set(s.round_bet, e.seat, max(0, s.round_bet[e.seat] - e.chips)),
         )
     if isinstance(e, VoteDecided):
-        return attrs.evolve(s, agreed=e.agreed, pending=())
+        return replace(s, agreed=e.agreed, pending=())
     if isinstance(e, Showdown):
-        return attrs.evolve(s, last=LastHand(s.hand_no, shown=e.hands))
+        return replace(s, last=LastHand(s.hand_no, shown=e.hands))
     if isinstance(e, PotAwarded):
         last = s.last if s.last is not None and s.last.hand == s.hand_no else LastHand(s.hand_no)
         stacks = list(s.stacks)
         for w, c in zip(e.winners, e.shares, strict=True):
             stacks[w] += c
-        return attrs.evolve(
+        return replace(
             s,
             stacks=tuple(stacks),
             paid=s.paid + e.amount,
-            last=attrs.evolve(last, awards=last.awards + (e,)),
+            last=replace(last, awards=last.awards + (e,)),
         )
     if isinstance(e, HandEnded):
-        return attrs.evolve(s, contrib=(0,) * n, paid=0, phase="idle", pending=())
+        return replace(s, contrib=(0,) * n, paid=0, phase="idle", pending=())
     if isinstance(e, SessionEnded):
-        return attrs.evolve(s, phase="over", pending=(), end_reason=e.reason)
+        return replace(s, phase="over", pending=(), end_reason=e.reason)
     raise TypeError(f"not a Seven Twenty-Seven event: {e!r}")
 
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
-from host.game import Viewer
+from host.game import Viewer, replace
 from plugins.seven_twenty_seven import hands as hv
 from plugins.seven_twenty_seven.model import CardDrawn, Dealt, State
 from plugins.seven_twenty_seven.pots import build_pots
@@ -144,5 +142,5 @@ def redact(event: Any, viewer: Viewer) -> Any:
         down = tuple(d if x == viewer else tuple(None for _ in d) for x, d in enumerate(event.down))
         return Dealt(event.up, down, None)
     if isinstance(event, CardDrawn) and event.face == "down" and event.seat != viewer:
-        return attrs.evolve(event, card=None)
+        return replace(event, card=None)
     return event

@@ -8,6 +8,7 @@ import errno
 import os
 import stat
 import tempfile
+import threading
 from pathlib import Path
 
 import orjson
@@ -39,6 +40,7 @@ class Trace:
         self.errors: list[OSError] = []
         monkeypatch.setattr(os, "write", self.write)
         monkeypatch.setattr(os, "fsync", self.fsync)
+        monkeypatch.setattr(os, "fdatasync", self.fsync)  # the store syncs appends with it
 
     def write(self, fd: int, data: bytes) -> int:
         self.events.append(("write", target(fd)))
@@ -125,6 +127,35 @@ async def test_every_file_a_batch_wrote_gets_its_own_fsync_when_the_cache_evicts
     assert trace.unsynced() == set()
     for sid in ids:
         assert [r["seq"] for r in read_log(store.path(sid))] == [0, 1, 2]
+
+
+async def test_the_files_of_one_batch_are_synced_at_once_not_one_after_another(
+    tmp_path, monkeypatch
+):
+    """Each sync waits until another is under way: one after another, the first would wait
+    forever (the barrier breaks after its timeout and the appends fail)."""
+    ids = await make_logs(tmp_path, 4)
+    store = FileStore(tmp_path, "batch")
+    for sid in ids:
+        store.load(sid)
+    both = threading.Barrier(2, timeout=30)
+    synced: list[str | None] = []
+
+    def sync(fd: int) -> None:
+        synced.append(target(fd))
+        try:
+            both.wait()
+        except threading.BrokenBarrierError:
+            raise OSError(errno.EIO, "no other sync ran meanwhile") from None
+        REAL_FSYNC(fd)
+
+    monkeypatch.setattr(os, "fsync", sync)
+    monkeypatch.setattr(os, "fdatasync", sync)
+    results: dict = {}
+    await queue_then_run(store, [[(sid, 1) for sid in ids]], results)
+    assert results == {(sid, 1): "ok" for sid in ids}
+    assert sorted(synced) == sorted(str(store.path(sid)) for sid in ids)
+    assert store.statistics().fsyncs == 4
 
 
 async def test_the_open_file_cache_never_exceeds_max_open(tmp_path):
@@ -377,6 +408,7 @@ async def test_a_failed_fsync_fails_only_its_files_appends(tmp_path, monkeypatch
         REAL_FSYNC(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "fdatasync", fsync)  # the store syncs appends with it
     results: dict = {}
 
     async def then() -> None:
@@ -458,6 +490,7 @@ async def _faulty_rounds(root: Path, m: pytest.MonkeyPatch, sessions: int, max_o
     m.setattr(os, "open", fake_open)
     m.setattr(os, "write", fake_write)
     m.setattr(os, "fsync", fake_fsync)
+    m.setattr(os, "fdatasync", fake_fsync)  # the store syncs appends with it
     acked: set[tuple[str, int]] = set()
     async with trio.open_nursery() as nursery:
         await nursery.start(store.run)

@@ -1,0 +1,238 @@
+"""``replay --verify`` folds a log once and compares records as they are: the same verdicts as
+the two-pass check it replaced (fold the whole log, then re-run it), on true and tampered logs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tools.replay
+from host.engine import BadRecord, GameFault, Record
+from host.local import play_local
+from host.registry import load_registry
+from host.store import CorruptLog, fold_log, read_log
+from tools.cli import main
+
+REGISTRY = load_registry()
+ENGINE = REGISTRY.engines["crazy-eights"]
+# JSON lines only: a module-level list of Records would stay alive for the whole test run
+# (tests/host/test_hot_path.py counts the Records alive)
+LINES = [
+    r.to_json() for r in play_local(ENGINE.game, {"target": 1}, 3, seed=b"f" * 32, engine=ENGINE)[1]
+]
+
+
+def write(path: Path, records: list[dict]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return path
+
+
+def two_pass_engine_verify(engine, records):
+    """The engine's check as it was: every produced record made JSON and back, then compared."""
+    if not records or records[0].type != "header":
+        return (0, "the log does not start with a header")
+    at = 0
+    try:
+        state = engine.initial(records[0])
+        i = 1
+        while i < len(records):
+            rec = records[i]
+            at = rec.seq
+            diff, produced, after = engine._replay_cause(state, rec)
+            if diff is not None:
+                return diff
+            for j, want in enumerate(produced):
+                if i + j >= len(records):
+                    return (want.seq, f"the log ends here but the code produces {want.to_json()}")
+                got = records[i + j]
+                want_data = orjson.loads(orjson.dumps(want.data))
+                if (got.seq, got.type, got.data) != (want.seq, want.type, want_data):
+                    return (
+                        got.seq,
+                        f"recorded {got.to_json()} but the code produces {want.to_json()}",
+                    )
+            state = after
+            i += len(produced)
+    except BadRecord as exc:
+        return (exc.seq, f"the log does not fold: {exc.message}")
+    except GameFault as exc:
+        return (exc.seq or at, f"the game faults on replay: {exc.message}")
+    except Exception as exc:  # noqa: BLE001
+        return (at, f"replay failed: {type(exc).__name__}: {exc}")
+    return None
+
+
+def two_pass_verdict(path: Path) -> tuple[int, str, str]:
+    """What ``replay --verify`` answered before: (status, stdout, stderr)."""
+    try:
+        raw = read_log(path)
+    except CorruptLog as exc:
+        return 2, "", f"error: {exc}\n"
+    if raw[0].get("type") != "header":
+        return 2, "", f"error: {path}: no header record\n"
+    records = [Record.from_json(r) for r in raw]
+    engine = REGISTRY.engines.get(records[0].data.get("game"))
+    if engine is None:
+        return 2, "", f"error: {path}: game {records[0].data.get('game')!r} is not installed\n"
+    warning = tools.replay.version_warning(engine, records)
+    err = "" if warning is None else f"warning: {warning}\n"
+    try:
+        fold_log(path, engine, records)
+        damage = None
+    except CorruptLog as exc:
+        damage = exc
+    try:
+        header = records[0].data
+        diff = None
+        for rec in records:
+            if rec.type == "ended":
+                import hashlib
+
+                try:
+                    seed = bytes.fromhex(rec.data["seed"])
+                except (KeyError, TypeError, ValueError):
+                    seed = None
+                if seed is None or hashlib.sha256(seed).hexdigest() != header["seed_commitment"]:
+                    diff = (rec.seq, "the revealed seed does not match the header's commitment")
+                    break
+        if diff is None:
+            diff = two_pass_engine_verify(engine, records)
+    except Exception as exc:  # noqa: BLE001
+        if damage is None:
+            return 2, "", err + f"error: {path}: verify failed: {type(exc).__name__}: {exc}\n"
+        diff = None
+    if diff is not None and (damage is None or diff[0] < damage.seq):
+        return 1, f"DIFFERS at seq {diff[0]}: {diff[1]}\n", err
+    if damage is not None:
+        return 2, "", err + f"error: {damage}\n"
+    ok = f"ok: {path.name}: {len(records)} records replay to the same events\n"
+    return (0 if warning is None else 3), ok, err
+
+
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-1, 60),
+    st.sampled_from(["2C", "8H", "KS", "AD", "C", "play", "draw", "pass", "drew", "event"]),
+    st.lists(st.sampled_from(["2C", "3D", "8S"]), max_size=3),
+)
+
+
+@st.composite
+def tampered(draw) -> list[dict]:
+    records = [orjson.loads(orjson.dumps(r)) for r in LINES]
+    for _ in range(draw(st.integers(1, 2))):
+        i = draw(st.integers(1, len(records) - 1))
+        rec = records[i]
+        nested = [k for k in ("event", "action") if isinstance(rec.get(k), dict)]
+        target = rec[nested[0]] if nested and draw(st.booleans()) else rec
+        op = draw(st.sampled_from(["set", "set", "set", "delete", "add", "cut", "drop", "copy"]))
+        keys = sorted(k for k in target if k != "seq")
+        if op == "set" and keys:
+            target[draw(st.sampled_from(keys))] = draw(VALUES)
+        elif op == "delete" and keys:
+            del target[draw(st.sampled_from(keys))]
+        elif op == "add":
+            target[draw(st.sampled_from(["extra", "seat", "cards", "timed_out"]))] = draw(VALUES)
+        elif op == "cut":
+            del records[i:]
+            break
+        elif op in ("drop", "copy"):  # a gap or a repeat: renumbered so the log still reads
+            if op == "drop":
+                del records[i]
+            else:
+                records.insert(i, dict(records[i]))
+            for seq, r in enumerate(records):
+                r["seq"] = seq
+    return records
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(records=tampered())
+def test_verify_gives_the_two_pass_verdict_on_any_tampered_log(tmp_path, capsys, records):
+    path = write(tmp_path / "t.jsonl", records)
+    want = two_pass_verdict(path)
+    capsys.readouterr()
+    status = main(["replay", "--verify", str(path)])
+    out, err = capsys.readouterr()
+    assert (status, out, err) == want
+
+
+def test_verify_gives_the_two_pass_verdict_on_the_true_log(tmp_path, capsys):
+    path = write(tmp_path / "t.jsonl", LINES)
+    assert two_pass_verdict(path)[0] == 0
+    assert main(["replay", "--verify", str(path)]) == 0
+    assert capsys.readouterr().out == two_pass_verdict(path)[1]
+
+
+def test_a_log_that_verifies_is_folded_once_a_diverging_one_is_folded_again(
+    tmp_path, capsys, monkeypatch
+):
+    calls: list[int] = []
+    real = tools.replay.fold_log
+
+    def counting(path, engine, records):
+        calls.append(len(records))
+        return real(path, engine, records)
+
+    monkeypatch.setattr(tools.replay, "fold_log", counting)
+    path = write(tmp_path / "t.jsonl", LINES)
+    assert main(["replay", "--verify", str(path)]) == 0
+    assert calls == []  # the re-run folded it: no second fold
+    diverging = [orjson.loads(orjson.dumps(r)) for r in LINES]
+    drew = next(r for r in diverging if r["type"] == "event" and r["event"]["type"] == "drew")
+    drew["event"]["cards"] = ["2C"] if drew["event"]["cards"] != ["2C"] else ["3C"]
+    write(path, diverging)
+    assert main(["replay", "--verify", str(path)]) == 1
+    assert f"DIFFERS at seq {drew['seq']}" in capsys.readouterr().out
+    assert calls == [len(LINES)]  # folded to tell damage from the difference
+
+
+def test_replayed_actions_are_decoded_once_per_distinct_object(monkeypatch):
+    decoded: list[dict] = []
+    real = ENGINE.codec.action_from_wire
+
+    def counting(wire):
+        decoded.append(wire)
+        return real(wire)
+
+    monkeypatch.setattr(ENGINE.codec, "action_from_wire", counting)
+    records = [Record.from_json(r) for r in orjson.loads(orjson.dumps(LINES))]
+    assert ENGINE.verify(records) is None
+    distinct = {orjson.dumps(r.data["action"]) for r in records if r.type == "action"}
+    assert len(decoded) == len(distinct) < sum(r.type == "action" for r in records)
+
+
+def test_an_action_field_true_is_not_taken_for_1_when_remembered():
+    seen: dict = {}
+    first = ENGINE._recorded_action({"type": "play", "card": "2C", "suit": None}, seen)
+    assert ENGINE._recorded_action({"type": "play", "card": "2C", "suit": None}, seen) is first
+    with pytest.raises(ValueError):
+        ENGINE._recorded_action({"type": "play", "card": True, "suit": None}, seen)
+    assert len(seen) == 1
+
+
+def test_stats_prints_the_rate_and_its_ratio_to_the_orjson_parse_rate(tmp_path, capsys):
+    path = write(tmp_path / "t.jsonl", LINES)
+    assert main(["replay", "--verify", "--stats", str(path)]) == 0
+    ok, stats = capsys.readouterr().out.splitlines()
+    assert ok.startswith("ok:")
+    m = re.fullmatch(
+        r"stats: (\d+) records in [\d.]+ s of CPU = ([\d,]+) records/s; orjson parses the same file"
+        r" at ([\d,]+) records/s; ratio ([\d.]+)x",
+        stats,
+    )
+    assert m is not None, stats
+    records, rate, orjson_rate, ratio = m.groups()
+    assert int(records) == len(LINES)
+    num = lambda text: float(text.replace(",", ""))  # noqa: E731
+    assert float(ratio) == pytest.approx(num(rate) / num(orjson_rate), abs=0.002)
