@@ -58,8 +58,11 @@ function lobbyPage() {
       el("button", { onclick: () => { location.href = `debug.html#${encodeURIComponent(debugId.value.trim())}`; } }, "open")),
   );
 
-  c.call("games").then(({ games }) => {
-    for (const g of games) gamesBox.append(gameForm(g, nameInput));
+  // the option forms come from each game's published JSON Schema (/schema.json, as `gamehost
+  // schema` prints it); a game without one gets fields from what `games` says of its options
+  const schemas = fetch("schema.json").then((r) => (r.ok ? r.json() : { games: {} })).catch(() => ({ games: {} }));
+  Promise.all([c.call("games"), schemas]).then(([{ games }, { games: contracts }]) => {
+    for (const g of games) gamesBox.append(gameForm(g, nameInput, contracts[g.id]));
   }).catch((e) => say(e.message, "error"));
 
   async function refresh() {
@@ -87,6 +90,33 @@ function lobbyPage() {
   return { kind: "lobby", stop() { clearInterval(timer); } };
 }
 
+// An option's control from its JSON Schema: a list for an enum, a checkbox for a boolean, a
+// number field for an integer, and for "one of these words or a number" both.
+function schemaControl(game, name, prop) {
+  const id = `opt-${game}-${name}`;
+  const dflt = prop.default;
+  if (prop.type === "boolean") {
+    const box = el("input", { id, name, type: "checkbox", checked: dflt === true });
+    return [box, () => box.checked];
+  }
+  if (prop.type === "integer" || prop.type === "number") {
+    const num = el("input", { id, name, type: "number", value: fmt(dflt), class: "num",
+      min: prop.minimum, max: prop.maximum, step: prop.type === "integer" ? 1 : "any" });
+    return [num, () => Number(num.value)];
+  }
+  const words = prop.enum || (prop.anyOf || []).flatMap((a) => a.enum || []);
+  const numeric = (prop.anyOf || []).find((a) => a.type === "integer" || a.type === "number");
+  if (!words.length) return null;
+  const sel = el("select", { id, name },
+    words.map((w) => el("option", { value: JSON.stringify(w), selected: JSON.stringify(w) === JSON.stringify(dflt) }, fmt(w))),
+    numeric ? el("option", { value: "number", selected: typeof dflt === "number" }, "a number\u2026") : null);
+  if (!numeric) return [sel, () => JSON.parse(sel.value)];
+  const num = el("input", { id: `${id}-number`, type: "number", class: "num", step: numeric.type === "integer" ? 1 : "any",
+    value: typeof dflt === "number" ? dflt : "", disabled: typeof dflt !== "number" });
+  sel.addEventListener("change", () => { num.disabled = sel.value !== "number"; if (!num.disabled) num.focus(); });
+  return [el("span", {}, sel, " ", num), () => (sel.value === "number" ? Number(num.value) : JSON.parse(sel.value))];
+}
+
 // An option's control, generated from what `games` says of it (type, choices, default).
 function optionControl(game, opt) {
   const id = `opt-${game}-${opt.name}`;
@@ -105,12 +135,13 @@ function optionControl(game, opt) {
   }];
 }
 
-function gameForm(g, nameInput) {
+function gameForm(g, nameInput, contract) {
+  const props = (contract && contract.options && contract.options.properties) || {};
   const seats = el("input", { type: "number", name: "seats", min: g.min_seats, max: g.max_seats, value: g.min_seats, class: "num" });
   const bots = el("input", { type: "number", name: "bots", min: 0, max: g.max_seats, value: g.min_seats - 1, class: "num" });
   const readers = {};
   const opts = g.options.map((o) => {
-    const [control, read] = optionControl(g.id, o);
+    const [control, read] = (props[o.name] && schemaControl(g.id, o.name, props[o.name])) || optionControl(g.id, o);
     readers[o.name] = [read, o.default];
     return el("label", { class: "opt", title: o.doc || "" }, el("span", {}, o.name), control);
   });

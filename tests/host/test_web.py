@@ -201,3 +201,27 @@ def test_serve_flags_reach_the_host_config(monkeypatch, tmp_path):
     assert cfg.allow_origins == ("https://a.example", "http://b.example:9")
     assert main(["serve", "--data-dir", str(tmp_path)]) == 0
     assert (seen[1].http_port, seen[1].allow_origins, seen[1].debug_replay) == (None, (), False)
+
+
+async def test_every_games_contract_is_served_for_the_lobby_forms(web_host):
+    from host.contract import game_schema
+
+    got = await http_get(web_host.host.http_port, "/schema.json")
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head.lower()
+    games = orjson.loads(body)["games"]
+    want = game_schema(web_host.host.registry.games["high-card"])
+    assert games == {"high-card": orjson.loads(orjson.dumps(want))}
+    assert games["high-card"]["options"]["properties"]["rounds"]["enum"] == [1, 2]
+
+
+def test_a_game_whose_schema_fails_is_left_out(monkeypatch):
+    import host.contract
+    from host.web import schema_file
+    from tests.conftest import toy_registry
+
+    def broken(game):
+        raise host.contract.SchemaError("cannot describe it")
+
+    monkeypatch.setattr(host.contract, "game_schema", broken)
+    assert orjson.loads(schema_file(toy_registry())) == {"games": {}}

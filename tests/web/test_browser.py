@@ -157,9 +157,15 @@ def test_a_whole_crazy_eights_game_is_played_through_the_page(host, browser):
     name.clear()
     name.send_keys("alice")
     form.find_element("css selector", "details summary").click()
-    target = form.find_element("css selector", "#opt-crazy-eights-target")
+    # the form comes from the game's JSON Schema: target is "auto" or a number
+    from selenium.webdriver.support.ui import Select
+
+    Select(form.find_element("css selector", "#opt-crazy-eights-target")).select_by_value("number")
+    target = form.find_element("css selector", "#opt-crazy-eights-target-number")
     target.clear()
     target.send_keys("1")  # one deal
+    reshuffle = form.find_element("css selector", "#opt-crazy-eights-reshuffle")
+    assert reshuffle.get_attribute("type") == "checkbox" and reshuffle.is_selected()
     form.find_element("css selector", "button.create").click()
     wait_for(d, lambda d: "#/play/" in d.current_url, "the table")
     sid = d.current_url.rsplit("/", 1)[1]
@@ -295,16 +301,15 @@ def test_a_player_named_like_html_runs_nothing(host, browser):
     timeline = wait_for(d, lambda d: css(d, "#timeline div"), "the debugger's timeline")
     assert any(EVIL in row.get_attribute("textContent") for row in timeline)
     no_script_ran(d)
-    # an option value typed into the lobby comes back in an error message: text too
+    # the same name typed into this page's own lobby
     d.get(host.base + "/#/")
     form = wait_for(d, lambda d: css(d, 'form[data-game="crazy-eights"]'), "the games")[0]
-    form.find_element("css selector", "details summary").click()
-    field = form.find_element("css selector", "#opt-crazy-eights-hand_size")
-    field.clear()
-    field.send_keys(EVIL)
+    name = css(d, "#name")[0]
+    name.clear()
+    name.send_keys(EVIL)
     form.find_element("css selector", "button.create").click()
-    error = wait_for(d, lambda d: [e for e in css(d, "form .error") if e.text], "the error")[0]
-    assert "hand_size" in error.text
+    role = wait_for(d, lambda d: [e for e in css(d, "#role") if e.text], "my seat")[0]
+    assert EVIL in role.text
     no_script_ran(d)
 
 
