@@ -390,12 +390,25 @@ async def serve_http(
     task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen for HTTP on ``bind``:``port`` (0: any free port) until the host shuts down;
-    ``task_status.started`` with the listeners. Handlers run in ``conns``."""
+    ``task_status.started`` with the listeners. Handlers run in ``conns``. A worker of
+    ``serve --workers`` listens with ``SO_REUSEPORT``, as on its TCP port, so every worker
+    serves the one HTTP port."""
     front = WebFront(host, bind, allow_origins)
     async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(
-            functools.partial(trio.serve_tcp, front.handle, port, host=bind, handler_nursery=conns)
-        )
+        if getattr(host.config, "reuse_port", False):  # one of several workers on one port
+            from host.workers import reuse_port_listeners
+
+            serve: Any = functools.partial(
+                trio.serve_listeners,
+                front.handle,
+                await reuse_port_listeners(bind, port),
+                handler_nursery=conns,
+            )
+        else:
+            serve = functools.partial(
+                trio.serve_tcp, front.handle, port, host=bind, handler_nursery=conns
+            )
+        listeners = await nursery.start(serve)
         task_status.started(listeners)
         await host.shutdown.wait()
         nursery.cancel_scope.cancel()

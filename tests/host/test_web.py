@@ -225,3 +225,31 @@ def test_a_game_whose_schema_fails_is_left_out(monkeypatch):
 
     monkeypatch.setattr(host.contract, "game_schema", broken)
     assert orjson.loads(schema_file(toy_registry())) == {"games": {}}
+
+
+async def test_workers_share_the_http_port(tmp_path):
+    from host.workers import reserve_port
+
+    reserved = reserve_port("127.0.0.1", 0)  # held, not listening, as the supervisor does
+    http = reserved.getsockname()[1]
+    try:
+        async with trio.open_nursery() as n:
+            hosts = [
+                await start_host(n, tmp_path / name, reuse_port=True, http_port=http)
+                for name in ("a", "b")
+            ]
+            assert [h.host.http_port for h in hosts] == [http, http]
+            got = await http_get(http, "/")
+            assert got.startswith(b"HTTP/1.1 200")
+            for h in hosts:
+                h.host.request_shutdown()
+    finally:
+        reserved.close()
+
+
+def test_workers_need_an_http_port_number(capsys, tmp_path):
+    from tools.cli import main
+
+    args = ["serve", "--workers", "2", "--store", "postgresql://nowhere/x", "--http", "0"]
+    assert main([*args, "--data-dir", str(tmp_path)]) == 2
+    assert "--http needs a port number" in capsys.readouterr().err
