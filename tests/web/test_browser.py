@@ -490,3 +490,47 @@ def test_a_table_resumes_its_seat_by_itself_after_the_host_restarts(browser, tmp
         assert "seat 0" in css(d, "#role")[0].text
     finally:
         second.stop()
+
+
+@pytest.mark.parametrize(
+    ("game", "seats", "number_option"),
+    [("around-the-world", 2, None), ("seven-twenty-seven", 4, ("hands", "1"))],
+)
+def test_the_other_games_are_played_to_the_end_on_their_tables(
+    host, browser, game, seats, number_option
+):
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import Select
+
+    d = browser
+    d.get(host.base + "/#/")
+    form = wait_for(d, lambda d: css(d, f'form[data-game="{game}"]'), "the games")[0]
+    for name, value in (("seats", seats), ("bots", seats - 1)):
+        field = form.find_element("css selector", f'input[name="{name}"]')
+        field.clear()
+        field.send_keys(str(value))
+    if number_option is not None:
+        option, value = number_option
+        form.find_element("css selector", "details summary").click()
+        Select(form.find_element("css selector", f"#opt-{game}-{option}")).select_by_value("number")
+        form.find_element("css selector", f"#opt-{game}-{option}-number").send_keys(value)
+    form.find_element("css selector", "button.create").click()
+    table = ".table.atw" if game == "around-the-world" else ".table.stc"
+    wait_for(d, lambda d: css(d, table), "the game's own table")
+    sid = d.current_url.rsplit("/", 1)[1]
+    while True:
+
+        def ready(d: Any) -> Any:
+            return "ended" if css(d, "#state.ended") else css(d, "#controls button.action")
+
+        got = wait_for(d, ready, "my turn or the end")
+        if got == "ended":
+            break
+        try:
+            got[0].click()
+        except StaleElementReferenceException:
+            continue
+    records = host.records(sid)
+    assert records[-1].type == "ended" and "aborted" not in records[-1].data
+    assert any(r.type == "action" and r.data["seat"] == 0 for r in records)
+    assert REGISTRY.engines[game].verify(records) is None
