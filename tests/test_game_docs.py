@@ -23,7 +23,12 @@ from host.contract import game_schema
 from host.registry import load_registry
 
 ROOT = Path(__file__).resolve().parent.parent
-GAMES = load_registry().games
+# the project's own games (an installed third-party game, e.g. examples/high_low, has no page)
+GAMES = {
+    gid: game
+    for gid, game in load_registry().games.items()
+    if type(game).__module__.startswith("plugins.")
+}
 FIELD = re.compile(r"^\|\s*`([^`]+)`\s*\|")
 LINE = re.compile(r"^(seat \d+|spectator) (<<<|>>>) (\{.*\})\s*$")
 
