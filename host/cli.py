@@ -303,9 +303,10 @@ def _serve_workers(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.http is not None:
+    if getattr(args, "http", None) == 0:
         print(
-            "gamehost serve: error: --http is served by one process: not with --workers above 1",
+            "gamehost serve: error: with --workers, --http needs a port number (0 would give"
+            " each worker a port of its own)",
             file=sys.stderr,
         )
         return 2

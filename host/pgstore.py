@@ -175,14 +175,30 @@ def _redacted(url: str) -> str:
     return f"{host}:{port}/{info.get('dbname') or info.get('user') or ''}"
 
 
+LIVENESS = {
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "3",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "20000",
+}
+"""libpq settings every connection gets unless its URL sets them: a server that vanishes
+without closing its sockets (a dead machine, a cut network) fails the query waiting on it
+within about 20 s, so an append is answered ``unavailable`` instead of hanging."""
+
+
 def _connect(url: str, connect_timeout: float) -> psycopg.Connection[Any]:
-    """A new autocommit connection.
+    """A new autocommit connection (with :data:`LIVENESS` where the URL does not say).
 
     Raises:
         StoreUnavailable: it cannot be made (one line naming the server and libpq's reason).
     """
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=max(1, round(connect_timeout)))
+        given = psycopg.conninfo.conninfo_to_dict(url)
+        extra = {k: v for k, v in LIVENESS.items() if k not in given}
+        return psycopg.connect(
+            url, autocommit=True, connect_timeout=max(1, round(connect_timeout)), **extra
+        )
     except psycopg.Error as exc:
         raise StoreUnavailable(
             f"cannot connect to PostgreSQL at {_redacted(url)}: {_first_line(exc)}"

@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from host.pgstore import (
+    LIVENESS,
     SCHEMA_VERSION,
     PostgresStore,
     SchemaMismatch,
@@ -246,3 +247,13 @@ async def test_appends_queued_together_are_written_in_one_transaction(pg_store_u
             ("s1", 5),
             ("s2", 2),
         ]
+
+
+def test_connections_notice_a_vanished_server_unless_the_url_says_otherwise(pg_store_url):
+    conn = PostgresStore(pg_store_url)._conns.connect()
+    with conn:
+        params = conn.info.get_parameters()
+    assert {k: params.get(k) for k in LIVENESS} == LIVENESS
+    own = PostgresStore(pg_store_url + "?tcp_user_timeout=1234")._conns.connect()
+    with own:
+        assert own.info.get_parameters()["tcp_user_timeout"] == "1234"

@@ -122,11 +122,3 @@ async def test_two_workers_share_a_port_on_postgres(pg_store_url: str) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-
-
-def test_workers_do_not_serve_http(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["serve", "--workers", "2", "--store", "postgresql://u@127.0.0.1:1/x", "--http", "0"]
-    assert main(argv) == 2
-    assert capsys.readouterr().err.splitlines() == [
-        "gamehost serve: error: --http is served by one process: not with --workers above 1"
-    ]
