@@ -51,6 +51,7 @@ from host.commands import Act, Command, Join, Leave, Resume, View, Watch
 from host.engine import BadRecord, Engine, Record, SessionState
 from host.errors import GamehostError
 from host.faults import GameFault, notify_isolated, refusal
+from host.freshness import stale_reason
 from host.game import Seat, Viewer
 from host.store import Conflict, CorruptLog, FileStore, UnknownSession
 from protocol.messages import ErrorCode, ProtocolError
@@ -211,6 +212,8 @@ class Session:
         self.store = store
         self._tail: deque[Record] = deque(records[-TAIL:], maxlen=TAIL)
         self._turns: tuple[int, dict[Seat, TurnPush]] = (-1, {})  # seq, the turn push per seat
+        # the turn pushes of earlier seqs (for an act naming one: host.freshness)
+        self._past_turns: deque[tuple[int, dict[Seat, TurnPush]]] = deque(maxlen=TAIL)
         self.state: SessionState = state if state is not None else engine.rebuild(records)
         self.hooks = hooks
         self.bot_delay = bot_delay
@@ -745,11 +748,13 @@ class Session:
         if expected is not None and expected > self.state.seq:
             await self._follow()  # the turn push may come from another host's append
         if expected is not None and expected != self.state.seq:
-            raise ProtocolError(
-                ErrorCode.CONFLICT,
-                f"the session is at seq {self.state.seq}, not {expected}",
-                seq=self.state.seq,
-            )
+            why = self._stale(seat, expected)
+            if why is not None:
+                raise ProtocolError(
+                    ErrorCode.CONFLICT,
+                    f"the session is at seq {self.state.seq}, not {expected}: {why}",
+                    seq=self.state.seq,
+                )
         if self.state.ended:
             raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
         parsed = self.engine.codec.action_from_wire(action)  # BadAction, an ActionError
@@ -1021,11 +1026,20 @@ class Session:
                 self._send_turn(conn, viewer)
 
     def _send_turn(self, conn: Subscriber, seat: Seat) -> None:
+        turn = self._turn(seat)
+        if turn is not None:
+            conn.send(turn)
+
+    def _turn(self, seat: Seat) -> TurnPush | None:
+        """The seat's ``turn`` push now, or None when it is not to act (legal lists are
+        computed once per state and seat; those of earlier seqs are kept for :meth:`_stale`)."""
         st = self.state
         if not st.started or st.ended or seat not in self.game.to_act(st.game):
-            return
+            return None
         seq, lines = self._turns
-        if seq != st.seq:  # legal lists are computed once per state and seat
+        if seq != st.seq:
+            if lines:
+                self._past_turns.append(self._turns)
             lines = {}
             self._turns = (st.seq, lines)
         turn = lines.get(seat)
@@ -1034,7 +1048,26 @@ class Session:
                 self.engine.codec.action_to_wire(a) for a in self.game.legal_actions(st.game, seat)
             ]
             turn = lines[seat] = TurnPush(self.id, st.seq, seat, legal)
-        conn.send(turn)
+        return turn
+
+    def _stale(self, seat: Seat, expected: int) -> str | None:
+        """Why an act of ``seat`` naming seq ``expected`` (not the session's) is refused, or
+        None when it still holds (the rule: :mod:`host.freshness`).
+
+        Raises:
+            GameFault: the game's ``redact`` or ``legal_actions`` failed.
+        """
+        if expected > self.state.seq:
+            return "that seq is not reached yet"
+        since = [r for r in self._tail if r.seq > expected]
+        if len(since) != self.state.seq - expected:
+            return "the host no longer holds the records since"
+        then = None
+        for seq, lines in (*self._past_turns, self._turns):
+            if seq == expected and seat in lines:
+                then = lines[seat].legal
+        now = self._turn(seat)
+        return stale_reason(self.engine, seat, since, then, now.legal if now else [])
 
 
 Answer = tuple[Outcome, Callable[[], None] | None]
