@@ -69,6 +69,7 @@ from protocol.replies import (
     Snapshot,
     StalledPush,
     TurnPush,
+    ViewPush,
     ViewReply,
     Watching,
 )
@@ -236,6 +237,7 @@ class Session:
         self._wait: trio.CancelScope | None = None
         self._unobserved: list[Record] = list(unobserved)
         self.subscribers: dict[Subscriber, Viewer] = {}
+        self._viewing: set[Subscriber] = set()  # subscribers that asked for view pushes
         self._send, self._recv = trio.open_memory_channel[tuple[Subscriber, Any, Command]](256)
         self.actions = 0
         self.live = True
@@ -656,7 +658,7 @@ class Session:
         await self._commit(new, after)
         if self.state is not after:  # the commit ended it (too_long): build it again
             snap = self.snapshot(seat)
-        self._attach(conn, seat)
+        self._attach(conn, seat, cmd.view)
         log.info("seat_taken", seat=seat, peer=conn.peer)
         return Joined(seat, token, snap), lambda: self._publish(new, skip=conn)
 
@@ -668,7 +670,7 @@ class Session:
             ProtocolError: ``already_attached`` (:meth:`_one_role`).
         """
         self._one_role(conn)
-        self._attach(conn, None)
+        self._attach(conn, None, cmd.view)
         return Watching(self.snapshot(None)), self._then_ended(conn)
 
     def _then_ended(self, conn: Subscriber) -> Callable[[], None] | None:
@@ -722,7 +724,7 @@ class Session:
             pushes = [p for p in missed if p is not None]
             if pushes:
                 conn.send_many(pushes)
-        self._attach(conn, seat)
+        self._attach(conn, seat, cmd.view)
         return Resumed(seat, self.snapshot(seat)), self._then_ended(conn) or (
             lambda: self._send_turn(conn, seat)
         )
@@ -801,16 +803,22 @@ class Session:
             seat=held,
         )
 
-    def _attach(self, conn: Subscriber, viewer: Viewer) -> None:
+    def _attach(self, conn: Subscriber, viewer: Viewer, view: bool = False) -> None:
+        """Subscribe ``conn`` as ``viewer``; ``view``: it gets a view push after every change."""
         if not self.live or getattr(conn, "dead", False):
             return  # a connection that went away while its join/watch/resume was under way
         self.subscribers[conn] = viewer
+        if view:
+            self._viewing.add(conn)
+        else:
+            self._viewing.discard(conn)
         if viewer is not None:
             self._timeouts.pop(viewer, None)  # its player is back: wait for it again
         self._check_attended()
 
     def _detach(self, conn: Subscriber) -> None:
         self.subscribers.pop(conn, None)
+        self._viewing.discard(conn)
         self._check_attended()
 
     def _attended(self) -> bool:
@@ -1016,6 +1024,8 @@ class Session:
                 msg = cache[viewer]
                 if msg is not None and not conn.send(msg):
                     self._detach(conn)
+        if self._viewing:
+            self._send_views(subs)
         if self.state.ended:
             end = self._ended_push()
             for conn, _ in subs:
@@ -1024,6 +1034,23 @@ class Session:
         for conn, viewer in list(self.subscribers.items()):
             if viewer is not None:
                 self._send_turn(conn, viewer)
+
+    def _send_views(self, subs: list[tuple[Subscriber, Viewer]]) -> None:
+        """The ``view`` push of the state now to each of ``subs`` that asked for them (one
+        view per distinct viewer), after a change's records and before its turn or ended push.
+
+        Raises:
+            GameFault: the game's ``view`` failed (``_publish`` ends the session then).
+        """
+        st = self.state
+        views: dict[Viewer, ViewPush] = {}
+        for conn, viewer in subs:
+            if conn not in self._viewing:
+                continue
+            if viewer not in views:
+                views[viewer] = ViewPush(self.id, st.seq, self.engine.view_wire(st, viewer))
+            if not conn.send(views[viewer]):
+                self._detach(conn)
 
     def _send_turn(self, conn: Subscriber, seat: Seat) -> None:
         turn = self._turn(seat)
