@@ -1123,11 +1123,11 @@ def _command(req: Request) -> commands.Command:
     p = req.params
     if req.op == "join":
         name = "".join(ch for ch in (p.name or "") if ch.isprintable())[:64] or "player"
-        return commands.Join(name, p.seat)
+        return commands.Join(name, p.seat, p.view)
     if req.op == "watch":
-        return commands.Watch()
+        return commands.Watch(p.view)
     if req.op == "resume":
-        return commands.Resume(p.token, p.after)
+        return commands.Resume(p.token, p.after, p.view)
     if req.op == "view":
         return commands.View()
     if req.op == "act":
