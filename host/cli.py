@@ -11,9 +11,10 @@ from pathlib import Path
 
 import trio
 
-from host import logs
+from host import logs, workers
 from host.registry import load_registry
 from host.server import HostConfig, run_host
+from host.stores import open_store
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -209,6 +210,39 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         help="sessions one connection (and, unless loopback, one peer address) may have created"
         " that have not started",
     )
+    p.add_argument(
+        "--workers",
+        type=count,
+        default=1,
+        help="host processes sharing the port (SO_REUSEPORT); more than 1 needs a PostgreSQL"
+        " --store",
+    )
+    p.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)  # a worker
+    p.add_argument(
+        "--http",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="also serve the web client and the protocol over a WebSocket (/ws) on this port"
+        " (0: any free port; default: no HTTP)",
+    )
+    p.add_argument(
+        "--http-bind", type=bind_address, default="127.0.0.1", help="address the HTTP port binds"
+    )
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an origin (scheme://host[:port]) besides the host's own whose pages may open the"
+        " WebSocket (repeatable)",
+    )
+    p.add_argument(
+        "--debug-replay",
+        action="store_true",
+        help="let the replay ops show any seat's view and the full truth of live sessions, and"
+        " fork them (shows hidden cards to anyone: for development only)",
+    )
     p.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     p.set_defaults(func=serve_main)
@@ -217,6 +251,8 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
 def serve_main(args: argparse.Namespace) -> int:
     """Run the host until SIGINT/SIGTERM; exit status 0 after a clean shutdown."""
     logs.configure({"auto": None, "json": True, "console": False}[args.log_format], args.log_level)
+    if args.workers > 1:
+        return _serve_workers(args)
     store = args.store if args.store and "://" in args.store else None
     config = HostConfig(
         data_dir=Path(args.store) if args.store and store is None else args.data_dir,
@@ -237,6 +273,11 @@ def serve_main(args: argparse.Namespace) -> int:
         create_limit_loopback=args.create_limit_loopback,
         max_unstarted=args.max_unstarted,
         abandon_after=args.abandon_after,
+        reuse_port=args.reuse_port,
+        http_port=args.http,
+        http_bind=args.http_bind,
+        allow_origins=tuple(args.allow_origin),
+        debug_replay=args.debug_replay,
     )
     try:
         trio.run(run_host, config, load_registry())
@@ -249,6 +290,25 @@ def serve_main(args: argparse.Namespace) -> int:
         print(f"gamehost serve: error: {_describe(cause)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _serve_workers(args: argparse.Namespace) -> int:
+    """``--workers N`` (N > 1): supervise N worker processes (``host.workers``); the file
+    store serves one process only, so it is refused (exit status 2)."""
+    store = getattr(args, "store", None) or ""
+    if not store.startswith(("postgresql://", "postgres://")):
+        print(
+            "gamehost serve: error: --workers above 1 needs a PostgreSQL --store (the file"
+            " store serves one process)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        open_store(store).check()  # one error line here, not one per worker
+        return workers.main(args.argv, args.workers, args.bind, args.port)
+    except OSError as exc:
+        print(f"gamehost serve: error: {_describe(exc)}", file=sys.stderr)
+        return 2
 
 
 def _first_os_error(exc: BaseException) -> OSError | None:

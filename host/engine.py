@@ -771,7 +771,7 @@ class Engine:
             else:
                 action = self.codec.action_from_wire(d["action"])
                 want = self.act(before, d["seat"], action, d.get("timed_out", False))
-        except (IllegalAction, ValueError, GameFault):
+        except (ActionError, ValueError, GameFault):
             return len(records), after  # not for this check to judge: verify reports it
         if len(records) - last_cause >= len(want):
             return len(records), after
@@ -876,7 +876,7 @@ class Engine:
                 else:
                     action = self._recorded_action(d["action"], actions)
                 return None, *self.step(state, d["seat"], action, d.get("timed_out", False))
-            except (KeyError, IllegalAction, ValueError) as exc:
+            except (KeyError, ActionError, ValueError) as exc:
                 return (rec.seq, f"action refused on replay: {exc}"), [], state
         if rec.type == "ended" and "aborted" in d:
             return None, *self.abort_step(state, d["aborted"])

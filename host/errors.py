@@ -3,8 +3,8 @@
 Every error the host (or a game) raises on purpose to refuse something is a
 :class:`GamehostError`. Each one knows its error reply — :meth:`GamehostError.reply` gives the
 wire error code (see PROTOCOL.md), a message for the client and the code's extra fields — so
-the host turns any of them into a reply in one place (``host.faults.refusal_line``, which
-``protocol.messages.encode_protocol_error`` encodes) instead of matching strings or exception
+the host turns any of them into a reply in one place (``host.faults.refusal``, which makes the
+``protocol.replies.Refused`` the connection encodes) instead of matching strings or exception
 types command by command. The reply never holds more than a client may read: ``str()`` may say more
 (a log's file path, for instance), for the host log and the operator.
 

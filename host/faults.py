@@ -10,8 +10,8 @@ a turn timer) ends the session as ``aborted: "game_error"``.
 implementation at a time, so one that raises is logged and changes nothing else: the other
 observers still run, and the change they observe stays committed, replied to and pushed.
 
-:func:`refusal_line` is where a command's typed error becomes its reply line: a
-``ProtocolError`` or a member of the error family (``host.errors``), each of which knows its reply.
+:func:`refusal` is where a command's typed error becomes its error reply: a ``ProtocolError``
+or a member of the error family (``host.errors``), each of which knows its reply.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import pluggy
 import structlog
 
 from host.errors import GamehostError
-from protocol.messages import ProtocolError, encode_protocol_error
+from protocol.messages import ProtocolError
 from protocol.replies import Refused
 
-__all__ = ["GameFault", "notify_isolated", "refusal", "refusal_line"]
+__all__ = ["GameFault", "notify_isolated", "refusal"]
 
 log = structlog.get_logger("gamehost.faults")
 
@@ -76,14 +76,3 @@ def refusal(exc: ProtocolError | GamehostError) -> Refused:
     if isinstance(exc, GamehostError) and exc.code == "internal":
         log.error("internal_error", error=str(exc), exc_info=exc)
     return Refused.of(exc)
-
-
-def refusal_line(rid: Any, exc: ProtocolError | GamehostError) -> bytes:
-    """The error reply line for a command's typed error (``exc.reply()``, encoded by
-    ``protocol.messages.encode_protocol_error``): the one place the host maps its errors to wire
-    errors. A family member that answers ``internal`` (``BadHeader``: the host made a bad header)
-    is a host bug, so it is logged with its traceback first (``internal_error``).
-    """
-    if isinstance(exc, GamehostError) and exc.code == "internal":
-        log.error("internal_error", error=str(exc), exc_info=exc)
-    return encode_protocol_error(rid, exc)

@@ -13,15 +13,41 @@ A game is a *decider* over immutable state (see docs/architecture.md, "The game 
                                    end of a round) are emitted through an :class:`Emitter`
 ``evolve(state, event) -> state``  applies one event; pure, never reads clocks or randomness
 ``to_act(state) -> seats``         whose input is awaited (several seats at once is normal)
-``legal_actions(state, seat)``     the actions a seat may take now
+``legal_actions(state, seat)``     the actions a seat may take now (``[]`` for a seat not to act);
+                                   every one must be accepted by ``decide``
 ``view(state, viewer)``            what a seat (or a spectator, ``viewer=None``) may see
 ``redact(event, viewer)``          what a viewer may see of an event
 ``outcome(state)``                 ``None`` while running; scores / payouts / ledger when over
 =================================  =================================================================
 
-Optional members: ``bot_action(state, seat, rng) -> action`` (a smarter bot than a random legal
-action), ``check_options(options, seats)`` (raises :class:`OptionError`), ``upcast(event, version)``
-(turns an event dict written by an older event schema into the current shape).
+Optional members:
+
+=================================  =================================================================
+``bot_action(state, seat, rng)``   the action a host bot takes for ``seat`` (default: a uniformly
+                                   random element of ``legal_actions``); also used when a seat's
+                                   turn timer runs out. It must return an action ``decide``
+                                   accepts: a refused one is a fault of the game
+``check_options(options, seats)``  cross-field option rules; raises :class:`OptionError`
+``upcast(event, version)``         turns an event dict written by an older event schema into the
+                                   current shape
+``render(view, viewer) -> str``    the terminal table for ``gamehost play`` and ``gamehost replay
+                                   --at``: multi-line text of a view *in wire form* (the JSON the
+                                   client received, not the attrs value), for ``viewer`` (a seat
+                                   or ``None``); without it the clients print the view's JSON
+``describe(action) -> str``        a short label of an action in wire form (``"play 8C, name
+                                   hearts"``) for the clients' menus and the replay timeline;
+                                   without it they print the action's JSON
+=================================  =================================================================
+
+``render`` and ``describe`` get only JSON data, never the state: they run in a client, which
+knows nothing but what the host sent it. Both must be pure and total over anything a view or a
+legal action may hold.
+
+Bots see the full state: ``bot_action`` is handed the game's whole state, hidden cards and
+the stock order included, because it runs inside the host, not in a client. Nothing it sees
+reaches anyone: only the action it returns is recorded and shown. A game that wants fair bots
+reads only what ``view(state, seat)`` would show; one that does not (a bot that peeks) is legal
+but should say so in its docstring.
 
 Actions and events are frozen attrs classes. On the wire and in logs each is a JSON object whose
 ``type`` is :func:`tag_of` the class (``Play`` -> ``"play"``, ``SuitNamed`` -> ``"suit_named"``,
@@ -30,13 +56,17 @@ or the class attribute ``TAG``). Views and outcomes are attrs instances or plain
 Actions are public: every seat and spectator sees who acted and how. A game whose action would
 carry a secret keeps the secret in an event, which :meth:`Game.redact` can hide.
 
-Follow-on events: when ``start`` or ``decide`` must look at the state an event leads to before it
-knows the next one (a deal ends, so the scores follow, then the next deal), it emits its events
-through an :class:`Emitter` built with ``Emitter(state, self.evolve)`` and returns it. The
-emitter folds each event as it is emitted (``emit(event) -> new state``); the host takes the
-folded states over and does not fold those events again, so every event is folded exactly once.
-A game never calls its own ``evolve`` inside ``start`` or ``decide``. A plain list of events is
-fine too: the host folds it.
+Follow-on events: one action may cause more than one event. When ``start`` or ``decide`` must
+look at the state an event leads to before it knows the next one (the last card is played, so
+the deal is scored, then the next deal is dealt), it emits its events through an
+:class:`Emitter` built with ``Emitter(state, self.evolve)`` and returns it. The emitter folds
+each event as it is emitted (``emit(event) -> new state``); the host takes the folded states over
+and does not fold those events again, so every event is folded exactly once. A game never calls
+its own ``evolve`` inside ``start`` or ``decide``. A plain list of events is fine too: the host
+folds it. Every follow-on event is an event like any other: registered in ``GameInfo``,
+redacted per viewer, written to the log after the action that caused it (all of one cause in one
+append), and recomputed by ``replay --verify``; the game ends after the first event whose state
+has an outcome, so nothing may follow the event that ends it.
 
 Randomness comes only from the :class:`Rng` handed to ``start`` and ``decide``; the outcomes (the
 shuffled order, the drawn card) are written into events, so replay never needs the generator.
@@ -52,6 +82,9 @@ log or seat errors), an ``ActionError`` from any member but ``decide``, or one r
 the game's own bot chose. :class:`OptionError` is also a ``ValueError`` (as it always was);
 :class:`IllegalAction` and :class:`ActionError` are not, so a game's own ``except ValueError``
 catches what it caught before and no more.
+
+A game checks itself against this contract with the plugin kit, :func:`host.testing.check_game`
+(PLUGINS.md walks through writing, testing and installing one).
 """
 
 from __future__ import annotations
@@ -117,6 +150,11 @@ class GameInfo:
         event_version: the schema version written beside each event; bump it when an event's
             shape changes and teach ``upcast`` the old shape.
         description: one paragraph for ``games``.
+        view_type: an attrs class describing the view's wire shape (``view`` may return an
+            instance or the same shape as plain data); ``None`` publishes no view schema. Its
+            fields, and the event fields, mark what is hidden from whom with
+            ``metadata={"hidden": ...}`` (see :mod:`host.contract`).
+        outcome_type: the same for the outcome (what ``ended`` carries), or ``None``.
         reveal_seed: whether clients get the session seed when it ends (commit-reveal). A game
             whose rules keep some cards secret for ever (folded hands in Seven Twenty-Seven)
             sets it False: the seed would let anyone re-deal them. The log keeps the seed, so
@@ -134,6 +172,8 @@ class GameInfo:
     event_version: int = 1
     description: str = ""
     reveal_seed: bool = True
+    view_type: type | None = None
+    outcome_type: type | None = None
 
 
 @runtime_checkable

@@ -27,19 +27,26 @@ wait for each other in a cycle. Every session written also runs ``pg_notify('gam
 
 Reading (``load``, ``read``, ``truncate``, ``session_ids``, :meth:`PostgresStore.session_page`)
 uses other connections, kept idle between uses; ``read`` and ``session_page`` run in a worker
-thread, the synchronous methods in the calling thread, as the file store's do.
+thread, the synchronous methods in the calling thread, as the file store's do. The store keeps
+those few connections itself (at most 4 idle) rather than in a psycopg-pool pool: one writer
+connection and a few readers need no pool's background threads, and a pool's own reconnect
+timing would sit beside the back-off below.
 
 Failures: psycopg's sync API is used only from threads (never its asyncio API). A connection
 that fails is closed; a new one is made on the next use. After a failed connection attempt the
-store waits before trying again — 0.05 s, doubling up to ``retry_max`` seconds — and answers
-:class:`StoreUnavailable` (an ``OSError``, which the host turns into ``unavailable``) meanwhile,
-without waiting. An append whose transaction failed is answered with ``StoreUnavailable`` and
-leaves its session not open, as any failed append does: its records may or may not have been
-committed (a connection lost during ``COMMIT`` cannot tell), and ``load`` says which. A batch
-whose connection turns out to be dead before its ``COMMIT`` was sent is written once more on a
-new connection (nothing of it can have been committed), so a database restart costs a host
-only the appends in flight while the server was down. No record is acknowledged before its
-transaction has committed (with the server's ``synchronous_commit``, durable on its disk).
+next one waits — 0.05 s, doubling up to ``retry_max`` seconds (1 s) — so a database that is
+down is not flooded with attempts: a caller needing a connection meanwhile waits for the next
+attempt, then gets it or :class:`StoreUnavailable` (an ``OSError``, which the host turns into
+``unavailable``). The synchronous methods the host calls on its trio thread (``load`` and
+``truncate`` of a session not loaded yet) can so hold it up to that long while the database is
+down; the host's appends and reads wait in threads. An append whose transaction failed is
+answered with ``StoreUnavailable`` and leaves its session not open, as any failed append does:
+its records may or may not have been committed (a connection lost during ``COMMIT`` cannot
+tell), and ``load`` says which. A batch whose connection turns out to be dead before its
+``COMMIT`` was sent is written once more on a new connection (nothing of it can have been
+committed), so a database restart costs a host only the appends in flight while the server
+was down. No record is acknowledged before its transaction has committed (with the server's
+``synchronous_commit``, durable on its disk).
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ import psycopg.errors
 import structlog
 import trio
 
+from host.errors import BadSessionId
 from host.store import (
     _SESSION_ID,
     Conflict,
@@ -167,14 +175,30 @@ def _redacted(url: str) -> str:
     return f"{host}:{port}/{info.get('dbname') or info.get('user') or ''}"
 
 
+LIVENESS = {
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "3",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "20000",
+}
+"""libpq settings every connection gets unless its URL sets them: a server that vanishes
+without closing its sockets (a dead machine, a cut network) fails the query waiting on it
+within about 20 s, so an append is answered ``unavailable`` instead of hanging."""
+
+
 def _connect(url: str, connect_timeout: float) -> psycopg.Connection[Any]:
-    """A new autocommit connection.
+    """A new autocommit connection (with :data:`LIVENESS` where the URL does not say).
 
     Raises:
         StoreUnavailable: it cannot be made (one line naming the server and libpq's reason).
     """
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=max(1, round(connect_timeout)))
+        given = psycopg.conninfo.conninfo_to_dict(url)
+        extra = {k: v for k, v in LIVENESS.items() if k not in given}
+        return psycopg.connect(
+            url, autocommit=True, connect_timeout=max(1, round(connect_timeout)), **extra
+        )
     except psycopg.Error as exc:
         raise StoreUnavailable(
             f"cannot connect to PostgreSQL at {_redacted(url)}: {_first_line(exc)}"
@@ -243,15 +267,17 @@ class _Connections:
         self.closed = False
 
     def connect(self) -> psycopg.Connection[Any]:
-        """A new connection (not kept idle by this object).
+        """A new connection (not kept idle by this object). After a failed attempt the next
+        is not made before the back-off has passed: the caller waits for it (at most
+        ``retry_max`` seconds), then tries once.
 
         Raises:
-            StoreUnavailable: it cannot be made, or a recent attempt failed and the back-off
-                has not passed yet.
+            StoreUnavailable: it cannot be made.
         """
         with self._lock:
-            if time.monotonic() < self._retry_at:
-                raise StoreUnavailable(f"{self._last_error} (retrying)")
+            wait = self._retry_at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)  # the back-off between attempts, on this caller's thread
         try:
             conn = _connect(self.url, self.connect_timeout)
         except StoreUnavailable as exc:
@@ -401,6 +427,17 @@ def _groups(jobs: list[_Job]) -> list[_Group]:
     return groups
 
 
+def _own(exc: BaseException) -> BaseException:
+    """A copy of ``exc`` for one of the jobs it failed: each appender raises its own (one
+    instance raised in many tasks would collect all their tracebacks)."""
+    try:
+        copy = type(exc)(*exc.args)
+    except Exception:  # noqa: BLE001 - an exception that cannot be remade: share it
+        return exc
+    copy.__cause__ = exc.__cause__ or exc
+    return copy
+
+
 def parse_lines(where: Path, lines: list[str], first: int = 0) -> list[dict[str, Any]]:
     """Records from a session's lines starting at seq ``first``, checked as a file store checks
     a log (JSON objects, gapless seqs, a valid header at seq 0, no second header).
@@ -447,7 +484,7 @@ class PostgresStore:
         ValueError: ``url`` is not a PostgreSQL URL libpq can parse.
     """
 
-    def __init__(self, url: str, *, connect_timeout: float = 5.0, retry_max: float = 2.0) -> None:
+    def __init__(self, url: str, *, connect_timeout: float = 5.0, retry_max: float = 1.0) -> None:
         self.url = check_url(url)
         self._conns = _Connections(url, connect_timeout, retry_max)
         # trio side: as the file store's
@@ -492,7 +529,7 @@ class PostgresStore:
     @staticmethod
     def _checked(session: str) -> str:
         if not isinstance(session, str) or not _SESSION_ID.match(session):
-            raise ValueError(f"bad session id {session!r}")
+            raise BadSessionId(f"bad session id {session!r}")
         return session
 
     def _check_idle(self, session: str) -> None:
@@ -801,7 +838,7 @@ class PostgresStore:
                 except Exception as exc:  # noqa: BLE001 - a bug here must not hang appenders
                     log.exception("store_batch_failed")
                     for job in jobs:
-                        job.error = job.error or exc
+                        job.error = job.error or _own(exc)
                 for job in jobs:
                     if job.error is not None and not job.create:
                         self._failed[job.session] = job.opened
@@ -860,7 +897,7 @@ class PostgresStore:
                     conn = self._conns.connect()
                 except StoreUnavailable as exc:
                     for job in live:
-                        job.error = exc
+                        job.error = _own(exc)
                     return None
             committing = False
             try:
@@ -886,7 +923,7 @@ class PostgresStore:
                         group_error = StoreUnavailable(f"the database failed: {_first_line(exc)}")
                     if group_error is not None:
                         for job in group.jobs:
-                            job.error = group_error
+                            job.error = _own(group_error)
                 return None if conn.broken else conn
             except psycopg.Error as exc:
                 conn.close()
@@ -900,7 +937,7 @@ class PostgresStore:
                 )
                 for job in live:
                     if job.error is None or isinstance(job.error, Conflict):
-                        job.error = error
+                        job.error = _own(error)
                 return None
         return conn
 

@@ -62,8 +62,9 @@ def check_game(game: Any) -> None:
 
     ``info`` is a :class:`GameInfo` with a non-empty string id and ``1 <= min_seats <=
     max_seats``; every member of :class:`host.game.Game` is there; the options, action and
-    event classes are attrs classes; no two action classes (or two event classes) share a
-    ``type`` tag, since the codec could then read only one of them back.
+    event classes (and the view and outcome types, if any) are attrs classes; no two action
+    classes (or two event classes) share a ``type`` tag, since the codec could then read only
+    one of them back.
 
     Raises:
         BadGame: naming the first thing wrong.
@@ -81,6 +82,9 @@ def check_game(game: Any) -> None:
         raise BadGame(f"{info.id}: bad seat range {info.min_seats!r}..{info.max_seats!r}")
     if not attrs.has(info.options):
         raise BadGame(f"{info.id}: the options class is not an attrs class")
+    for what, shape in (("view", info.view_type), ("outcome", info.outcome_type)):
+        if shape is not None and not (isinstance(shape, type) and attrs.has(shape)):
+            raise BadGame(f"{info.id}: the {what} type {shape!r} is not an attrs class")
     for kind, classes in (("action", info.action_types), ("event", info.event_types)):
         tags: dict[str, type] = {}
         for cls in classes:

@@ -59,14 +59,16 @@ import attrs
 import structlog
 import trio
 
-from host import __version__, commands
+from host import __version__, commands, replayops
 from host.engine import BadRecord, Engine, Record
 from host.errors import GamehostError
 from host.faults import notify_isolated, refusal
+from host.feed import Feed, Follower, PostgresFeed
 from host.registry import Registry
 from host.session import Session, seat_bots_step
 from host.store import MAX_OPEN, CorruptLog, FileStore, FsyncMode, UnknownSession, read_log
 from host.stores import open_store
+from host.workers import reuse_port_listeners
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import (
     HOST_DEFAULT,
@@ -99,6 +101,9 @@ __all__ = ["Connection", "Host", "HostConfig", "run_host"]
 
 log = structlog.get_logger("gamehost.server")
 
+LOBBY_SCANS = 10
+"""Store pages one ``sessions`` request reads at most on a shared store (ended sessions are
+skipped, so a page may take several)."""
 ENDED_CACHE = 8
 """Ended sessions (no longer live) kept in memory to answer ``resume``/``view``/``watch``; the
 others are read again from their logs."""
@@ -141,8 +146,17 @@ class HostConfig:
             holding a human seat; spectators count only at an all-bot table; counted from its
             creation or load) before the host ends it with
             ``aborted: "abandoned"`` (None or 0: never).
+        reuse_port: listen with ``SO_REUSEPORT``, so other processes (``serve --workers``)
+            can listen on the same port.
         store: a ``postgresql://`` URL: the logs live in that database (``host.pgstore``;
             ``data_dir`` and ``fsync`` are then unused); None: files in ``data_dir``.
+        http_port: serve the web client and protocol v1 over a WebSocket on this port too
+            (None: no HTTP; 0: any free port, see ``Host.http_port``); see :mod:`host.web`.
+        http_bind: the address the HTTP listener binds.
+        allow_origins: origins (``scheme://host[:port]``) besides the host's own whose pages
+            may open the WebSocket.
+        debug_replay: the replay ops show every seat's view and the full truth of live
+            sessions too, and fork them (development only; see :mod:`host.replayops`).
     """
 
     data_dir: Path
@@ -164,7 +178,12 @@ class HostConfig:
     create_limit_loopback: bool = False
     max_unstarted: int = 10
     abandon_after: float | None = 600.0
+    reuse_port: bool = False
     store: str | None = None
+    http_port: int | None = None
+    http_bind: str = "127.0.0.1"
+    allow_origins: tuple[str, ...] = ()
+    debug_replay: bool = False
 
 
 FD_RESERVE = 64
@@ -535,6 +554,25 @@ class Host:
         self._loaded_live = 0
         self.loaded = trio.Event()
         """Set once :meth:`load_sessions` has loaded every log listed on start."""
+        self.http_port: int | None = None
+        """The port the web client and WebSocket are served on (``serve --http``), or None."""
+        self.follower: Follower | None = None
+        """Set when this host shares its store with others (``host.feed``): its sessions
+        follow the log, and only the holder of a session's lease drives it."""
+        self._creating: set[str] = set()  # ids of sessions this host is creating
+
+    def discover(self, sid: str) -> None:
+        """Another host created or appended to ``sid``, which is not live here: load it in the
+        background (an ended one is not kept), so this host follows it too."""
+        if (
+            sid in self.sessions
+            or sid in self._creating
+            or sid in self._loading
+            or sid in self._ended
+            or self.shutdown.is_set()
+        ):
+            return
+        self.nursery.start_soon(self._live_session, sid)
 
     def _session(self, sid: str, engine: Engine, records: list[Record], **kw: Any) -> Session:
         c = self.config
@@ -548,6 +586,7 @@ class Host:
             turn_timeout=c.turn_timeout,
             max_records=c.max_records,
             abandon_after=c.abandon_after,
+            driver=self.follower is None,
             **kw,
         )
 
@@ -604,6 +643,14 @@ class Host:
         """The live session ``sid``, loading it first if its log is listed and not loaded yet
         (or waiting while the loader loads it); None if there is no such live session."""
         session = self.sessions.get(sid)
+        if (
+            session is None
+            and self.follower is not None
+            and sid not in self._ended
+            and sid not in self._damaged
+            and _SESSION_ID.match(sid)
+        ):  # another host may have created it since this one started: look in the store
+            self._unloaded.add(sid)
         if session is None and (sid in self._unloaded or sid in self._loading):
             await self._load_session(sid)
             session = self.sessions.get(sid)
@@ -651,6 +698,8 @@ class Host:
             if state.ended:
                 return False
             session = self._session(sid, engine, records, state=state)
+        except UnknownSession:
+            return False
         except CorruptLog as exc:
             self._damage(sid, exc)
             return False
@@ -659,6 +708,8 @@ class Host:
             return False
         except Exception:
             log.exception("session_load_failed", session=sid)
+            return False
+        if sid in self.sessions:  # created here meanwhile (a shared store's notice came first)
             return False
         self.sessions[sid] = session
         await self.nursery.start(self._run_session, session)
@@ -699,6 +750,8 @@ class Host:
                 raise ProtocolError(
                     ErrorCode.BAD_REQUEST, f"limit must be 1 to {MAX_SESSIONS_PAGE}, not {p.limit}"
                 )
+            if self.follower is not None and hasattr(self.store, "session_page"):
+                return await self._shared_sessions_page(p.game, p.after, p.limit)
             return self._sessions_page(p.game, p.after, p.limit)
         if req.op == "create":
             self._check_create(conn)
@@ -708,6 +761,8 @@ class Host:
             conn.created.add(made)
             self._created_by.setdefault(conn.address, set()).add(made)
             return None
+        if req.op in replayops.OPS:  # log, replay, verify, fork: read the log, not the actor
+            return await replayops.dispatch(self, conn, req)
         session = await self._live_session(p.session)
         if session is None:
             ended = await self._ended_session(p.session)
@@ -789,6 +844,7 @@ class Host:
                 ErrorCode.INTERNAL, "internal error: the game failed to start"
             ) from None
         records = [header, *seated]
+        self._creating.add(sid)
         try:
             await self.store.create(sid, [r.to_json() for r in records])
         except OSError as exc:
@@ -796,6 +852,8 @@ class Host:
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, "the host cannot write a new log now"
             ) from None
+        finally:
+            self._creating.discard(sid)
         session = self._session(sid, engine, records, unobserved=seated, state=state)
         self.sessions[sid] = session
         st = session.state
@@ -831,6 +889,8 @@ class Host:
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         try:
+            if self.follower is not None:  # it starts not driving: take its lease meanwhile
+                self.nursery.start_soon(self.follower.adopt, session)
             await session.run(task_status=task_status)
         finally:
             if self.sessions.get(session.id) is session:
@@ -931,6 +991,35 @@ class Host:
                 break
             page.append(self._summary(s))
         return SessionsPage(page, page[-1].session if more else None)
+
+    async def _shared_sessions_page(
+        self, game: str | None, after: str | None, limit: int
+    ) -> SessionsPage:
+        """:meth:`_sessions_page` across every host sharing the store: the unfinished sessions
+        of the store (read with its ``session_page``; one not live here is loaded, and then
+        followed), and the ended ones still live here, by id. At most
+        :data:`LOBBY_SCANS` store pages are read per request: past them the reply holds fewer
+        than ``limit`` sessions and ``next`` goes on from where the scan stopped."""
+        page: list[SessionSummary] = []
+        cursor = after
+        for _ in range(LOBBY_SCANS):
+            want = limit + 1 - len(page)
+            rows = await self.store.session_page(cursor, want, game)  # type: ignore[attr-defined]
+            for row in rows:
+                sid = row["session"]
+                session = self.sessions.get(sid)
+                if session is None and not row["ended"]:
+                    session = await self._live_session(sid)
+                if session is None:
+                    cursor = sid
+                    continue
+                if len(page) == limit:
+                    return SessionsPage(page, page[-1].session)
+                page.append(self._summary(session))
+                cursor = sid
+            if len(rows) < want:
+                return SessionsPage(page, None)
+        return SessionsPage(page, cursor)
 
     def _check_create(self, conn: Connection) -> None:
         """Refuse a ``create`` past the per-connection or per-address limit.
@@ -1057,6 +1146,12 @@ async def _accept(
     task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     with scope:
+        if config.reuse_port:  # one of several worker processes on one port
+            listeners = await reuse_port_listeners(config.bind, config.port)
+            await trio.serve_listeners(
+                host.handle, listeners, handler_nursery=conns, task_status=task_status
+            )
+            return
         await trio.serve_tcp(
             host.handle,
             config.port,
@@ -1094,21 +1189,36 @@ async def run_host(
     registry: Registry,
     *,
     handle_signals: bool = True,
+    store: Any = None,
+    feed: Feed | None = None,
     task_status: trio.TaskStatus[tuple[Host, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a host until shutdown. ``task_status.started((host, port))`` once it listens, which
     is before the sessions in the store are loaded: they load in the background (a request for
-    one not loaded yet loads it first; ``host.loaded`` is set once all are)."""
+    one not loaded yet loads it first; ``host.loaded`` is set once all are).
+
+    ``store``: the store to use (a ``host.stores.Store``, not started yet; default: a file
+    store on ``config.data_dir``). ``feed``: given when other hosts share ``store`` (see
+    ``host.feed``; not started yet): sessions then follow the log and only the holder of a
+    session's lease runs its bots and timers."""
     fd_limit = raise_fd_limit()
     if config.max_connections is None:
         config = attrs.evolve(config, max_connections=default_max_connections(fd_limit))
     log.info("limits", fd_limit=fd_limit, max_connections=config.max_connections)
-    store = await _open_store(config)
+    if store is None:
+        store = await _open_store(config)
+        if feed is None and config.store is not None:  # other hosts may share the database
+            feed = PostgresFeed(config.store)
     async with trio.open_nursery() as outer:
         await outer.start(store.run)
+        if feed is not None:
+            await outer.start(feed.run)
         try:
             async with trio.open_nursery() as sessions:
                 host = Host(registry, store, sessions, config)
+                if feed is not None:
+                    host.follower = Follower(feed, host.sessions, host.discover)
+                    await outer.start(host.follower.run)
                 host.list_sessions()
                 async with trio.open_nursery() as conns:
                     accepting = trio.CancelScope()
@@ -1122,6 +1232,19 @@ async def run_host(
                         store=repr(store) if config.store else None,
                         fsync=config.fsync,
                     )
+                    if config.http_port is not None:
+                        from host.web import serve_http
+
+                        web = await conns.start(
+                            serve_http,
+                            host,
+                            config.http_port,
+                            config.http_bind,
+                            config.allow_origins,
+                            conns,
+                        )
+                        host.http_port = web[0].socket.getsockname()[1]
+                        log.info("listening_http", bind=config.http_bind, port=host.http_port)
                     sessions.start_soon(host.load_sessions)  # in the background
                     if handle_signals:
                         outer.start_soon(_signals, host)
@@ -1139,6 +1262,8 @@ async def run_host(
                 sessions.cancel_scope.deadline = trio.current_time() + config.grace
         finally:
             with trio.CancelScope(shield=True):
+                if feed is not None:
+                    await feed.aclose()
                 await store.aclose()
             outer.cancel_scope.cancel()
     log.info("stopped")

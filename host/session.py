@@ -52,7 +52,7 @@ from host.engine import BadRecord, Engine, Record, SessionState
 from host.errors import GamehostError
 from host.faults import GameFault, notify_isolated, refusal
 from host.game import Seat, Viewer
-from host.store import CorruptLog, FileStore, UnknownSession
+from host.store import Conflict, CorruptLog, FileStore, UnknownSession
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import (
     Accepted,
@@ -91,6 +91,10 @@ seat's turns at once (until a connection resumes it)."""
 TAIL = 32
 """The most recent records a live session keeps in memory (for a ``resume`` a few records
 behind); older ones are read from the store when a ``resume`` asks for them."""
+
+
+class _Stale(Exception):
+    """An append lost the race for its seq to another host; the session has caught up."""
 
 
 class Subscriber(Protocol):
@@ -180,6 +184,9 @@ class Session:
             ``aborted: "abandoned"``. ``None``: never.
         state: the folded ``records`` if the caller has it already (then they are not folded).
         unobserved: records already durable that observers have not been told of yet.
+        driver: run host-driven steps (bots, turn timers, abandonment). A host sharing its
+            store with others starts a session with False and lets the holder of its lease
+            drive it (:meth:`set_driver`; see ``host.feed``).
     """
 
     def __init__(
@@ -196,6 +203,7 @@ class Session:
         abandon_after: float | None = None,
         state: SessionState | None = None,
         unobserved: Iterable[Record] = (),
+        driver: bool = True,
     ) -> None:
         self.id = sid
         self.engine = engine
@@ -228,12 +236,39 @@ class Session:
         self._send, self._recv = trio.open_memory_channel[tuple[Subscriber, Any, Command]](256)
         self.actions = 0
         self.live = True
+        self.driver = driver
+        self.shared = not driver  # only a host sharing its store starts a session not driving
+        self._behind = False  # the log may hold records this copy has not folded yet
 
     def retire(self) -> None:
         """Make this an ended session answered from its log: no actor, no subscribers."""
         self.live = False
         self.subscribers.clear()
         self._inflight.clear()
+
+    @property
+    def ended(self) -> bool:
+        """The session has ended."""
+        return self.state.ended
+
+    def set_driver(self, driver: bool) -> None:
+        """Run host-driven steps from now on (this host holds the session's lease) or not."""
+        if driver != self.driver:
+            self.driver = driver
+            log.info("lease_taken" if driver else "lease_lost", session=self.id)
+            self._poke()
+
+    def notice(self, seq: int | None) -> None:
+        """The session's log reaches ``seq`` (None: it may have grown): the actor reads and
+        folds the records it lacks, and pushes them to its subscribers, before its next
+        command or step."""
+        if seq is None or seq > self.state.seq:
+            self._behind = True
+            self._poke()
+
+    def _poke(self) -> None:
+        if self._wait is not None:
+            self._wait.cancel()  # the actor works out its next step again
 
     @property
     def failed(self) -> bool:
@@ -304,7 +339,19 @@ class Session:
             if self._reload_at is not None:
                 await self._reload()
                 seq = self.state.seq
-            outcome, then = await _HANDLERS[type(command)](self, conn, command)
+            handler = _HANDLERS[type(command)]
+            try:
+                outcome, then = await handler(self, conn, command)
+            except _Stale:  # another host appended first: decide again on the caught-up copy
+                seq = self.state.seq
+                try:
+                    outcome, then = await handler(self, conn, command)
+                except _Stale:
+                    raise ProtocolError(
+                        ErrorCode.CONFLICT,
+                        "another host changed the session meanwhile; retry",
+                        seq=self.state.seq,
+                    ) from None
             conn.answer(rid, outcome)
             if then is not None:  # the pushes that follow the reply
                 then()
@@ -321,12 +368,16 @@ class Session:
         """When the next host-driven step is due, and which (``inf`` if none)."""
         if self._reload_at is not None:
             return self._reload_at, "reload"
+        if self._behind:
+            return -math.inf, "follow"
         st = self.state
         if st.ended:
             return self._changed_at + self.linger, "expire"
         if self._faulted:
             return -math.inf, "fault"
         steps: list[tuple[float, str]] = [(math.inf, "")]
+        if not self.driver:  # another host holds the lease: it runs bots and timers
+            return min(steps)
         if self.abandon_after is not None and self._unattended_since is not None:
             steps.append((self._unattended_since + self.abandon_after, "abandon"))
         if st.started:
@@ -353,6 +404,7 @@ class Session:
             "absent": self._play_absent,
             "abandon": self._abandon,
             "fault": self._game_error,
+            "follow": self._follow,
         }
 
     async def _guarded(self, step: str, fn: Callable[[], Awaitable[None]]) -> None:
@@ -360,7 +412,7 @@ class Session:
         the game's fault and ends the session (``aborted: "game_error"``)."""
         try:
             await fn()
-        except ProtocolError:
+        except (ProtocolError, _Stale):  # _Stale: caught up; the next step decides again
             return
         except Exception:
             log.exception("game_fault", step=step)
@@ -482,6 +534,50 @@ class Session:
         if state.ended:
             self.store.release(self.id)
 
+    async def _follow(self, reopen: bool = False) -> None:
+        """Fold the records the log holds past this copy (appended by another host sharing
+        the store), then push them to the subscribers, as if appended here (observers are not
+        told: the appending host tells its own). With ``reopen`` the whole log is loaded, which
+        also opens the session in this store object at its end (after a ``Conflict``).
+
+        A player active on another host keeps the session attended here too.
+
+        Raises:
+            ProtocolError: ``unavailable`` if the log cannot be read now (a reload is
+                scheduled), ``session_damaged`` if it does not fold.
+        """
+        self._behind = False
+        seq = self.state.seq
+        try:
+            if reopen:
+                raw = await trio.to_thread.run_sync(self.store.load, self.id)
+            else:
+                raw = await self.store.read(self.id, seq)
+        except Exception as exc:
+            self._store_failed("follow_failed", exc)
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, "the session's log cannot be read now; retry"
+            ) from None
+        new = [Record.from_json(r) for r in raw if r["seq"] > seq]
+        if not new:
+            return
+        try:
+            state = self.engine.apply_all(self.state, new)
+        except BadRecord as exc:
+            log.error("session_log_unusable", error=str(exc))
+            self.close()
+            raise ProtocolError(
+                ErrorCode.SESSION_DAMAGED, f"the log of session {self.id!r} is damaged"
+            ) from None
+        self.state = state
+        now = self._changed_at = trio.current_time()
+        self._tail.extend(new)
+        if self._unattended_since is not None:
+            self._unattended_since = now
+        self._publish(new)
+        if state.ended:
+            self.store.release(self.id)
+
     def close(self) -> None:
         """Stop taking commands; :meth:`run` returns after the queued ones."""
         self._send.close()
@@ -589,6 +685,8 @@ class Session:
                 ``already_attached`` (:meth:`_one_role`).
         """
         after = cmd.after
+        if self.shared:  # the seat, and what the client saw, may be another host's records
+            await self._follow()
         h = hash_token(cmd.token)
         seat = next(
             (i for i, s in enumerate(self.state.seats) if s is not None and s.token_hash == h),
@@ -600,6 +698,8 @@ class Session:
             raise ProtocolError(
                 ErrorCode.BAD_REQUEST, f"'after' must be 0..{self.state.seq}, not {after}"
             )
+        if after is not None and after > self.state.seq:
+            await self._follow()  # the client may have seen records of another host's
         if after is not None and after > self.state.seq:
             if not self._lost_logged:  # once per session and host run: a client can repeat it
                 self._lost_logged = True
@@ -634,13 +734,16 @@ class Session:
         after its records), then its records go to every subscriber (this one too).
 
         Raises:
-            ProtocolError: ``not_seated``, ``conflict`` (with ``seq``), ``session_ended``,
-                ``bad_action``, ``not_your_turn``, ``illegal_action`` (with ``reason``).
+            ProtocolError: ``not_seated``, ``conflict`` (with ``seq``), ``session_ended``.
+            ActionError: ``bad_action`` (``BadAction``), ``not_your_turn``, ``illegal_action``
+                (``IllegalAction``, with ``reason``).
         """
         action, expected = cmd.action, cmd.expected
         seat = self.subscribers.get(conn)
         if seat is None:
             raise ProtocolError(ErrorCode.NOT_SEATED, "join or resume a seat first")
+        if expected is not None and expected > self.state.seq:
+            await self._follow()  # the turn push may come from another host's append
         if expected is not None and expected != self.state.seq:
             raise ProtocolError(
                 ErrorCode.CONFLICT,
@@ -820,6 +923,11 @@ class Session:
     async def _append(self, new: list[Record]) -> None:
         try:
             await self.store.append(self.id, self.state.seq + 1, [r.to_json() for r in new])
+        except Conflict:
+            # another host sharing the store appended first: catch up; the caller decides again
+            log.info("append_conflict", seq=self.state.seq + 1)
+            await self._follow(reopen=True)
+            raise _Stale from None
         except Exception as exc:
             self._store_failed("append_failed", exc)
             raise ProtocolError(

@@ -70,6 +70,7 @@ class ErrorCode(enum.StrEnum):
     OVERLOADED = "overloaded"
     UNAVAILABLE = "unavailable"
     RECORDS_LOST = "records_lost"
+    HIDDEN = "hidden"
     INTERNAL = "internal"
 
 
@@ -142,7 +143,8 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
         {"reason": "the game's typed code (e.g. `card_does_not_match`, `cannot_pass`)"},
     ),
     ErrorCode.CONFLICT: ErrorSpec(
-        "`act` named a `seq` the session has moved past",
+        "`act` named a `seq` the session has moved past; on hosts sharing a database, also a"
+        " `join` or `act` that lost the race for its seq to another host twice in a row",
         {"seq": "the session's current seq"},
     ),
     ErrorCode.SESSION_ENDED: ErrorSpec(
@@ -167,6 +169,11 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
         "`resume` with an `after` past the log's last record: the host lost records the client"
         " saw (the host logs `log_lost_records`)",
         {"seq": "the log's last seq"},
+    ),
+    ErrorCode.HIDDEN: ErrorSpec(
+        "a replay op (`log`, `replay`, `verify`'s explanation, `fork`) asked for what its"
+        " connection may not see: a seat's view without that seat's token, or the full truth"
+        ' of a session that is still live or whose game keeps its seed (see "Replay ops")'
     ),
     ErrorCode.INTERNAL: ErrorSpec(
         "a bug in the host or a game: it is logged, nothing changed, the connection stays up."
@@ -335,6 +342,49 @@ class Ping:
     pass
 
 
+MAX_LOG_PAGE = 1000
+"""The most records one ``log`` reply holds (``limit``)."""
+
+
+@attrs.frozen
+class Log:
+    """Records of a session's log after ``after`` (all from seq 0 with None), as a viewer
+    sees them: a spectator (``seat`` None), a seat (with its ``token``) or the full truth."""
+
+    session: str
+    after: int | None = None
+    limit: int = 200  # 1 .. MAX_LOG_PAGE
+    seat: int | None = None
+    truth: bool = False
+    token: str | None = None
+
+
+@attrs.frozen
+class Replay:
+    """The state after record ``seq`` as a viewer sees it (see :class:`Log`)."""
+
+    session: str
+    seq: int
+    seat: int | None = None
+    truth: bool = False
+    token: str | None = None
+
+
+@attrs.frozen
+class Verify:
+    """Re-run a session's log on the host's code: the first record that differs, if any."""
+
+    session: str
+
+
+@attrs.frozen
+class Fork:
+    """Start a new live session from a session's records 0..``seq``."""
+
+    session: str
+    seq: int
+
+
 REQUESTS: dict[str, type] = {
     "hello": Hello,
     "games": Games,
@@ -347,6 +397,10 @@ REQUESTS: dict[str, type] = {
     "act": Act,
     "leave": Leave,
     "ping": Ping,
+    "log": Log,
+    "replay": Replay,
+    "verify": Verify,
+    "fork": Fork,
 }
 """op name -> its parameters class (the request's fields besides ``id`` and ``op``)."""
 

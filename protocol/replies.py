@@ -10,7 +10,8 @@ Messages:
 - :class:`Reply` ``{"id": ..., "ok": ..., ...}``: the answer to one request. Its ``outcome`` is a
   result (``ok: true``, one class per op: :class:`HelloResult`, :class:`GamesResult`,
   :class:`Created`, :class:`SessionsPage`, :class:`Joined`, :class:`Watching`,
-  :class:`Resumed`, :class:`ViewReply`, :class:`Accepted`, :class:`Left`, :class:`Pong`) or
+  :class:`Resumed`, :class:`ViewReply`, :class:`Accepted`, :class:`Left`, :class:`Pong`; the
+  replay ops' :class:`LogPage`, :class:`ReplayState`, :class:`Verified`, :class:`Forked`) or
   :class:`Refused` (``ok: false``, an error code, its message and extra fields).
 - pushes ``{"push": ..., ...}``: :class:`EventPush`, :class:`TurnPush`, :class:`EndedPush`,
   :class:`StalledPush`, :class:`ClosedPush`.
@@ -36,11 +37,13 @@ __all__ = [
     "Created",
     "EndedPush",
     "EventPush",
+    "Forked",
     "GameDescription",
     "GamesResult",
     "HelloResult",
     "Joined",
     "Left",
+    "LogPage",
     "Message",
     "OptionDescription",
     "Outcome",
@@ -49,6 +52,7 @@ __all__ = [
     "PUSHES",
     "RESULTS",
     "Refused",
+    "ReplayState",
     "Reply",
     "Resumed",
     "SeatInfo",
@@ -57,6 +61,7 @@ __all__ = [
     "Snapshot",
     "StalledPush",
     "TurnPush",
+    "Verified",
     "ViewReply",
     "Watching",
     "decode_line",
@@ -469,6 +474,155 @@ class Pong:
         return cls()
 
 
+# --- the replay ops (PROTOCOL.md, "Replay ops") -------------------------------------------------
+@attrs.frozen
+class LogPage:
+    """``log``: a page of a session's records as the viewer may see them (each a JSON object:
+    ``seq``, ``type`` and the record's fields), and ``next``, the ``after`` of the next page."""
+
+    session: str
+    game: str
+    seq: int
+    live: bool
+    ended: bool
+    open: bool
+    records: list[dict[str, Any]]
+    next: int | None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "game": self.game,
+            "seq": self.seq,
+            "live": self.live,
+            "ended": self.ended,
+            "open": self.open,
+            "records": self.records,
+            "next": self.next,
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> LogPage:
+        return cls(
+            obj["session"],
+            obj["game"],
+            obj["seq"],
+            obj["live"],
+            obj["ended"],
+            obj["open"],
+            obj["records"],
+            obj["next"],
+        )
+
+
+@attrs.frozen
+class ReplayState:
+    """``replay``: the state after record ``seq``; ``shown`` is the viewer's ``view``, or with
+    ``truth`` the game's whole ``state`` (the wire names it by which it is)."""
+
+    session: str
+    game: str
+    seq: int
+    last: int
+    seats: list[SeatInfo | None]
+    started: bool
+    ended: bool
+    to_act: list[int]
+    shown: Any
+    truth: bool = False
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "game": self.game,
+            "seq": self.seq,
+            "last": self.last,
+            "seats": _seats_to_wire(self.seats),
+            "started": self.started,
+            "ended": self.ended,
+            "to_act": self.to_act,
+            "state" if self.truth else "view": self.shown,
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> ReplayState:
+        truth = "state" in obj
+        return cls(
+            obj["session"],
+            obj["game"],
+            obj["seq"],
+            obj["last"],
+            _seats_from_wire(obj["seats"]),
+            obj["started"],
+            obj["ended"],
+            obj["to_act"],
+            obj["state"] if truth else obj["view"],
+            truth,
+        )
+
+
+@attrs.frozen
+class Verified:
+    """``verify``: ``ok``, how many ``records`` were checked, the ``seq`` of the first that
+    differs (or None), what differs (``explanation``, None unless open) and a ``warning``."""
+
+    ok: bool
+    records: int
+    seq: int | None
+    explanation: str | None
+    warning: str | None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "records": self.records,
+            "seq": self.seq,
+            "explanation": self.explanation,
+            "warning": self.warning,
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> Verified:
+        return cls(obj["ok"], obj["records"], obj["seq"], obj["explanation"], obj["warning"])
+
+
+@attrs.frozen
+class Forked:
+    """``fork``: the new session, where it came from (``{"session", "seq"}``), its seats, the
+    free ones, its seq and a new token per human seat (seat number as a string -> token)."""
+
+    session: str
+    game: str
+    forked_from: dict[str, Any]
+    seats: list[SeatInfo | None]
+    free: list[int]
+    seq: int
+    tokens: dict[str, str]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "game": self.game,
+            "forked_from": self.forked_from,
+            "seats": _seats_to_wire(self.seats),
+            "free": self.free,
+            "seq": self.seq,
+            "tokens": self.tokens,
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> Forked:
+        return cls(
+            obj["session"],
+            obj["game"],
+            obj["forked_from"],
+            _seats_from_wire(obj["seats"]),
+            obj["free"],
+            obj["seq"],
+            obj["tokens"],
+        )
+
+
 _CODES: dict[Any, ErrorCode] = {str(c): c for c in ErrorCode}
 
 
@@ -522,6 +676,10 @@ Result = (
     | Accepted
     | Left
     | Pong
+    | LogPage
+    | ReplayState
+    | Verified
+    | Forked
 )
 Outcome = Result | Refused
 """What a request is answered with: its op's result, or a refusal."""
@@ -538,6 +696,10 @@ RESULTS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "act": Accepted.from_wire,
     "leave": Left.from_wire,
     "ping": Pong.from_wire,
+    "log": LogPage.from_wire,
+    "replay": ReplayState.from_wire,
+    "verify": Verified.from_wire,
+    "fork": Forked.from_wire,
 }
 """op -> how to read its ``result``."""
 

@@ -1,30 +1,5 @@
-"""Test bots for any game: wrap a game so host bots play differently from its own ``bot_action``."""
+"""The test bots now live in the plugin kit (:mod:`host.testing.bots`); kept for old imports."""
 
-from __future__ import annotations
+from host.testing.bots import Mixed, RandomLegal
 
-from typing import Any
-
-from host.game import Rng
-
-
-class RandomLegal:
-    """The game without ``bot_action``: host bots pick uniformly among ``legal_actions``."""
-
-    bot_action = None
-
-    def __init__(self, game: Any) -> None:
-        self.info = game.info
-        self._game = game
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._game, name)
-
-
-class Mixed(RandomLegal):
-    """Half uniform random legal actions, half the game's own bot: shorter sessions, the same
-    coverage of odd moves."""
-
-    def bot_action(self, state: Any, seat: int, rng: Rng) -> Any:  # type: ignore[override]
-        if rng.below(2):
-            return rng.choice(self._game.legal_actions(state, seat))
-        return self._game.bot_action(state, seat, rng)
+__all__ = ["Mixed", "RandomLegal"]

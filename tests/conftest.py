@@ -1,4 +1,8 @@
-"""Shared fixtures: an in-process host on 127.0.0.1 port 0 with the test game registered."""
+"""Shared fixtures: an in-process host on 127.0.0.1 port 0 with the test game registered.
+
+The host fixture and the bots are the plugin kit's (:mod:`host.testing`); these wrappers only
+make the toy game the default.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +10,20 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import attrs
 import pytest
 import trio
 from hypothesis import settings
 
 from host import logs
 from host.registry import Registry, load_registry
-from host.server import Host, HostConfig, run_host
+from host.testing import RunningHost
+from host.testing import hosting as testing
 from protocol import messages
 from tests.toy import Plugin
-from tools.client import Client
 
 logs.configure(json=True, level="warning")
+
+pytest_plugins = ["host.testing.pytest_plugin"]  # the kit's game_host fixture (serves the toy)
 
 # Property tests run the same examples on every machine: CI never flakes on a rare draw, and a
 # failure seen once is seen again. HYPOTHESIS_PROFILE=explore searches new examples.
@@ -43,19 +48,6 @@ def error_replies_match_the_table() -> Iterator[list[tuple[str, dict[str, object
     assert not problems, f"error replies that PROTOCOL.md does not describe: {problems}"
 
 
-@attrs.define
-class RunningHost:
-    host: Host
-    port: int
-    data_dir: Path
-    nursery: trio.Nursery
-
-    async def client(self) -> Client:
-        c = await Client.connect("127.0.0.1", self.port)
-        c.start(self.nursery)
-        return c
-
-
 def toy_registry() -> Registry:
     return load_registry([("toy", Plugin())], entrypoints=False)
 
@@ -68,21 +60,10 @@ async def start_host(
     wait_loaded: bool = True,
     **config: object,
 ) -> RunningHost:
-    """An in-process host on 127.0.0.1 port 0 (the test game only, unless ``registry``); with
-    ``wait_loaded`` once it has loaded the sessions in ``data_dir`` (it listens before that).
-
-    Connection timeouts are off unless a test asks for them: under ``autojump_clock`` virtual
-    time leaps while the store's thread works, and idle test clients would be hung up on.
-    """
-    config = {"idle_timeout": None, "line_timeout": None, **config}
-    cfg = HostConfig(data_dir=data_dir, port=0, **config)  # type: ignore[arg-type]
-    registry = registry or toy_registry()
-    host, port = await nursery.start(
-        lambda task_status: run_host(cfg, registry, handle_signals=False, task_status=task_status)
+    """:func:`host.testing.start_host` with the test game (High Card) as the default registry."""
+    return await testing.start_host(
+        nursery, data_dir, registry or toy_registry(), wait_loaded=wait_loaded, **config
     )
-    if wait_loaded:
-        await host.loaded.wait()
-    return RunningHost(host, port, data_dir, nursery)
 
 
 @pytest.fixture
@@ -108,3 +89,9 @@ def pg_store_url(pg_dsn: str) -> str:
     from tests import pg
 
     return pg.fresh_url()
+
+
+@pytest.fixture
+def gamehost_registry() -> Registry:
+    """The registry of the kit's ``game_host`` fixture: the toy game only."""
+    return toy_registry()

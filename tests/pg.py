@@ -120,7 +120,8 @@ class Cluster:
 
     def restart(self) -> None:
         """``pg_ctl restart -m fast``: every connection is dropped, the data stays."""
-        self.pg_ctl("-w", "-t", "60", "-m", "fast", "restart")
+        log = str(self.dir / "server.log")  # not pg_ctl's stdout, which the server would hold
+        self.pg_ctl("-w", "-t", "60", "-l", log, "-m", "fast", "restart")
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server (``fast``, or ``immediate``: as if it crashed)."""

@@ -35,10 +35,16 @@ Bounds: the whole play (kills and settling) stops at ``--max-seconds``; every re
 ``STOP_TIMEOUT`` seconds (then SIGKILL, reported), each ``replay --verify`` ``VERIFY_TIMEOUT``
 seconds. Everything runs on 127.0.0.1.
 
-Hosts are a list (:class:`HostProcess`), clients connect to whichever host is up, and the
-comparison of ledgers with records (:func:`check_records`) does not care where the records were
-read, so the same loop can drive several hosts on one shared store; today it starts one host on
-the file store and reads its JSONL logs (:func:`check_logs`).
+Hosts are a list (:class:`HostProcess`) and clients connect to whichever host is up. By
+default one host runs on the file store and its JSONL logs are read (:func:`check_logs`). With
+``--store postgresql://...`` and ``--hosts N`` the tool starts N hosts on that database (which
+must hold no sessions yet): each kill SIGKILLs one of the hosts that are up, clients resume on
+any host that is up, and the records are read from the database (:func:`read_database`), then
+exported to JSONL files for ``replay --verify``. Each host logs ``lease_taken`` when it starts
+driving a session (bots, timers); for every session the killed host drove, the *takeover time* is
+the time from the kill to the next ``lease_taken`` of that session by a host that is up, each of
+which must be at most :data:`TAKEOVER_LIMIT` seconds (a session that ended without one needed
+none).
 """
 
 from __future__ import annotations
@@ -98,6 +104,8 @@ STOP_TIMEOUT = 30.0
 """Seconds a host has to exit after SIGTERM before it is SIGKILLed."""
 VERIFY_TIMEOUT = 120.0
 """Seconds one ``replay --verify`` may take."""
+TAKEOVER_LIMIT = 5.0
+"""Seconds within which another host must take over the sessions a killed host drove."""
 BACKOFF = (0.05, 1.0)
 """First and longest pause, in seconds, between a client's reconnection attempts."""
 MAX_CONNECTIONS = 1000
@@ -153,6 +161,8 @@ class ChaosConfig:
     kill_pushes: int = 150
     down_seconds: float = 0.5
     create_kills: float = 0.3
+    hosts: int = 1
+    store: str | None = None
 
 
 @attrs.define(eq=False)
@@ -173,7 +183,18 @@ class HostProcess:
     warnings: Counter[str] = attrs.field(factory=Counter)
     errors: Counter[str] = attrs.field(factory=Counter)
     exits: list[int | None] = attrs.field(factory=list)
+    leases: list[tuple[float, str, str]] = attrs.field(factory=list)
+    started_at: float = 0.0
     _stopping: bool = False
+
+    def driving(self) -> set[str]:
+        """The sessions this host drives now, by its ``lease_taken`` / ``lease_lost`` lines
+        since its last start."""
+        held: set[str] = set()
+        for at, event, sid in self.leases:
+            if at >= self.started_at:
+                (held.add if event == "lease_taken" else held.discard)(sid)
+        return held
 
     async def start(self, nursery: trio.Nursery, timeout: float = START_TIMEOUT) -> int:
         """Start the process and wait for its ``listening`` line; return the port.
@@ -187,6 +208,7 @@ class HostProcess:
         self.proc = proc
         self._stopping = False
         self.starts += 1
+        self.started_at = time.monotonic()
         listening: trio.MemorySendChannel[int]
         listening, got = trio.open_memory_channel[int](1)
         nursery.start_soon(self._pump, proc, listening)
@@ -241,6 +263,8 @@ class HostProcess:
                 self.errors["non-JSON output (a traceback?)"] += 1
             return
         if isinstance(msg, dict):
+            if msg.get("event") in ("lease_taken", "lease_lost"):
+                self.leases.append((time.monotonic(), msg["event"], str(msg.get("session"))))
             level = msg.get("level")
             if level == "warning":
                 self.warnings[str(msg.get("event"))] += 1
@@ -375,6 +399,10 @@ class ChaosReport:
         host_warnings: warning lines in the host's log, by event.
         host_errors: error lines (and non-JSON lines) in the host's log, by event.
         problems: what went wrong in the run itself (a host that did not restart, a deadline).
+        takeovers: seconds from a kill to another host's ``lease_taken``, one per session the
+            killed host drove (several hosts only).
+        takeovers_missing: sessions a killed host drove that no host took over and that did
+            not end.
         seconds: wall time of the run, seconds.
         data_dir: where the logs and ``host.log`` are.
     """
@@ -413,6 +441,9 @@ class ChaosReport:
     host_warnings: Counter[str] = attrs.field(factory=Counter)
     host_errors: Counter[str] = attrs.field(factory=Counter)
     problems: list[str] = attrs.field(factory=list)
+    takeovers: list[float] = attrs.field(factory=list)
+    takeovers_missing: list[str] = attrs.field(factory=list)
+    hosts: int = 1
     seconds: float = 0.0
 
     @property
@@ -439,6 +470,11 @@ class ChaosReport:
             out.append(f"{self.push_gaps} gaps in pushed seqs")
         if self.stop_status != 0:
             out.append(f"the host's SIGTERM stop ended with status {self.stop_status}")
+        slow = [t for t in self.takeovers if t > TAKEOVER_LIMIT]
+        if slow:
+            out.append(f"{len(slow)} takeovers took more than {TAKEOVER_LIMIT:g} s")
+        if self.takeovers_missing:
+            out.append(f"{len(self.takeovers_missing)} sessions of a killed host not taken over")
         return out
 
     @property
@@ -459,7 +495,7 @@ class ChaosReport:
             f" ({len(self.orphans)} no client was told of)",
             f"kills: {self.kills} SIGKILLs ({self.kills_requested} requested;"
             f" {counts(self.kill_moments)})",
-            f"restarts: {self.restarts}",
+            f"restarts: {self.restarts}" + (f" ({self.hosts} hosts)" if self.hosts > 1 else ""),
             f"events acknowledged: {self.acknowledged} (records 0..highest acknowledged seq,"
             " per session, summed)",
             f"events found in the logs afterwards: {self.found} (same sessions)",
@@ -476,11 +512,26 @@ class ChaosReport:
             f" {self.seats_unfinished} seated clients never saw their session end",
             f"client anomalies: {self.push_gaps} push gaps, {self.timeouts} request timeouts,"
             f" act refusals: {counts(self.act_errors)}",
+            *(
+                [
+                    f"bot takeovers: {len(self.takeovers)}"
+                    + (
+                        f", {min(self.takeovers):.2f} to {max(self.takeovers):.2f} s (limit"
+                        f" {TAKEOVER_LIMIT:g} s)"
+                        if self.takeovers
+                        else ""
+                    )
+                    + f"; {len(self.takeovers_missing)} not taken over"
+                ]
+                if self.hosts > 1
+                else []
+            ),
             f"replay --verify: {self.verify_ok} ok, {len(self.verify_failed)} failed",
             *(f"  verify failed: {v}" for v in self.verify_failed[:10]),
             *(f"  unreadable: {u}" for u in self.unreadable[:10]),
             f"host stop (SIGTERM): status {self.stop_status} after {self.stop_seconds:.1f} s;"
-            f" host log {self.data_dir / 'host.log'}: {sum(self.host_errors.values())} errors"
+            f" host log {self.data_dir / ('host*.log' if self.hosts > 1 else 'host.log')}:"
+            f" {sum(self.host_errors.values())} errors"
             f" ({counts(self.host_errors)}), {sum(self.host_warnings.values())} warnings"
             f" ({counts(self.host_warnings)})",
             f"run time: {self.seconds:.1f} s",
@@ -527,6 +578,7 @@ class _Run:
     seats_running: int = 0
     changed: trio.Event = attrs.field(factory=trio.Event)
     procs: trio.Nursery | None = None
+    killed: list[tuple[float, set[str]]] = attrs.field(factory=list)  # when; sessions it drove
 
     def hosts_changed(self) -> None:
         self.changed.set()
@@ -794,7 +846,9 @@ async def _kill_loop(run: _Run, tables: trio.Nursery, waves: list[list[int]]) ->
                 run.report.restarts += 1
                 run.hosts_changed()
         host = run.rng.choice([h for h in run.hosts if h.port is not None])
+        drove = host.driving()
         await host.kill()
+        run.killed.append((time.monotonic(), drove))
         run.report.kills += 1
         run.report.kill_moments[moment] += 1
         run.hosts_changed()
@@ -806,8 +860,79 @@ async def _kill_loop(run: _Run, tables: trio.Nursery, waves: list[list[int]]) ->
 
 async def _settle(run: _Run, sessions_dir: Path) -> None:
     """Wait (polling the logs, bounded by the caller) until every session has ended."""
-    while not (run.seats_running == 0 and _all_ended(sessions_dir)):
+    store = run.cfg.store
+    while True:
+        if run.seats_running == 0:
+            if store is None:
+                if _all_ended(sessions_dir):
+                    return
+            elif await trio.to_thread.run_sync(_all_ended_in_database, store):
+                return
         await trio.sleep(0.5)
+
+
+def _all_ended_in_database(dsn: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE NOT ended) FROM gamehost_sessions"
+        ).fetchone()
+    return row is not None and row[0] > 0 and row[1] == 0
+
+
+def _check_database(dsn: str) -> str | None:
+    """Create the schema if needed (``gamehost db init``); what is wrong with ``dsn`` for a
+    chaos run (unreachable, sessions in it already), or None."""
+    import psycopg
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.cli", "db", "init", "--store", dsn],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        return (done.stderr.strip().splitlines() or ["db init failed"])[-1]
+    try:
+        with psycopg.connect(dsn) as conn:
+            row = conn.execute("SELECT count(*) FROM gamehost_sessions").fetchone()
+    except psycopg.Error as exc:
+        return str(exc).strip()
+    if row and row[0]:
+        return f"the database holds {row[0]} sessions already: use a fresh one"
+    return None
+
+
+def read_database(dsn: str) -> dict[str, list[bytes]]:
+    """Every session's records in a PostgreSQL store: session id -> its lines, in seq order
+    (each the exact JSON line a file store would hold, without the newline)."""
+    import psycopg
+
+    out: dict[str, list[bytes]] = {}
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT session_id, line FROM gamehost_records ORDER BY session_id, seq"
+        )
+        for sid, line in rows:
+            out.setdefault(sid, []).append(line.encode())
+    return out
+
+
+def _takeovers(run: _Run, ended: set[str]) -> None:
+    """Fill the report's takeover figures from the kills and every host's lease lines."""
+    taken: dict[str, list[float]] = {}
+    for h in run.hosts:
+        for at, event, sid in h.leases:
+            if event == "lease_taken":
+                taken.setdefault(sid, []).append(at)
+    for when, drove in run.killed:
+        for sid in sorted(drove):
+            later = [at for at in taken.get(sid, ()) if at >= when]
+            if later:
+                run.report.takeovers.append(min(later) - when)
+            elif sid not in ended:
+                run.report.takeovers_missing.append(sid)
 
 
 def check_logs(report: ChaosReport, ledgers: dict[str, Ledger], sessions_dir: Path) -> None:
@@ -921,10 +1046,19 @@ async def chaos(cfg: ChaosConfig) -> ChaosReport:
     data_dir.mkdir(parents=True, exist_ok=True)
     sessions_dir = data_dir / "sessions"
     report = ChaosReport(cfg.sessions, cfg.kills, data_dir)
+    report.hosts = cfg.hosts
     # timers short enough to end, within the settle window, a table whose create or join reply
     # a kill swallowed (its client asks again; the orphan is abandoned); --serve-arg overrides
-    argv = [*serve_command(cfg.fsync, str(data_dir)), *CHAOS_TIMERS, *cfg.serve_args]
-    hosts = [HostProcess("host", argv, data_dir / "host.log")]
+    if cfg.store is None:
+        argv = [*serve_command(cfg.fsync, str(data_dir)), *CHAOS_TIMERS, *cfg.serve_args]
+        hosts = [HostProcess("host", argv, data_dir / "host.log")]
+    else:  # several hosts on one database
+        hosts = []
+        for i in range(cfg.hosts):
+            own = data_dir / f"host{i}"
+            argv = [*serve_command(cfg.fsync, str(own)), "--store", cfg.store]
+            argv += [*CHAOS_TIMERS, *cfg.serve_args]
+            hosts.append(HostProcess(f"host{i}", argv, data_dir / f"host{i}.log"))
     run = _Run(cfg, report, hosts, random.Random(cfg.seed))
     deadline = trio.current_time() + cfg.max_seconds
     async with trio.open_nursery() as procs:
@@ -946,16 +1080,30 @@ async def chaos(cfg: ChaosConfig) -> ChaosReport:
                 report.problems.append(f"the play reached --max-seconds ({cfg.max_seconds:.0f} s)")
         finally:
             with trio.CancelScope(shield=True):
+                report.stop_status = 0
                 for h in hosts:
                     status, took = await h.stop()
-                    report.stop_status, report.stop_seconds = status, took
+                    if status != 0:
+                        report.stop_status = status
+                    report.stop_seconds = max(report.stop_seconds, took)
     for h in hosts:
         report.host_warnings.update(h.warnings)
         report.host_errors.update(h.errors)
         report.problems.extend(
             f"{h.name} exited by itself with status {status}" for status in h.exits
         )
-    check_logs(report, run.ledgers, sessions_dir)
+    if cfg.store is None:
+        check_logs(report, run.ledgers, sessions_dir)
+    else:  # read the database, then export it as JSONL for replay --verify
+        lines = await trio.to_thread.run_sync(read_database, cfg.store)
+        records = {sid: [orjson.loads(line) for line in ls] for sid, ls in lines.items()}
+        report.logs = len(records)
+        check_records(report, run.ledgers, records)
+        ended = {sid for sid, recs in records.items() if recs and recs[-1]["type"] == "ended"}
+        _takeovers(run, ended)
+        sessions_dir.mkdir(parents=True, exist_ok=True)
+        for sid, ls in lines.items():
+            (sessions_dir / f"{sid}.jsonl").write_bytes(b"".join(line + b"\n" for line in ls))
     await _verify_all(report, sessions_dir)
     report.seconds = time.monotonic() - t0
     return report
@@ -994,6 +1142,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--think", type=float, default=0.03, help="seconds a client waits at most before acting"
     )
+    p.add_argument(
+        "--store",
+        help="a PostgreSQL URL (postgresql://...) with no sessions yet: the hosts share it"
+        " (default: one host on the file store in --data-dir)",
+    )
+    p.add_argument(
+        "--hosts", type=int, default=1, help="hosts on the --store database (each kill hits one)"
+    )
     p.set_defaults(func=main)
 
 
@@ -1003,6 +1159,14 @@ def main(args: argparse.Namespace) -> int:
     if args.sessions < 1 or args.kills < 0 or not 0 < args.max_seconds < math.inf:
         print("error: --sessions must be >= 1, --kills >= 0, --max-seconds > 0", file=sys.stderr)
         return 2
+    if args.hosts < 1 or (args.hosts > 1 and not args.store):
+        print("error: --hosts must be >= 1; more than 1 needs --store", file=sys.stderr)
+        return 2
+    if args.store:
+        problem = _check_database(args.store)
+        if problem:
+            print(f"error: --store: {problem}", file=sys.stderr)
+            return 2
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="gamehost-chaos-"))
     if (data_dir / "sessions").exists() and any((data_dir / "sessions").iterdir()):
         print(f"error: {data_dir}/sessions is not empty: use a fresh data dir", file=sys.stderr)
@@ -1018,6 +1182,8 @@ def main(args: argparse.Namespace) -> int:
         max_seconds=args.max_seconds,
         settle_seconds=args.settle_seconds,
         think=args.think,
+        hosts=args.hosts,
+        store=args.store,
     )
     logs.configure(json=False, level="warning")  # the checker's own findings, on stderr
     print(f"chaos: {cfg.sessions} sessions, {cfg.kills} kills, seed {cfg.seed}, data in {data_dir}")

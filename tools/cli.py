@@ -1,5 +1,5 @@
 """The ``gamehost`` command: ``serve``, ``play``, ``replay``, ``bench``, ``demo``, ``chaos``,
-``db init``, ``export``, ``import``.
+``db init``, ``export``, ``import``, ``schema``.
 
 ``gamehost`` alone prints this help and exits 0; ``gamehost --version`` prints the host's version
 and each installed game's id and version. A bad option or value is refused by argparse with one
@@ -47,7 +47,7 @@ class _Version(argparse.Action):
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gamehost`` console script."""
-    from tools import bench, chaos, db, demo, play, replay
+    from tools import bench, chaos, db, demo, play, replay, schema
 
     parser = argparse.ArgumentParser(
         prog="gamehost", description="An event-sourced host for turn-based games."
@@ -61,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_parser(sub)
     chaos.add_parser(sub)
     db.add_parser(sub)
+    schema.add_parser(sub)
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as given (serve --workers)
     if args.command is None:
         parser.print_help()
         return 0

@@ -28,8 +28,9 @@ from typing import Any
 import orjson
 import trio
 
+from host.errors import BadSessionId, LogError
 from host.pgstore import PostgresStore, StoreUnavailable, check_url, migrate, parse_lines
-from host.store import _SESSION_ID, Conflict, CorruptLog, FileStore, read_log
+from host.store import _SESSION_ID, FileStore, read_log
 
 __all__ = ["add_parser", "export_sessions", "import_files"]
 
@@ -135,7 +136,7 @@ async def export_sessions(url: str, sessions: list[str] | None, out: Path) -> tu
                     records = _exact_records(f"session {sid}", [line.encode() for line in lines])
                     await target.create(sid, records)
                     written += 1
-                except (LookupError, ValueError, Conflict, CorruptLog) as exc:
+                except (LogError, LookupError, ValueError) as exc:  # parse errors: ValueError
                     refused.append(f"{sid}: {exc}")
         except OSError as exc:
             failure = exc  # raised outside the nursery, so not as an exception group
@@ -169,14 +170,14 @@ async def import_files(url: str, files: list[Path]) -> tuple[int, list[str]]:
                 sid = path.name.removesuffix(".jsonl")
                 try:
                     if not path.name.endswith(".jsonl") or not _SESSION_ID.match(sid):
-                        raise ValueError("not named <session id>.jsonl")
+                        raise BadSessionId("not named <session id>.jsonl")
                     records = read_log(path)  # it reads as a log (a torn tail is left out)
                     lines = path.read_bytes().split(b"\n")[: len(records)]
                     await target.create(sid, _exact_records(str(path), lines))
                     created += 1
                 except StoreUnavailable:
                     raise
-                except (OSError, ValueError, Conflict, CorruptLog) as exc:
+                except (OSError, LogError, ValueError) as exc:  # parse errors: ValueError
                     refused.append(f"{path}: {exc}")
         except StoreUnavailable as exc:
             failure = exc

@@ -53,6 +53,7 @@ from host.store import CorruptLog, FileStore, fold_log, read_log
 __all__ = [
     "ReplayError",
     "as_text",
+    "fork_records",
     "load",
     "main",
     "parse_rate",
@@ -312,27 +313,26 @@ def _state_at(engine: Engine, records: list[Record], seq: int) -> Any:
     return engine.rebuild(r for r in records if r.seq <= seq)
 
 
-def _fork(args: argparse.Namespace, records: list[Record]) -> int:
-    n = args.fork_at
+def fork_records(records: list[Record], n: int, new_id: str) -> list[dict[str, Any]]:
+    """The records 0..``n`` of a log as the records of a new session ``new_id`` (its header
+    names it and says ``forked_from``; an ``ended`` record is left out), ready for a store's
+    ``create``. The fork keeps the seed, so it replays.
+
+    Raises:
+        ValueError: ``n`` is not a seq of the log, or ends inside a cause (the next record is
+            not a ``seat_taken`` or an ``action``): the message says where to fork instead.
+    """
     last = records[-1].seq
     if not 0 <= n <= last:
-        print(f"error: --fork-at must be 0..{last}", file=sys.stderr)
-        return 2
+        raise ValueError(f"the seq must be 0..{last}")
     after = records[n + 1] if n < last else None
     if after is not None and after.type not in ("seat_taken", "action"):
         ends = [r.seq - 1 for r in records[1:] if r.type in ("seat_taken", "action")]
         before = max((e for e in ends if e < n), default=0)
-        print(
-            f"error: seq {n} is inside a cause (record {n + 1} is its {after.type});"
-            f" fork at {before} or at the end of that cause",
-            file=sys.stderr,
+        raise ValueError(
+            f"seq {n} is inside a cause (record {n + 1} is its {after.type});"
+            f" fork at {before} or at the end of that cause"
         )
-        return 2
-    folder = args.out if args.out is not None else args.log.parent
-    db = getattr(args, "store", None) if args.out is None else None
-    if db is not None:
-        folder = Path("the database")
-    new_id = secrets.token_hex(8)
     lines = []
     for r in records[: n + 1]:
         if r.type == "ended":
@@ -342,6 +342,21 @@ def _fork(args: argparse.Namespace, records: list[Record]) -> int:
             data["session"] = new_id
             data["forked_from"] = {"session": r.data["session"], "seq": n}
         lines.append({"seq": r.seq, "type": r.type, **data})
+    return lines
+
+
+def _fork(args: argparse.Namespace, records: list[Record]) -> int:
+    n = args.fork_at
+    folder = args.out if args.out is not None else args.log.parent
+    db = getattr(args, "store", None) if args.out is None else None
+    if db is not None:
+        folder = Path("the database")
+    new_id = secrets.token_hex(8)
+    try:
+        lines = fork_records(records, n, new_id)
+    except ValueError as exc:
+        print(f"error: --fork-at {n}: {exc}", file=sys.stderr)
+        return 2
     try:
         if db is None:
             store: Any = FileStore(folder, logs_in_root=True)

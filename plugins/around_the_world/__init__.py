@@ -53,9 +53,11 @@ from plugins.around_the_world.model import (
     Guess,
     Guessed,
     Options,
+    Outcome,
     ShoeShuffled,
     State,
     Turned,
+    View,
     ledger,
 )
 from plugins.around_the_world.text import describe_action, render_view
@@ -84,6 +86,8 @@ class AroundTheWorld:
             Cancelled,
             Finished,
         ),
+        view_type=View,
+        outcome_type=Outcome,
         description=(
             "A drinking game (Ride the Bus): guess red/black, higher/lower, inside/outside and "
             "the suit to build a row of cards, then match the take and give columns. The host "

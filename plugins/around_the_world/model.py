@@ -142,7 +142,7 @@ class ShoeShuffled:
 
     decks: int
     size: int
-    cards: tuple[str, ...] | None
+    cards: tuple[str, ...] | None = attrs.field(metadata={"hidden": "everyone"})
 
 
 @attrs.frozen
@@ -292,3 +292,117 @@ def ledger(state: State) -> list[dict[str, Any]]:
             if e.giver is not None:
                 book[e.giver][key]["given"] += e.drinks
     return [{"seat": i, **b} for i, b in enumerate(book)]
+
+
+# -- the view's wire shape (what ``AroundTheWorld.view`` returns; published as JSON Schema) ----
+
+
+@attrs.frozen
+class ViewShoe:
+    """The shoe: ``decks``, ``size`` (cards) and ``left`` (not dealt yet); never its order."""
+
+    decks: int
+    size: int
+    left: int
+
+
+@attrs.frozen
+class ViewQuestion:
+    """The round-1 question awaiting ``seat``'s guess: its ``drinks`` and ``pass`` (from 1)."""
+
+    seat: int
+    question: str
+    drinks: int
+    pass_: int = attrs.field(metadata={"wire_name": "pass"})  # a Python keyword
+
+
+@attrs.frozen
+class ViewGuess:
+    """One round-1 guess of a row: the question, the answer and whether it was right."""
+
+    question: str
+    guess: str
+    correct: bool
+
+
+@attrs.frozen
+class ViewRow:
+    """A seat's face-up row and its round-1 guesses, in order."""
+
+    seat: int
+    cards: tuple[str, ...]
+    guesses: tuple[ViewGuess, ...]
+
+
+@attrs.frozen
+class ViewColumn:
+    """A round-2 card place: ``column``, ``row`` (5 = end card), ``value``; ``card`` null
+    while face down."""
+
+    column: Literal["take", "give"]
+    row: int
+    value: int
+    card: str | None
+
+
+@attrs.frozen
+class Tally:
+    """Drinks ``taken``, ``given`` and ``cancelled`` (see :func:`ledger`)."""
+
+    taken: int
+    given: int
+    cancelled: int
+
+
+@attrs.frozen
+class LedgerLine:
+    """One seat's line of the drink ledger."""
+
+    seat: int
+    round1: Tally
+    round2: Tally
+    total: Tally
+
+
+@attrs.frozen
+class ViewBest:
+    """``poker_cancel``: the best-hand holders, the hand's name, who has decided."""
+
+    seats: tuple[int, ...]
+    hand: str
+    decided: tuple[int, ...]
+
+
+@attrs.frozen
+class View:
+    """The table (the shape of ``AroundTheWorld.view``; everyone sees the same but ``you``)."""
+
+    phase: Literal["deal", "round1", "round2", "cancel", "over"]
+    you: int | None
+    dealer: int
+    options: Options
+    shoe: ViewShoe
+    question: ViewQuestion | None
+    rows: tuple[ViewRow, ...]
+    columns: tuple[ViewColumn, ...]
+    pending: tuple[Assignment, ...]
+    round2_entries: tuple[tuple[int, int, int | None, bool], ...]
+    ledger: tuple[LedgerLine, ...]
+    best: ViewBest | None
+
+
+@attrs.frozen
+class OutcomeBest:
+    """``poker_cancel``: the best-hand holders and the hand's name."""
+
+    seats: tuple[int, ...]
+    hand: str
+
+
+@attrs.frozen
+class Outcome:
+    """The drink ledger at the end (the shape of ``AroundTheWorld.outcome``)."""
+
+    ledger: tuple[LedgerLine, ...]
+    totals: Tally
+    best: OutcomeBest | None

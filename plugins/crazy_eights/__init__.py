@@ -74,6 +74,7 @@ from plugins.crazy_eights.model import (
     Draw,
     Drew,
     Options,
+    Outcome,
     Pass,
     Passed,
     PenaltyTaken,
@@ -81,6 +82,7 @@ from plugins.crazy_eights.model import (
     Played,
     Reshuffled,
     State,
+    View,
     check_options,
 )
 from plugins.crazy_eights.text import describe, render
@@ -104,6 +106,8 @@ class CrazyEights:
         options=Options,
         action_types=(Play, Draw, Pass),
         event_types=(Dealt, Played, Drew, Reshuffled, PenaltyTaken, Passed, DealScored),
+        view_type=View,
+        outcome_type=Outcome,
         description=(
             "Shed your hand by matching the top discard's rank or suit; 8s are wild and name"
             " a suit. Deals are scored by the cards left in hand until a player reaches the"

@@ -26,6 +26,8 @@ __all__ = [
     "Played",
     "Reshuffled",
     "State",
+    "View",
+    "Outcome",
     "check_options",
     "deck_count",
     "hand_size",
@@ -246,9 +248,9 @@ class Dealt:
 
     deal: int
     dealer: int
-    hands: tuple[Cards | None, ...]
+    hands: tuple[Cards | None, ...] = attrs.field(metadata={"hidden": "others"})
     hand_sizes: tuple[int, ...]
-    stock: Cards | None
+    stock: Cards | None = attrs.field(metadata={"hidden": "everyone"})
     stock_size: int
     starter: str
     turned_back: Cards = ()
@@ -268,7 +270,7 @@ class Drew:
     """``seat`` drew ``count`` cards from the top of the stock (``cards`` only for the drawer)."""
 
     seat: int
-    cards: Cards | None
+    cards: Cards | None = attrs.field(metadata={"hidden": "others"})
     count: int
 
 
@@ -286,7 +288,7 @@ class PenaltyTaken:
 class Reshuffled:
     """The discards but the top card became the new stock (``stock`` ``None`` when redacted)."""
 
-    stock: Cards | None
+    stock: Cards | None = attrs.field(metadata={"hidden": "everyone"})
     stock_size: int
 
 
@@ -366,3 +368,55 @@ class State:
     last_deal: DealScored | None = None
     over: bool = False
     winners: tuple[int, ...] = ()
+
+
+# -- the view's wire shape (what ``CrazyEights.view`` returns; published as JSON Schema) ---------
+
+
+@attrs.frozen
+class DealResult:
+    """The last deal's result in a view (its hands revealed to everyone)."""
+
+    deal: int
+    result: Literal["out", "blocked"]
+    winner: int | None
+    hands: tuple[Cards, ...]
+    points: tuple[int, ...]
+    gains: tuple[int, ...]
+
+
+@attrs.frozen
+class View:
+    """The table as one viewer sees it (the shape of ``CrazyEights.view``; see its docstring)."""
+
+    deal: int
+    dealer: int
+    turn: int | None
+    direction: Literal["clockwise", "counterclockwise"]
+    hand: Cards | None = attrs.field(metadata={"hidden": "others"})
+    hand_sizes: tuple[int, ...]
+    top: str | None
+    current_suit: str | None
+    discard_size: int
+    stock_size: int
+    penalty: int
+    draws_this_turn: int
+    draw_limit: Literal["none"] | int
+    scores: tuple[int, ...]
+    target: int | None
+    countdown: bool
+    numbers: tuple[int, ...] | None
+    wild_ranks: tuple[str, ...]
+    last_deal: DealResult | None
+    over: bool
+    winners: tuple[int, ...]
+
+
+@attrs.frozen
+class Outcome:
+    """The match result (the shape of ``CrazyEights.outcome``)."""
+
+    scores: tuple[int, ...]
+    winners: tuple[int, ...]
+    deals: int
+    countdown: bool

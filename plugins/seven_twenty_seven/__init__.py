@@ -65,9 +65,11 @@ from plugins.seven_twenty_seven.model import (
     Draw,
     Fold,
     Options,
+    Outcome,
     Raise,
     Stand,
     State,
+    View,
     Vote,
 )
 from plugins.seven_twenty_seven.rules import evolve
@@ -95,6 +97,8 @@ class SevenTwentySeven:
         # folded hands stay secret for ever (Hidden information): the revealed seed would let
         # anyone re-deal them, so clients get the commitment only; the log keeps the seed
         reveal_seed=False,
+        view_type=View,
+        outcome_type=Outcome,
     )
 
     def check_options(self, options: Options, seats: int) -> None:

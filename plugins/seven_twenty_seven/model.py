@@ -135,8 +135,8 @@ class Dealt:
     redacted)."""
 
     up: tuple[str | None, ...]
-    down: tuple[tuple[str | None, ...], ...]
-    stock: tuple[str, ...] | None
+    down: tuple[tuple[str | None, ...], ...] = attrs.field(metadata={"hidden": "others"})
+    stock: tuple[str, ...] | None = attrs.field(metadata={"hidden": "everyone"})
 
 
 @attrs.frozen
@@ -154,7 +154,7 @@ class CardDrawn:
     """``seat`` gets the top stock card (``card`` None when the viewer may not see it)."""
 
     seat: int
-    card: str | None
+    card: str | None = attrs.field(metadata={"hidden": "some"})
     face: Literal["down", "up"]
 
 
@@ -315,6 +315,87 @@ class LastHand:
     hand: int
     shown: tuple[ShownHand, ...] = ()
     awards: tuple[PotAwarded, ...] = ()
+
+
+@attrs.frozen
+class Outcome:
+    """The session's result (the shape of the game's ``outcome``): no cards at all."""
+
+    reason: Literal["one_player_left", "hands_played", "too_few_can_ante"]
+    hands: int
+    stacks: tuple[int, ...]
+    net: tuple[int, ...]
+    winners: tuple[int, ...]
+
+
+# -- the view's wire shape (what the game's ``view`` returns; published as JSON Schema) ----------
+
+
+@attrs.frozen
+class ViewPot:
+    """A pot in a view: its ``amount`` and the seats ``eligible`` to win it."""
+
+    amount: int
+    eligible: tuple[int, ...]
+
+
+@attrs.frozen
+class ViewPlayer:
+    """One seat at the table as the viewer sees it (``cards``: null for a card it may not see)."""
+
+    seat: int
+    stack: int
+    bet: int
+    put_in: int
+    cards: tuple[str | None, ...] = attrs.field(metadata={"hidden": "some"})
+    face_up: tuple[bool, ...]
+    in_hand: bool
+    sitting_out: bool
+    folded: bool
+    busted: bool
+    all_in: bool
+    out: bool
+    visible: tuple[int, ...]
+
+
+@attrs.frozen
+class ViewYou:
+    """The viewer's own hand: cards, totals, distance and the totals closest to 7 and 27."""
+
+    seat: int
+    cards: tuple[str, ...]
+    totals: tuple[int, ...]
+    distance: int | None
+    closest_to_7: int | None
+    closest_to_27: int | None
+
+
+@attrs.frozen
+class View:
+    """The table: the shape of :func:`plugins.seven_twenty_seven.view.view`."""
+
+    hand: int
+    hands_limit: int | Literal["unlimited"]
+    dealer: int
+    phase: Literal["idle", "dealt", "draw", "betting", "vote", "over"]
+    round: int
+    stacks: tuple[int, ...]
+    pots: tuple[ViewPot, ...]
+    pot_total: int
+    current_bet: int
+    to_call: int
+    raises: int
+    max_raises: int
+    min_bet: int
+    max_bet: int
+    turn: tuple[int, ...]
+    votes: tuple[bool | None, ...]
+    stock: int
+    players: tuple[ViewPlayer, ...]
+    you: ViewYou | None = attrs.field(metadata={"hidden": "others"})
+    last_hand: LastHand | None
+    over: bool
+    end_reason: Literal["one_player_left", "hands_played", "too_few_can_ante"] | None
 
 
 @attrs.frozen

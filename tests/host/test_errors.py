@@ -42,6 +42,7 @@ from host.game import hookimpl
 from host.registry import Registry, load_registry
 from host.store import Conflict, CorruptLog, StoreClosed, UnknownSession
 from protocol.messages import ErrorCode, encode_protocol_error, extra_problems
+from protocol.replies import Refused, reply_id
 from tests.conftest import start_host
 from tests.toy import HighCard, Options, Swap
 from tools.client import Client
@@ -148,7 +149,9 @@ def test_an_illegal_action_reply_is_always_documented(reason: str, message: str)
 
 @given(rid=st.integers(-(2**53), 2**53) | st.text(max_size=10), forged=st.integers(0, 99))
 def test_an_id_in_a_members_fields_never_redirects_the_reply(rid: Any, forged: int) -> None:
-    assert reply_of(ActionError("no", id=forged), rid)["id"] == rid
+    exc = ActionError("no", id=forged)
+    assert reply_of(exc, rid)["id"] == rid
+    assert reply_id(rid, exc) == rid and Refused.of(exc) == Refused(ErrorCode.BAD_ACTION, "no")
 
 
 @given(option=st.text(min_size=1, max_size=20), why=st.text(max_size=40))
@@ -329,20 +332,21 @@ class LogRecorder:
         self.calls.append((event, kw))
 
 
-def test_refusal_line_answers_a_refusal_and_logs_a_member_that_answers_internal(
+def test_refusal_answers_a_refusal_and_logs_a_member_that_answers_internal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     log = LogRecorder()
     monkeypatch.setattr(host.faults, "log", log)
-    line = host.faults.refusal_line(3, IllegalAction("cannot_pass", "draw first"))
-    assert orjson.loads(line)["error"] == {
+    refused = host.faults.refusal(IllegalAction("cannot_pass", "draw first"))
+    assert refused == Refused(ErrorCode.ILLEGAL_ACTION, "draw first", {"reason": "cannot_pass"})
+    assert refused.to_wire() == {
         "code": "illegal_action",
         "message": "draw first",
         "reason": "cannot_pass",
     }
     assert log.calls == []  # a refusal is the client's, not a bug
     bug = BadHeader("session s: the header lacks seed")
-    assert orjson.loads(host.faults.refusal_line(4, bug))["error"]["code"] == "internal"
+    assert host.faults.refusal(bug).code == ErrorCode.INTERNAL
     assert log.calls == [("internal_error", {"error": str(bug), "exc_info": bug})]
 
 
@@ -357,3 +361,20 @@ def test_a_game_imports_the_family_without_the_hosts_io() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "['host', 'host.errors', 'host.game']"
+
+
+def test_a_games_own_refusal_on_replay_is_reported_and_never_stops_a_load() -> None:
+    plain = Engine(HighCard())
+    header = plain.header("s", Options(), 2, [], b"f" * 32)
+    records, state = [header], plain.initial(header)
+    for seat in (0, 1):
+        new, state = plain.seat_step(state, seat, "p", False, None)
+        records += new
+    new, state = plain.step(state, 0, Swap())
+    records += new
+    refusing = Engine(GAMES["refuses-own-class"])  # today's code refuses that swap
+    assert refusing.load(records) == (len(records), state)  # kept whole: not its to judge
+    assert refusing.verify(records) == (
+        new[0].seq,
+        "action refused on replay: no swaps on Sundays",
+    )

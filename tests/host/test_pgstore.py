@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from host.pgstore import (
+    LIVENESS,
     SCHEMA_VERSION,
     PostgresStore,
     SchemaMismatch,
@@ -217,3 +218,42 @@ async def test_an_unreachable_database_is_unavailable_and_acknowledges_nothing(p
         with pytest.raises(OSError):
             await store.read("s1")
         await store.aclose()
+
+
+async def test_appends_queued_together_are_written_in_one_transaction(pg_store_url):
+    async with stores(pg_store_url, 1) as (store,):
+        await store.create("s1", [rec(0)])
+        await store.create("s2", [rec(0)])
+        before = store.statistics().batches
+        with (
+            psycopg.connect(pg_store_url, autocommit=True) as listener,
+            psycopg.connect(pg_store_url) as locker,
+        ):
+            listener.execute("LISTEN gamehost_log")
+            # the writer waits on this row lock: what is queued meanwhile is one batch
+            locker.execute("SELECT 1 FROM gamehost_sessions WHERE session_id = 's1' FOR UPDATE")
+            async with trio.open_nursery() as n:  # none awaited before the next is queued
+                for seq in range(1, 6):
+                    n.start_soon(store.append, "s1", seq, [rec(seq)])
+                    await trio.testing.wait_all_tasks_blocked()
+                n.start_soon(store.append, "s2", 1, [rec(1), rec(2)])
+                await trio.testing.wait_all_tasks_blocked()
+                locker.commit()
+            got = [n.payload for n in listener.notifies(timeout=0.5)]
+        assert store.statistics().batches - before <= 2  # the first may have gone alone
+        assert [r["seq"] for r in await store.read("s1")] == [0, 1, 2, 3, 4, 5]
+        assert "s1 5" in got and "s2 2" in got
+        assert rows(pg_store_url, "SELECT session_id, last_seq FROM gamehost_sessions") == [
+            ("s1", 5),
+            ("s2", 2),
+        ]
+
+
+def test_connections_notice_a_vanished_server_unless_the_url_says_otherwise(pg_store_url):
+    conn = PostgresStore(pg_store_url)._conns.connect()
+    with conn:
+        params = conn.info.get_parameters()
+    assert {k: params.get(k) for k in LIVENESS} == LIVENESS
+    own = PostgresStore(pg_store_url + "?tcp_user_timeout=1234")._conns.connect()
+    with own:
+        assert own.info.get_parameters()["tcp_user_timeout"] == "1234"

@@ -19,6 +19,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from host.errors import BadHeader, BadSessionId
 from host.pgstore import PostgresStore
 from host.store import FileStore
 from host.stores import (
@@ -185,10 +186,10 @@ BAD_HEADER = {**rec(0), "seed_commitment": "00" * 32}
 @pytest.mark.parametrize(
     ("records", "error"),
     [
-        ([], ValueError),
-        ([rec(1)], ValueError),  # not a header
-        ([BAD_HEADER], ValueError),  # the seed does not match its commitment
-        ([{k: v for k, v in rec(0).items() if k != "seats"}], ValueError),
+        ([], BadHeader),
+        ([rec(1)], BadHeader),  # not a header
+        ([BAD_HEADER], BadHeader),  # the seed does not match its commitment
+        ([{k: v for k, v in rec(0).items() if k != "seats"}], BadHeader),
         ([{**rec(0), "seq": 3}], Conflict),
         ([rec(0), rec(2)], Conflict),
         ([rec(0), rec(1, x={1, 2})], TypeError),  # not JSON
@@ -208,14 +209,14 @@ async def test_a_create_that_fails_leaves_no_log(backing, records, error):
 
 
 @pytest.mark.parametrize("bad", ["", "a/b", "../x", "x" * 65, "a b", "é"])
-async def test_a_bad_session_id_is_a_value_error(store, bad):
-    with pytest.raises(ValueError):
+async def test_a_bad_session_id_is_a_bad_session_id_error(store, bad):
+    with pytest.raises(BadSessionId):  # a LogError, and a ValueError as it always was
         await store.create(bad, [rec(0)])
-    with pytest.raises(ValueError):
+    with pytest.raises(BadSessionId):
         store.load(bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(BadSessionId):
         await store.read(bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(BadSessionId):
         store.truncate(bad, 1)
     assert store.session_ids() == []
 

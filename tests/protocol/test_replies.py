@@ -27,14 +27,17 @@ from protocol.replies import (
     Created,
     EndedPush,
     EventPush,
+    Forked,
     GameDescription,
     GamesResult,
     HelloResult,
     Joined,
     Left,
+    LogPage,
     OptionDescription,
     Pong,
     Refused,
+    ReplayState,
     Reply,
     Resumed,
     SeatInfo,
@@ -43,6 +46,7 @@ from protocol.replies import (
     Snapshot,
     StalledPush,
     TurnPush,
+    Verified,
     ViewReply,
     Watching,
     decode_line,
@@ -144,6 +148,36 @@ results: dict[str, st.SearchStrategy[Any]] = {
     "act": st.builds(Accepted, ints),
     "leave": st.just(Left()),
     "ping": st.just(Pong()),
+    "log": st.builds(
+        LogPage,
+        text,
+        text,
+        ints,
+        st.booleans(),
+        st.booleans(),
+        st.booleans(),
+        st.lists(objects, max_size=3),
+        st.none() | ints,
+    ),
+    "replay": st.builds(
+        ReplayState,
+        text,
+        text,
+        ints,
+        ints,
+        seat_lists,
+        st.booleans(),
+        st.booleans(),
+        small,
+        json_values,
+        st.booleans(),
+    ),
+    "verify": st.builds(
+        Verified, st.booleans(), ints, st.none() | ints, st.none() | text, st.none() | text
+    ),
+    "fork": st.builds(
+        Forked, text, text, objects, seat_lists, small, ints, st.dictionaries(text, text)
+    ),
 }
 op_and_result = st.sampled_from(sorted(results)).flatmap(
     lambda op: st.tuples(st.just(op), results[op])
@@ -219,6 +253,11 @@ RESULT_KEYS = {  # PROTOCOL.md, "Ops", the result column, in order
     "act": ["seq"],
     "leave": ["left"],
     "ping": ["pong"],
+    # PROTOCOL.md, "Replay ops"
+    "log": ["session", "game", "seq", "live", "ended", "open", "records", "next"],
+    "replay": ["session", "game", "seq", "last", "seats", "started", "ended", "to_act", "view"],
+    "verify": ["ok", "records", "seq", "explanation", "warning"],
+    "fork": ["session", "game", "forked_from", "seats", "free", "seq", "tokens"],
 }
 
 GAME_KEYS = ["id", "title", "version", "min_seats", "max_seats", "description", "options"]
@@ -255,6 +294,8 @@ def test_a_result_has_the_keys_protocol_md_shows_in_that_order(rid, op_result):
     assert list(reply) == ["id", "ok", "result"] and reply["ok"] is True
     keys = list(reply["result"])
     expected = RESULT_KEYS[op]
+    if getattr(result, "truth", False):  # replay with truth: the whole state, not a view
+        expected = [*expected[:-1], "state"]
     snap = getattr(result, "snapshot", None)
     if op == "games":  # "for each game `id`, `title`, ... `options` (each: `name`, ...)"
         for game in reply["result"]["games"]:

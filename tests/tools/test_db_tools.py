@@ -190,3 +190,14 @@ def test_serve_on_a_bad_or_unreachable_database_is_one_error_line_and_status_2(
         assert done.returncode == 2, done.stderr
         (line,) = error_lines(done.stderr)
         assert line.startswith("gamehost serve: error: ") and says in line, line
+
+
+def test_serve_store_that_is_not_a_url_is_the_data_dir(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("host.cli.logs.configure", lambda *args, **kw: None)
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_bytes(b"")
+    argv = ["serve", "--port", "0", "--data-dir", str(tmp_path / "d"), "--store", str(not_a_dir)]
+    assert main(argv) == 2
+    (line,) = error_lines(capsys.readouterr().err)
+    assert "Not a directory" in line and str(not_a_dir) in line
+    assert not (tmp_path / "d").exists()

@@ -1,0 +1,257 @@
+// The web client: a lobby (#/), a table to play (#/play/SESSION) or watch (#/watch/SESSION).
+// Everything a client typed (names, options) is put in the page as text, never as HTML.
+import { Conn, HostError, clear, el, fmt, jsonTree, recent, seatName, tokens } from "./common.js";
+import { describeAction, renderers } from "./tables.js";
+
+const main = document.getElementById("main");
+const status = document.getElementById("status");
+let conn = null;
+let page = null; // the page shown: { kind, stop() }
+
+function say(text, kind = "info") {
+  clear(status).append(el("span", { class: kind }, text));
+}
+
+function connect(onPush) {
+  if (conn) { conn.onClose = () => {}; conn.onPush = () => {}; conn.ws.close(); }
+  conn = new Conn(onPush, () => say("disconnected from the host: reload to reconnect", "error"));
+  return conn;
+}
+
+function route() {
+  if (page) page.stop();
+  const parts = location.hash.replace(/^#\/?/, "").split("/");
+  if ((parts[0] === "play" || parts[0] === "watch") && parts[1]) {
+    page = tablePage(parts[1], parts[0] === "watch");
+  } else {
+    page = lobbyPage();
+  }
+}
+window.addEventListener("hashchange", route);
+
+// ---- lobby ------------------------------------------------------------------------------------
+function playerName() {
+  return localStorage.getItem("gamehost.name") || "player";
+}
+
+function lobbyPage() {
+  document.title = "gamehost: lobby";
+  say("");
+  const c = connect(() => {});
+  const nameInput = el("input", { id: "name", value: playerName(), maxlength: 64, size: 20 });
+  nameInput.addEventListener("change", () => localStorage.setItem("gamehost.name", nameInput.value));
+  const gamesBox = el("div", { id: "games", class: "games" });
+  const sessionsBox = el("div", { id: "sessions" });
+  const debugId = el("input", { id: "debug-id", placeholder: "session id", size: 18 });
+  clear(main).append(
+    el("section", { class: "who" }, el("label", {}, "Your name ", nameInput)),
+    el("h2", {}, "Games"),
+    gamesBox,
+    el("h2", {}, "Open sessions ", el("button", { id: "refresh", onclick: () => refresh() }, "refresh")),
+    sessionsBox,
+    el("h2", {}, "Replay debugger"),
+    el("p", {}, "Open any session from the host's store, live or ended: ", debugId, " ",
+      el("button", { onclick: () => { location.href = `debug.html#${encodeURIComponent(debugId.value.trim())}`; } }, "open")),
+  );
+
+  c.call("games").then(({ games }) => {
+    for (const g of games) gamesBox.append(gameForm(g, nameInput));
+  }).catch((e) => say(e.message, "error"));
+
+  async function refresh() {
+    try {
+      const { sessions } = await c.call("sessions", { limit: 100 });
+      clear(sessionsBox);
+      if (!sessions.length) { sessionsBox.append(el("p", { class: "muted" }, "No live sessions.")); return; }
+      const rows = sessions.map((s) => el("tr", { "data-session": s.session },
+        el("td", {}, el("code", {}, s.session)),
+        el("td", {}, s.game),
+        el("td", { class: "names" }, s.seats.map((x, i) => el("span", { class: "seatname" }, seatName(s.seats, i)))),
+        el("td", {}, s.ended ? "ended" : s.started ? "playing" : `waiting (${s.free.length} free)`),
+        el("td", {},
+          s.free.length && !s.ended ? el("button", { class: "join", onclick: () => joinSession(c, s.session, nameInput.value) }, "join") : null,
+          tokens.get(s.session) ? el("a", { href: `#/play/${s.session}`, class: "button" }, "back to my seat") : null,
+          el("a", { href: `#/watch/${s.session}`, class: "button watch" }, "watch"),
+          el("a", { href: `debug.html#${s.session}`, class: "button" }, "debug"))));
+      sessionsBox.append(el("table", { class: "list" },
+        el("thead", {}, el("tr", {}, ["session", "game", "seats", "state", ""].map((h) => el("th", {}, h)))),
+        el("tbody", {}, rows)));
+    } catch (e) { say(e.message, "error"); }
+  }
+  refresh();
+  const timer = setInterval(refresh, 3000);
+  return { kind: "lobby", stop() { clearInterval(timer); } };
+}
+
+// An option's control, generated from what `games` says of it (type, choices, default).
+function optionControl(game, opt) {
+  const id = `opt-${game}-${opt.name}`;
+  if (opt.choices && opt.choices.length) {
+    const sel = el("select", { id, name: opt.name },
+      opt.choices.map((c) => el("option", { value: JSON.stringify(c), selected: JSON.stringify(c) === JSON.stringify(opt.default) }, fmt(c))));
+    return [sel, () => JSON.parse(sel.value)];
+  }
+  const input = el("input", { id, name: opt.name, value: fmt(opt.default), size: 10 });
+  return [input, () => {
+    const v = input.value.trim();
+    if (/^-?\d+$/.test(v) && /int/.test(opt.type)) return Number(v);
+    if (/^-?\d+(\.\d+)?$/.test(v) && /float/.test(opt.type)) return Number(v);
+    if ((v === "true" || v === "false") && /bool/.test(opt.type)) return v === "true";
+    return v;
+  }];
+}
+
+function gameForm(g, nameInput) {
+  const seats = el("input", { type: "number", name: "seats", min: g.min_seats, max: g.max_seats, value: g.min_seats, class: "num" });
+  const bots = el("input", { type: "number", name: "bots", min: 0, max: g.max_seats, value: g.min_seats - 1, class: "num" });
+  const readers = {};
+  const opts = g.options.map((o) => {
+    const [control, read] = optionControl(g.id, o);
+    readers[o.name] = [read, o.default];
+    return el("label", { class: "opt", title: o.doc || "" }, el("span", {}, o.name), control);
+  });
+  const error = el("div", { class: "error" });
+  const form = el("form", { class: "game", "data-game": g.id },
+    el("h3", {}, g.title || g.id), el("p", { class: "muted" }, g.description || ""),
+    el("div", { class: "row" }, el("label", {}, "seats ", seats), el("label", {}, "host bots ", bots)),
+    g.options.length ? el("details", {}, el("summary", {}, "options"), el("div", { class: "opts" }, opts)) : null,
+    el("button", { type: "submit", class: "create" }, `create and join`),
+    error);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    clear(error);
+    const options = {};
+    for (const [name, [read, dflt]] of Object.entries(readers)) {
+      const v = read();
+      if (JSON.stringify(v) !== JSON.stringify(dflt)) options[name] = v;
+    }
+    try {
+      const made = await conn.call("create", { game: g.id, seats: Number(seats.value), bots: Number(bots.value), options });
+      if (made.free.length) await joinSession(conn, made.session, nameInput.value);
+      else location.hash = `#/watch/${made.session}`;
+    } catch (err) { error.append(err.message); }
+  });
+  return form;
+}
+
+async function joinSession(c, sid, name) {
+  localStorage.setItem("gamehost.name", name);
+  try {
+    const joined = await c.call("join", { session: sid, name });
+    tokens.set(sid, joined.seat, joined.token);
+    await c.call("leave", { session: sid });
+    location.hash = `#/play/${sid}`;
+  } catch (e) { say(e.message, "error"); }
+}
+
+// ---- table ------------------------------------------------------------------------------------
+function tablePage(sid, watching) {
+  const held = watching ? null : tokens.get(sid);
+  const me = held ? held.seat : null;
+  document.title = `gamehost: ${watching ? "watching" : "playing"} ${sid}`;
+  const t = {
+    sid, me, watching: me === null, snap: null, legal: [], turnSeq: null, events: [], viewAsked: false, stopped: false,
+  };
+  const board = el("div", { id: "board" });
+  const controls = el("div", { id: "controls" });
+  const info = el("div", { id: "info" });
+  const eventsBox = el("ol", { id: "events", class: "events" });
+  clear(main).append(
+    el("p", {}, el("a", { href: "#/" }, "\u2190 lobby"), " \u00b7 ",
+      el("a", { href: `debug.html#${sid}` }, "open in the replay debugger")),
+    info, board, controls, el("h3", {}, "What happened"), eventsBox);
+
+  const c = connect(onPush);
+  function onPush(p) {
+    if (t.stopped || p.session !== sid && p.push !== "closed") return;
+    if (p.push === "event") {
+      t.events.push(p);
+      eventsBox.prepend(el("li", {}, describeEvent(p, t.snap)));
+      while (eventsBox.childNodes.length > 200) eventsBox.lastChild.remove();
+      if (t.snap && p.seq > t.snap.seq) askView();
+    } else if (p.push === "turn" && p.seat === me) {
+      t.legal = p.legal;
+      t.turnSeq = p.seq;
+      draw();
+    } else if (p.push === "ended") {
+      t.legal = [];
+      askView();
+    } else if (p.push === "closed") {
+      say(`the host closed the connection: ${p.reason}`, "error");
+    }
+  }
+  async function askView() {
+    if (t.viewAsked) return;
+    t.viewAsked = true;
+    try {
+      const snap = await c.call("view", { session: sid });
+      if (!t.snap || snap.seq >= t.snap.seq) t.snap = snap;
+      if (!t.snap.to_act.includes(me)) t.legal = [];
+      draw();
+    } catch (e) { say(e.message, "error"); }
+    t.viewAsked = false;
+    if (t.events.length && t.events[t.events.length - 1].seq > t.snap.seq) askView();
+  }
+  async function act(action) {
+    const seq = t.turnSeq;
+    t.legal = [];
+    draw();
+    try {
+      await c.call("act", { session: sid, action, seq });
+      say("");
+    } catch (e) {
+      say(e.message, "error");
+      if (e instanceof HostError) askView();
+    }
+  }
+  function draw() {
+    const s = t.snap;
+    if (!s) return;
+    info.dataset.seq = String(s.seq);
+    clear(info).append(
+      el("h2", {}, `${s.game} \u00b7 `, el("code", {}, s.session)),
+      el("p", { id: "role" }, me === null ? "You are watching." : `You are seat ${me}, ${seatName(s.seats, me)}.`),
+      el("p", { id: "state", class: s.ended ? "ended" : "" },
+        s.ended ? (s.aborted ? `Over: ended by the host (${s.aborted}).` : "The game is over.")
+          : !s.started ? "Waiting for players\u2026"
+          : s.to_act.length ? `To act: ${s.to_act.map((i) => seatName(s.seats, i)).join(", ")}` : ""),
+      s.ended && s.outcome ? el("div", { id: "outcome" }, el("h3", {}, "Outcome"), jsonTree(s.outcome)) : "");
+    const render = renderers[s.game] || renderers.generic;
+    clear(board).append(render.board(s, me));
+    clear(controls);
+    if (me !== null && t.legal.length && !s.ended) {
+      controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act));
+    }
+  }
+  function describeEvent(p, snap) {
+    const seats = snap ? snap.seats : [];
+    const who = (i) => seatName(seats, i);
+    const e = p.event || {};
+    if (p.kind === "action") return `#${p.seq} ${who(e.seat)}: ${describeAction(e.action)}${e.timed_out ? " (timed out: played by the host)" : ""}`;
+    if (p.kind === "seat_taken") return `#${p.seq} seat ${e.seat} taken by ${e.name}${e.bot ? " (bot)" : ""}`;
+    if (p.kind === "ended") return `#${p.seq} the game is over`;
+    const parts = Object.entries(e).filter(([k]) => k !== "type").map(([k, v]) => `${k}=${fmt(v)}`);
+    return `#${p.seq} ${e.type || p.kind} ${parts.join(" ")}`;
+  }
+
+  (async () => {
+    try {
+      let snap;
+      if (held) {
+        snap = await c.call("resume", { session: sid, token: held.token });
+      } else {
+        snap = await c.call("watch", { session: sid });
+      }
+      t.snap = snap;
+      recent.add(sid, snap.game);
+      draw();
+      if (t.events.length && t.events[t.events.length - 1].seq > snap.seq) askView();
+    } catch (e) {
+      if (e.code === "bad_token") tokens.drop(sid);
+      say(e.message, "error");
+    }
+  })();
+  return { kind: "table", stop() { t.stopped = true; } };
+}
+
+route();

@@ -1,0 +1,175 @@
+// The replay debugger: any session of the host's store, live or ended, through the replay ops
+// (log, replay, verify, fork). Step through its records; see the state after any of them as a
+// seat, a spectator or (when the host allows it) the full truth; compare two seqs; verify the
+// log; fork a new session at a seq. Every string from the log is put in the page as text.
+import { Conn, clear, el, fmt, diff, jsonTree, recent, seatName, tokens } from "./common.js";
+import { describeAction } from "./tables.js";
+
+const $ = (id) => document.getElementById(id);
+const status = $("status");
+const conn = new Conn(() => {}, () => say("disconnected from the host: reload to reconnect", "error"));
+const d = { sid: null, records: [], open: false, seats: [], at: 0, states: new Map(), live: false };
+
+function say(text, kind = "info") {
+  clear(status).append(el("span", { class: kind }, text));
+}
+
+function viewer() {
+  const v = $("viewer").value;
+  if (v === "truth") return { truth: true };
+  if (v === "spectator" || v === "") return {};
+  const seat = Number(v);
+  const held = tokens.get(d.sid);
+  return held && held.seat === seat ? { seat, token: held.token } : { seat };
+}
+
+function summary(r) {
+  switch (r.type) {
+    case "header": return `${r.game} v${r.game_version} \u00b7 ${r.seats} seats${r.forked_from ? ` \u00b7 forked from ${r.forked_from.session} at ${r.forked_from.seq}` : ""}`;
+    case "seat_taken": return `seat ${r.seat}: ${r.name}${r.bot ? " (bot)" : ""}`;
+    case "action": return `seat ${r.seat}: ${describeAction(r.action)}${r.timed_out ? " (timed out)" : ""}`;
+    case "event": return `${r.event.type} ${Object.entries(r.event).filter(([k]) => k !== "type").map(([k, v]) => `${k}=${fmt(v)}`).join(" ")}`;
+    case "ended": return r.aborted ? `ended by the host: ${r.aborted}` : `ended: ${fmt(r.outcome)}`;
+    default: return r.type;
+  }
+}
+
+async function open() {
+  const sid = $("session").value.trim();
+  if (!sid) return;
+  if (location.hash !== `#${sid}`) history.replaceState(null, "", `#${sid}`);
+  d.sid = sid;
+  d.states.clear();
+  d.at = 0;
+  say("");
+  try {
+    await loadLog(true);
+  } catch (e) { say(e.message, "error"); return; }
+  recent.add(sid, d.records[0].game);
+  go(d.records.length - 1);
+}
+
+async function loadLog(fillViewers) {
+  const records = [];
+  let after = null;
+  let page;
+  do {
+    page = await conn.call("log", { session: d.sid, after, limit: 1000, ...viewer() });
+    records.push(...page.records);
+    after = page.next;
+  } while (after !== null);
+  d.records = records;
+  d.open = page.open;
+  d.live = page.live;
+  const header = records[0];
+  d.seats = records.filter((r) => r.type === "seat_taken");
+  $("summary").textContent = `${page.game} \u00b7 ${records.length} records \u00b7 ${page.live ? "live" : page.ended ? "ended" : "stored"}${page.open ? "" : " \u00b7 hidden cards stay hidden"}`;
+  if (fillViewers) {
+    const sel = clear($("viewer"));
+    const held = tokens.get(d.sid);
+    sel.append(el("option", { value: "spectator" }, "a spectator"));
+    for (let i = 0; i < header.seats; i++) {
+      const taken = d.seats.find((r) => r.seat === i);
+      const mine = held && held.seat === i;
+      sel.append(el("option", { value: String(i), disabled: !(d.open || mine) },
+        `seat ${i}${taken ? `: ${taken.name}` : ""}${mine ? " (you)" : ""}`));
+    }
+    sel.append(el("option", { value: "truth", disabled: !d.open }, "the full truth"));
+  }
+  $("seq").max = records.length - 1;
+  $("last").textContent = String(records.length - 1);
+  const tl = clear($("timeline"));
+  for (const r of records) {
+    tl.append(el("div", { class: `t-${r.type}`, "data-seq": r.seq, onclick: () => go(r.seq), title: summary(r) },
+      `${String(r.seq).padStart(4, "\u2007")} ${r.type.padEnd(10, "\u2007")} ${summary(r)}`));
+  }
+}
+
+async function stateAt(seq) {
+  const key = `${$("viewer").value}:${seq}`;
+  if (!d.states.has(key)) d.states.set(key, await conn.call("replay", { session: d.sid, seq, ...viewer() }));
+  return d.states.get(key);
+}
+
+async function go(seq) {
+  if (!d.records.length) return;
+  seq = Math.max(0, Math.min(d.records.length - 1, seq));
+  d.at = seq;
+  $("seq").value = seq;
+  for (const node of $("timeline").querySelectorAll(".current")) node.classList.remove("current");
+  const row = $("timeline").querySelector(`[data-seq="${seq}"]`);
+  if (row) { row.classList.add("current"); row.scrollIntoView({ block: "nearest" }); }
+  $("rec-seq").textContent = `#${seq} (${d.records[seq].type})`;
+  clear($("record")).append(jsonTree(d.records[seq], "record"));
+  if (!$("diff-from").value || Number($("diff-from").value) >= seq) $("diff-from").value = Math.max(0, seq - 1);
+  try {
+    const st = await stateAt(seq);
+    if (d.at !== seq) return;
+    $("state-who").textContent = `as ${$("viewer").selectedOptions[0].textContent}`;
+    clear($("state")).append(
+      el("p", {}, `to act: ${st.to_act.map((i) => seatName(st.seats, i)).join(", ") || "nobody"}${st.ended ? " \u00b7 ended" : ""}`),
+      jsonTree(st.state !== undefined ? st.state : st.view, "state"));
+  } catch (e) { say(e.message, "error"); }
+}
+
+async function compare() {
+  const from = Number($("diff-from").value);
+  const to = d.at;
+  try {
+    const [a, b] = [await stateAt(from), await stateAt(to)];
+    const pick = (s) => ({ to_act: s.to_act, ended: s.ended, ...(s.state !== undefined ? { state: s.state } : { view: s.view }) });
+    const changes = diff(pick(a), pick(b));
+    const box = clear($("changes"));
+    if (!changes.length) { box.append(el("p", { class: "muted" }, "Nothing visible changed.")); return; }
+    box.append(el("table", { class: "diff" }, el("tbody", {}, changes.map(([path, x, y]) =>
+      el("tr", {}, el("td", {}, path), el("td", { class: "before" }, x === undefined ? "(absent)" : fmt(x)), el("td", {}, "\u2192"), el("td", { class: "after" }, y === undefined ? "(absent)" : fmt(y)))))));
+  } catch (e) { say(e.message, "error"); }
+}
+
+async function verify() {
+  const box = clear($("verdict"));
+  try {
+    const v = await conn.call("verify", { session: d.sid });
+    if (v.ok) box.append(el("p", { class: "ok", id: "verify-ok" }, `ok: ${v.records} records replay to the same events on this host's code`));
+    else {
+      box.append(el("p", { class: "bad", id: "verify-bad" }, `DIFFERS at seq ${v.seq}`, " ",
+        el("button", { onclick: () => go(v.seq) }, "go there")));
+      if (v.explanation) box.append(el("pre", {}, v.explanation));
+    }
+    if (v.warning) box.append(el("p", { class: "muted" }, `warning: ${v.warning}`));
+  } catch (e) { box.append(el("p", { class: "bad" }, e.message)); }
+}
+
+async function fork() {
+  const box = clear($("forked"));
+  try {
+    const f = await conn.call("fork", { session: d.sid, seq: d.at });
+    const seats = Object.entries(f.tokens);
+    box.append(el("p", {}, `New session `, el("code", { id: "fork-id" }, f.session), ` from seq ${f.seq}.`));
+    for (const [seat, token] of seats) {
+      box.append(el("button", { onclick: () => { tokens.set(f.session, Number(seat), token); location.href = `./#/play/${f.session}`; } },
+        `play it as seat ${seat} (${seatName(f.seats, Number(seat))})`));
+    }
+    box.append(el("a", { class: "button", href: `debug.html#${f.session}`, onclick: () => setTimeout(() => location.reload()) }, "debug the fork"));
+  } catch (e) { box.append(el("p", { class: "bad" }, e.message)); }
+}
+
+$("open").addEventListener("click", open);
+$("session").addEventListener("keydown", (e) => { if (e.key === "Enter") open(); });
+$("viewer").addEventListener("change", async () => { d.states.clear(); try { await loadLog(false); } catch (e) { say(e.message, "error"); } go(d.at); });
+$("first").addEventListener("click", () => go(0));
+$("prev").addEventListener("click", () => go(d.at - 1));
+$("next").addEventListener("click", () => go(d.at + 1));
+$("end").addEventListener("click", () => go(d.records.length - 1));
+$("seq").addEventListener("change", () => go(Number($("seq").value)));
+$("diff").addEventListener("click", compare);
+$("verify").addEventListener("click", verify);
+$("fork").addEventListener("click", fork);
+document.addEventListener("keydown", (e) => {
+  if (e.target instanceof HTMLInputElement) return;
+  if (e.key === "ArrowRight") go(d.at + 1);
+  if (e.key === "ArrowLeft") go(d.at - 1);
+});
+for (const r of recent.list()) $("recent").append(el("option", { value: r.session }, r.game || ""));
+const fromHash = decodeURIComponent(location.hash.slice(1));
+if (fromHash) { $("session").value = fromHash; open(); }

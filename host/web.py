@@ -1,0 +1,383 @@
+"""``serve --http PORT``: the web client's files over HTTP and protocol v1 over a WebSocket.
+
+One listener (``HostConfig.http_port`` on ``http_bind``, 127.0.0.1 by default) answers two kinds
+of request, told apart by their head (read with h11, at most :data:`MAX_HEAD` bytes, within
+``line_timeout`` seconds or 30 s):
+
+- ``GET``/``HEAD`` of a file of the web client (``host/static``, shipped as package data; ``/``
+  is ``index.html``): answered with the file, a strict Content-Security-Policy (scripts and
+  styles only from the host itself, no inline script) and ``Connection: close``. Anything else
+  is 404 or 405.
+- a WebSocket upgrade on ``/ws`` (wsproto): once accepted, the socket is wrapped in a
+  :class:`WebSocketStream` and handed to :meth:`host.server.Host.handle`, exactly as a TCP
+  connection is. The stream turns each incoming message into the bytes of one line (its text,
+  with any newline read as a space, then ``\\n``) and each line the host writes into one text
+  message, so the connection limits (``--max-connections``, idle and line timeouts, the
+  outbox budget), the 64 KiB line limit, every error and the redaction are those of TCP: the
+  same code runs. A binary message is read the same way as a text one.
+
+Who may open the WebSocket: a request without ``Origin`` (not a browser), one whose ``Origin``
+is this host's own (``http://`` + its ``Host`` header), or one that ``--allow-origin`` names.
+Others are refused with 403. When the listener is bound to a loopback address, the ``Host``
+header must name a loopback host too (``localhost``, ``127.x.y.z``, ``[::1]``), so a page of
+another site that has its name resolve to 127.0.0.1 (DNS rebinding) is not same-origin.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import mimetypes
+from importlib import resources
+from typing import Any
+
+import h11
+import structlog
+import trio
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Ping,
+    RejectConnection,
+    RejectData,
+    Request,
+    TextMessage,
+)
+from wsproto.utilities import LocalProtocolError
+
+__all__ = ["MAX_HEAD", "WebSocketStream", "origin_allowed", "serve_http", "static_files"]
+
+log = structlog.get_logger("gamehost.web")
+
+MAX_HEAD = 16 * 1024
+"""The largest HTTP request head read, in bytes (a larger one is answered 431)."""
+
+MAX_HTTP = 64
+"""Requests being read or answered at once (a WebSocket counts until its handshake is done,
+then ``--max-connections`` holds); one more connection is closed unanswered."""
+
+WS_PATH = "/ws"
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
+    " connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+def static_files() -> dict[str, tuple[bytes, str]]:
+    """The web client's files: URL path -> (body, content type). ``/`` is ``index.html``."""
+    out: dict[str, tuple[bytes, str]] = {}
+    root = resources.files("host") / "static"
+    for item in root.iterdir():
+        if item.is_file() and not item.name.startswith("."):
+            kind = mimetypes.guess_type(item.name)[0] or "application/octet-stream"
+            if kind.startswith("text/") or kind.endswith("javascript"):
+                kind += "; charset=utf-8"
+            out["/" + item.name] = (item.read_bytes(), kind)
+    if "/index.html" in out:
+        out["/"] = out["/index.html"]
+    return out
+
+
+def _is_loopback_name(hostname: str) -> bool:
+    name = hostname.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _hostname(host_header: str) -> str:
+    """The name of a ``Host`` header value, without its port."""
+    if host_header.startswith("["):
+        return host_header.split("]", 1)[0] + "]"
+    return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
+
+
+def origin_allowed(
+    origin: str | None, host_header: str | None, allowed: frozenset[str], loopback: bool
+) -> bool:
+    """Whether a WebSocket request may be accepted.
+
+    Args:
+        origin: its ``Origin`` header (None: absent, not a browser).
+        host_header: its ``Host`` header.
+        allowed: origins ``--allow-origin`` names (``scheme://host[:port]``, lower case).
+        loopback: the listener is bound to a loopback address (then ``Host`` must be loopback).
+    """
+    if host_header is None:
+        return False
+    host_header = host_header.lower()
+    if loopback and not _is_loopback_name(_hostname(host_header)):
+        return False
+    if origin is None:
+        return True
+    origin = origin.lower().rstrip("/")
+    return origin in allowed or origin == f"http://{host_header}"
+
+
+class WebSocketStream(trio.abc.HalfCloseableStream):
+    """A WebSocket presented as the byte stream of protocol v1 lines.
+
+    ``receive_some`` returns the bytes of incoming messages, each message followed by ``\\n``
+    (newlines inside a message become spaces, so one message is one line; partial frames are
+    passed on as they arrive, so an over-long message is cut by the same line limit as on TCP).
+    ``send_all`` takes whole lines and sends each as one text message. ``send_eof`` sends a
+    close frame; ``receive_some`` returns ``b""`` once the peer's close (or EOF) arrives.
+    ``socket`` is the underlying socket (for the peer address).
+    """
+
+    def __init__(self, stream: trio.SocketStream, ws: WSConnection) -> None:
+        self._stream = stream
+        self.socket = stream.socket
+        self._ws = ws
+        self._incoming = bytearray()
+        self._outgoing = bytearray()  # a line not finished by the last send_all
+        self._eof = False
+        self._lock = trio.StrictFIFOLock()
+
+    def _read_events(self) -> bytes:
+        """Take wsproto's events: message bytes into ``_incoming``; control replies returned."""
+        reply = b""
+        for event in self._ws.events():
+            if isinstance(event, TextMessage | BytesMessage):
+                data = event.data.encode() if isinstance(event.data, str) else bytes(event.data)
+                self._incoming += data.replace(b"\n", b" ")
+                if event.message_finished:
+                    self._incoming += b"\n"
+            elif isinstance(event, Ping):
+                reply += self._ws.send(event.response())
+            elif isinstance(event, CloseConnection):
+                self._eof = True
+                try:
+                    if self._ws.state.name == "REMOTE_CLOSING":
+                        reply += self._ws.send(event.response())
+                    elif self._ws.state.name == "OPEN":  # a protocol violation: close with it
+                        reply += self._ws.send(CloseConnection(code=event.code))
+                except LocalProtocolError:
+                    pass
+        return reply
+
+    async def _send_raw(self, data: bytes) -> None:
+        async with self._lock:
+            await self._stream.send_all(data)
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        """The next bytes of incoming lines; ``b""`` once the peer closed."""
+        while not self._incoming and not self._eof:
+            data = await self._stream.receive_some(65536)
+            if not data:
+                self._eof = True
+                break
+            self._ws.receive_data(data)
+            reply = self._read_events()
+            if reply:  # a pong or a close reply: never cut off half-way by a cancel
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await self._send_raw(reply)
+        n = len(self._incoming) if max_bytes is None else min(max_bytes, len(self._incoming))
+        out = bytes(self._incoming[:n])
+        del self._incoming[:n]
+        return out
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        """Send whole lines, each as one text message (a trailing partial line waits).
+
+        Raises:
+            trio.BrokenResourceError: the WebSocket is closing or closed.
+        """
+        self._outgoing += data
+        end = self._outgoing.rfind(b"\n")
+        if end < 0:
+            return
+        lines = bytes(self._outgoing[:end]).split(b"\n")
+        del self._outgoing[: end + 1]
+        try:
+            frames = b"".join(
+                self._ws.send(TextMessage(data=line.decode("utf-8", "replace")))
+                for line in lines
+                if line
+            )
+        except LocalProtocolError:
+            raise trio.BrokenResourceError("the WebSocket is closed") from None
+        await self._send_raw(frames)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def send_eof(self) -> None:
+        """Send a close frame (code 1000); reading goes on until the peer's close."""
+        if self._ws.state.name == "OPEN":
+            await self._send_raw(self._ws.send(CloseConnection(code=1000)))
+
+    async def aclose(self) -> None:
+        try:
+            if self._ws.state.name == "OPEN":
+                with trio.move_on_after(1):
+                    await self._send_raw(self._ws.send(CloseConnection(code=1000)))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, LocalProtocolError, OSError):
+            pass
+        finally:
+            await self._stream.aclose()
+
+
+class WebFront:
+    """Answers one HTTP listener: static files, and WebSocket connections for ``host``."""
+
+    def __init__(self, host: Any, bind: str, allow_origins: tuple[str, ...]) -> None:
+        self.host = host
+        self.files = static_files()
+        self.allowed = frozenset(o.lower().rstrip("/") for o in allow_origins)
+        try:
+            self.loopback = ipaddress.ip_address(bind).is_loopback
+        except ValueError:
+            self.loopback = _is_loopback_name(bind)
+        self.busy = 0
+        timeout = host.config.line_timeout
+        self.head_timeout = timeout if timeout else 30.0
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        """The per-connection handler given to ``serve_tcp``; never raises."""
+        try:
+            await self._handle(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        except Exception:
+            log.exception("http_failed")
+        finally:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        if self.host.shutdown.is_set() or self.busy >= MAX_HTTP:
+            return  # closed unanswered: too many requests being read or served at once
+        self.busy += 1
+        try:
+            got = await self._request(stream)
+        finally:
+            self.busy -= 1
+        if got is not None:  # a WebSocket: from here on the host's connection limits hold
+            await self.host.handle(got)
+
+    async def _request(self, stream: trio.SocketStream) -> WebSocketStream | None:
+        """Read a request head and answer it: a file, an error, or a WebSocket handshake
+        (accepted: the stream to hand to the host)."""
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
+        raw = bytearray()
+        event: Any = h11.NEED_DATA
+        with trio.move_on_after(self.head_timeout):
+            while event is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                raw += data
+                conn.receive_data(data)
+                try:
+                    event = conn.next_event()
+                except h11.RemoteProtocolError as exc:
+                    await self._simple(stream, conn, exc.error_status_hint, "bad request")
+                    return None
+                if not data and event is h11.NEED_DATA:
+                    return None
+        if not isinstance(event, h11.Request):
+            return None  # timed out, or closed
+        headers = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
+        target = event.target.decode("latin-1").split("?", 1)[0]
+        if "websocket" in headers.get("upgrade", "").lower():
+            return await self._websocket(stream, bytes(raw), target, headers)
+        await self._file(stream, conn, event.method, target)
+        return None
+
+    async def _file(
+        self, stream: trio.SocketStream, conn: h11.Connection, method: bytes, target: str
+    ) -> None:
+        if method not in (b"GET", b"HEAD"):
+            await self._simple(stream, conn, 405, "method not allowed", [("allow", "GET, HEAD")])
+            return
+        found = self.files.get(target)
+        if found is None:
+            await self._simple(stream, conn, 404, "not found")
+            return
+        body, kind = found
+        headers = [
+            ("content-type", kind),
+            ("content-length", str(len(body))),
+            ("cache-control", "no-cache"),
+            ("content-security-policy", CSP),
+            ("x-content-type-options", "nosniff"),
+            ("referrer-policy", "no-referrer"),
+            ("connection", "close"),
+        ]
+        await stream.send_all(conn.send(h11.Response(status_code=200, headers=headers)))
+        if method == b"GET":
+            await stream.send_all(conn.send(h11.Data(data=body)))
+        await stream.send_all(conn.send(h11.EndOfMessage()))
+
+    async def _simple(
+        self,
+        stream: trio.SocketStream,
+        conn: h11.Connection,
+        status: int,
+        text: str,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> None:
+        body = (text + "\n").encode()
+        headers = [
+            ("content-type", "text/plain; charset=utf-8"),
+            ("content-length", str(len(body))),
+            ("connection", "close"),
+            *(extra or []),
+        ]
+        try:
+            out = conn.send(h11.Response(status_code=status, headers=headers))
+            out += conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage())
+        except h11.LocalProtocolError:
+            return
+        await stream.send_all(out)
+
+    async def _websocket(
+        self, stream: trio.SocketStream, raw: bytes, target: str, headers: dict[str, str]
+    ) -> WebSocketStream | None:
+        ws = WSConnection(ConnectionType.SERVER)
+        ws.receive_data(raw)
+        request = next((e for e in ws.events() if isinstance(e, Request)), None)
+        if request is None:  # not a valid upgrade after all (wsproto said why: a close)
+            return None
+        origin = headers.get("origin")
+        if target != WS_PATH or not origin_allowed(
+            origin, headers.get("host"), self.allowed, self.loopback
+        ):
+            status, why = (404, b"not found\n") if target != WS_PATH else (403, b"origin refused\n")
+            if status == 403:
+                log.warning("websocket_origin_refused", origin=origin, host=headers.get("host"))
+            reject = RejectConnection(
+                status_code=status,
+                headers=[(b"content-type", b"text/plain"), (b"content-length", b"%d" % len(why))],
+                has_body=True,
+            )
+            await stream.send_all(ws.send(reject) + ws.send(RejectData(data=why)))
+            return None
+        await stream.send_all(ws.send(AcceptConnection()))
+        return WebSocketStream(stream, ws)
+
+
+async def serve_http(
+    host: Any,
+    port: int,
+    bind: str,
+    allow_origins: tuple[str, ...],
+    conns: trio.Nursery,
+    *,
+    task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Listen for HTTP on ``bind``:``port`` (0: any free port) until the host shuts down;
+    ``task_status.started`` with the listeners. Handlers run in ``conns``."""
+    front = WebFront(host, bind, allow_origins)
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(
+            functools.partial(trio.serve_tcp, front.handle, port, host=bind, handler_nursery=conns)
+        )
+        task_status.started(listeners)
+        await host.shutdown.wait()
+        nursery.cancel_scope.cancel()

@@ -1,0 +1,283 @@
+"""Two hosts in one process sharing one store: followers of the log, leases.
+
+Each test runs on an in-process hub (``MemoryHub``) and on a throwaway PostgreSQL database (each
+host with its own ``PostgresStore`` and ``PostgresFeed``, as separate processes would have).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+import psycopg
+import pytest
+import trio
+
+from host.feed import MemoryHub, PostgresFeed
+from host.pgstore import PostgresStore
+from host.server import HostConfig, run_host
+from tests.conftest import RunningHost, toy_registry
+from tests.host.test_server import new_session
+from tools.client import Client
+
+
+@attrs.define
+class Shared:
+    """What the hosts of a test share: a hub, or a database."""
+
+    hub: MemoryHub | None = None
+    url: str | None = None
+
+    def store(self) -> Any:
+        if self.hub is not None:
+            return self.hub.store()
+        return PostgresStore(self.url)
+
+    def feed(self) -> Any:
+        return self.hub.feed() if self.hub is not None else PostgresFeed(self.url, poll=0.02)
+
+    async def records(self, sid: str) -> list[dict[str, Any]]:
+        """The session's records as stored."""
+        if self.hub is not None:
+            return [orjson.loads(line) for line in self.hub.logs[sid]]
+
+        def read() -> list[dict[str, Any]]:
+            with psycopg.connect(self.url) as conn:
+                rows = conn.execute(
+                    "SELECT line FROM gamehost_records WHERE session_id = %s ORDER BY seq", [sid]
+                )
+                return [orjson.loads(r[0]) for r in rows]
+
+        return await trio.to_thread.run_sync(read)
+
+
+@pytest.fixture(params=["memory", "postgres"])
+def shared(request: pytest.FixtureRequest) -> Shared:
+    if request.param == "memory":
+        return Shared(hub=MemoryHub())
+    return Shared(url=request.getfixturevalue("pg_store_url"))
+
+
+async def start_shared(
+    nursery: trio.Nursery, hub: Shared, data_dir: Path, **config: object
+) -> RunningHost:
+    """A host on the shared store (its own store object and feed), like one of several hosts
+    on one database."""
+    config = {"idle_timeout": None, "line_timeout": None, **config}
+    cfg = HostConfig(data_dir=data_dir, port=0, **config)  # type: ignore[arg-type]
+    registry = toy_registry()
+    host, port = await nursery.start(
+        lambda task_status: run_host(
+            cfg,
+            registry,
+            handle_signals=False,
+            store=hub.store(),
+            feed=hub.feed(),
+            task_status=task_status,
+        )
+    )
+    await host.loaded.wait()
+    return RunningHost(host, port, data_dir, nursery)
+
+
+async def client(nursery: trio.Nursery, h: RunningHost) -> Client:
+    c = await Client.connect("127.0.0.1", h.port)
+    c.start(nursery)
+    return c
+
+
+async def play_out(c: Client, sid: str, seat: int, last: int) -> list[int]:
+    """Act on every turn push for ``seat`` until the session ends; the seqs of every event
+    push seen, from ``last`` on (they must be gapless)."""
+    seen = []
+    while True:
+        p = await c.next_push()
+        assert p is not None
+        if p["push"] == "event":
+            seen.append(p["seq"])
+            assert p["seq"] == last + 1, f"a gap: {last} then {p['seq']}"
+            last = p["seq"]
+        elif p["push"] == "turn" and p["seat"] == seat:
+            reply = await c.request("act", session=sid, action={"type": "keep"}, seq=p["seq"])
+            assert reply["ok"] or reply["error"]["code"] == "conflict", reply
+        elif p["push"] == "ended":
+            return seen
+
+
+async def test_players_on_two_hosts_play_one_session(tmp_path: Path, shared: Shared) -> None:
+    hub = shared
+    async with trio.open_nursery() as n:
+        a = await start_shared(n, hub, tmp_path / "a")
+        b = await start_shared(n, hub, tmp_path / "b")
+        ca, cb = await client(n, a), await client(n, b)
+        sid = await new_session(ca, seats=2, rounds=2)
+        ja = await ca.call("join", session=sid, name="ann")
+        jb = await cb.call("join", session=sid, name="bob")  # b loads it from the store
+        assert (ja["seat"], jb["seat"]) == (0, 1)
+        assert jb["started"] and jb["to_act"] == [0]
+        results: dict[int, list[int]] = {}
+
+        async def player(c: Client, seat: int, last: int) -> None:
+            results[seat] = await play_out(c, sid, seat, last)
+
+        async with trio.open_nursery() as players:
+            players.start_soon(player, ca, 0, ja["seq"])  # bob's join reaches ann through a
+            players.start_soon(player, cb, 1, jb["seq"])
+        recs = await hub.records(sid)
+        end = len(recs) - 1
+        assert [r["seq"] for r in recs] == list(range(end + 1))
+        # each host pushed every record to its own client, gapless, to the end
+        assert results[0] == list(range(ja["seq"] + 1, end + 1))
+        assert results[1] == list(range(jb["seq"] + 1, end + 1))
+        view_a = await ca.call("view", session=sid)
+        view_b = await cb.call("view", session=sid)
+        assert view_a["ended"] and view_b["ended"] and view_a["seq"] == view_b["seq"] == end
+        a.host.request_shutdown()
+        b.host.request_shutdown()
+
+
+async def test_a_lost_race_for_a_seq_is_decided_again(tmp_path: Path, shared: Shared) -> None:
+    """Two hosts append to one session at once: each seq is won once, the log stays gapless,
+    and the loser decides again on the caught-up copy (a join then gets the next seat)."""
+    hub = shared
+    async with trio.open_nursery() as n:
+        a = await start_shared(n, hub, tmp_path / "a")
+        b = await start_shared(n, hub, tmp_path / "b")
+        ca = await client(n, a)
+        sid = await new_session(ca, seats=4)
+        await (await client(n, b)).call("view", session=sid)  # b has it live
+        joiners = [await client(n, h) for h in (a, b, a, b)]
+        seats: list[int] = []
+
+        async def join(c: Client) -> None:
+            while True:  # a join that lost twice in a row is answered conflict: ask again
+                reply = await c.request("join", session=sid, name="p")
+                if reply["ok"]:
+                    seats.append(reply["result"]["seat"])
+                    return
+                assert reply["error"]["code"] == "conflict", reply
+
+        async with trio.open_nursery() as racers:
+            for c in joiners:
+                racers.start_soon(join, c)
+        assert sorted(seats) == [0, 1, 2, 3]
+        recs = await hub.records(sid)
+        assert [r["seq"] for r in recs] == list(range(len(recs)))
+        assert sorted(r["seat"] for r in recs if r["type"] == "seat_taken") == [0, 1, 2, 3]
+        a.host.request_shutdown()
+        b.host.request_shutdown()
+
+
+async def test_acts_on_two_hosts_take_turns_by_seq(tmp_path: Path, shared: Shared) -> None:
+    """An act naming a seq the answering host has not read yet waits for it (the client saw it
+    through the other host); one naming a seq the session has moved past is ``conflict``."""
+    hub = shared
+    async with trio.open_nursery() as n:
+        a = await start_shared(n, hub, tmp_path / "a")
+        b = await start_shared(n, hub, tmp_path / "b")
+        ca, cb = await client(n, a), await client(n, b)
+        sid = await new_session(ca, seats=2, rounds=2)
+        await ca.call("join", session=sid, name="ann")
+        jb = await cb.call("join", session=sid, name="bob")
+        first = await ca.call("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
+        # bob answers at once on host b, naming the seq host a acknowledged
+        second = await cb.call("act", session=sid, action={"type": "keep"}, seq=first["seq"])
+        assert second["seq"] > first["seq"]
+        stale = await ca.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
+        assert stale["error"]["code"] == "conflict"
+        assert stale["error"]["seq"] >= first["seq"]
+        recs = await hub.records(sid)
+        assert len(recs) == second["seq"] + 1
+        acts = [r for r in recs if r["type"] == "action"]
+        assert [r["seat"] for r in acts] == [0, 1]
+        a.host.request_shutdown()
+        b.host.request_shutdown()
+
+
+async def test_resume_on_the_other_host_with_token_and_seq(tmp_path: Path, shared: Shared) -> None:
+    hub = shared
+    async with trio.open_nursery() as n:
+        a = await start_shared(n, hub, tmp_path / "a")
+        b = await start_shared(n, hub, tmp_path / "b")
+        ca = await client(n, a)
+        sid = await new_session(ca, seats=2, bots=1, rounds=2)
+        ja = await ca.call("join", session=sid, name="ann")
+        done = await ca.call("act", session=sid, action={"type": "keep"}, seq=ja["seq"])
+        await ca.aclose()
+        cb = await client(n, b)  # ann comes back on the other host, with what she saw
+        resumed = await cb.call("resume", session=sid, token=ja["token"], after=ja["seq"])
+        assert resumed["seat"] == 0 and resumed["seq"] >= done["seq"]
+        pushed = []
+        while len(pushed) < resumed["seq"] - ja["seq"]:
+            p = await cb.next_push()
+            assert p is not None
+            if p["push"] == "event":
+                pushed.append(p["seq"])
+        assert pushed == list(range(ja["seq"] + 1, resumed["seq"] + 1))
+        a.host.request_shutdown()
+        b.host.request_shutdown()
+
+
+async def test_bots_of_a_dead_host_are_taken_over(tmp_path: Path, shared: Shared) -> None:
+    """Bots run on one host only (the lease holder); when it dies, the other host with the
+    session live takes over, from the log (within the lease poll: see test_feed for the
+    timing, under a virtual clock)."""
+    hub = shared
+    async with trio.open_nursery() as n:
+        nurseries, hosts, watchers = [], [], []
+        for name in "ab":
+            nurseries.append(await n.start(_host_nursery))
+            hosts.append(await start_shared(nurseries[-1], hub, tmp_path / name, bot_delay=0.2))
+        sid = await new_session(await client(n, hosts[0]), seats=3, bots=3, rounds=2)
+        for h in hosts:
+            c = await client(n, h)
+            watched = await c.call("watch", session=sid)
+            watchers.append((c, watched["seq"]))
+        for c, seq in watchers:  # a bot moved: one host drives
+            p = await c.next_push()
+            assert p["push"] == "event" and p["seq"] == seq + 1
+        drivers = [i for i, h in enumerate(hosts) if h.host.sessions[sid].driver]
+        assert len(drivers) == 1
+        dead, alive = drivers[0], 1 - drivers[0]
+        nurseries[dead].cancel_scope.cancel()  # the driver dies: its feed (and lease) with it
+        before = len(await hub.records(sid))
+        c = watchers[alive][0]
+        while True:  # the other host's bots play the session to its end
+            p = await c.next_push()
+            assert p is not None
+            if p["push"] == "ended":
+                break
+        assert hosts[alive].host.sessions[sid].driver
+        recs = await hub.records(sid)
+        assert [r["seq"] for r in recs] == list(range(len(recs)))
+        assert len(recs) > before and recs[-1]["type"] == "ended"
+        assert recs[-1]["outcome"] is not None  # played out, not aborted
+        n.cancel_scope.cancel()
+
+
+async def _host_nursery(*, task_status: trio.TaskStatus[trio.Nursery]) -> None:
+    async with trio.open_nursery() as nursery:
+        task_status.started(nursery)
+        await trio.sleep_forever()
+
+
+async def test_the_lobby_lists_sessions_of_every_host(tmp_path: Path, shared: Shared) -> None:
+    hub = shared
+    async with trio.open_nursery() as n:
+        a = await start_shared(n, hub, tmp_path / "a")
+        b = await start_shared(n, hub, tmp_path / "b")
+        ca, cb = await client(n, a), await client(n, b)
+        made = sorted([await new_session(ca) for _ in range(3)] + [await new_session(cb)])
+        listed, after = [], None
+        while True:
+            page = await cb.call("sessions", limit=2, after=after)
+            listed += [s["session"] for s in page["sessions"]]
+            assert all(s["seats"] == [None, None] for s in page["sessions"])
+            after = page["next"]
+            if after is None:
+                break
+        assert listed == made
+        a.host.request_shutdown()
+        b.host.request_shutdown()

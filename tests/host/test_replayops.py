@@ -1,0 +1,205 @@
+"""The replay ops: ``log``, ``replay``, ``verify`` and ``fork`` (PROTOCOL.md, "Replay ops").
+
+What a connection may see: a spectator's view always, a seat's with its token, the full truth
+and ``fork`` only once the session ended and its game reveals the seed, or on a debug host."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+import trio
+
+from host.engine import Record
+from host.store import read_log
+from tests.conftest import start_host
+from tools.client import Client, HostError
+
+
+async def play_to_the_end(c: Client, sid: str, seat: int) -> int:
+    """Answer every turn of ``seat`` with its first legal action; the session's last seq."""
+    while True:
+        p = await c.next_push()
+        assert p is not None
+        if p["push"] == "turn" and p["seat"] == seat:
+            await c.call("act", session=sid, action=p["legal"][0], seq=p["seq"])
+        elif p["push"] == "ended":
+            return p["seq"]
+
+
+async def a_session(host, *, finish: bool) -> tuple[Client, str, str, int]:
+    """A two-seat High Card session, seat 0 ours (played to the end with ``finish``)."""
+    c = await host.client()
+    sid = (await c.call("create", game="high-card", seats=2, bots=1))["session"]
+    joined = await c.call("join", session=sid, name="ann")
+    last = await play_to_the_end(c, sid, 0) if finish else joined["seq"]
+    return c, sid, joined["token"], last
+
+
+async def error_code(c: Client, op: str, **params) -> str:
+    with pytest.raises(HostError) as err:
+        await c.call(op, **params)
+    return err.value.code
+
+
+async def test_a_live_log_shows_what_a_spectator_sees_and_no_secret(toy_host):
+    c, sid, token, _ = await a_session(toy_host, finish=False)
+    other = await toy_host.client()
+    got = await other.call("log", session=sid)
+    assert got["live"] and not got["ended"] and not got["open"]
+    types = [r["type"] for r in got["records"]]
+    assert types[0] == "header" and "seat_taken" in types
+    assert got["records"][0]["seed"] is None
+    text = orjson.dumps(got)
+    assert b"token_hash" not in text
+    dealt = next(r for r in got["records"] if r["type"] == "event")
+    assert dealt["event"]["hands"] == [None, None]  # the spectator sees no card
+    # a seat's view needs its token; the truth is hidden while the session is live
+    assert await error_code(other, "log", session=sid, seat=0) == "hidden"
+    assert await error_code(other, "log", session=sid, seat=0, token="nope") == "hidden"
+    assert await error_code(other, "log", session=sid, seat=1, token=token) == "hidden"
+    assert await error_code(other, "log", session=sid, truth=True) == "hidden"
+    assert await error_code(other, "replay", session=sid, seq=3, truth=True) == "hidden"
+    assert await error_code(other, "fork", session=sid, seq=3) == "hidden"
+    mine = await other.call("log", session=sid, seat=0, token=token)
+    dealt = next(r for r in mine["records"] if r["type"] == "event")
+    assert dealt["event"]["hands"][0] is not None and dealt["event"]["hands"][1] is None
+    assert await error_code(other, "log", session="nosuch") == "unknown_session"
+    assert await error_code(other, "log", session=sid, limit=0) == "bad_request"
+    assert await error_code(other, "replay", session=sid, seq=10_000) == "bad_request"
+
+
+async def test_log_pages_follow_one_another(toy_host):
+    c, sid, _, last = await a_session(toy_host, finish=True)
+    seen, after = [], None
+    while True:
+        page = await c.call("log", session=sid, after=after, limit=3)
+        seen += [r["seq"] for r in page["records"]]
+        if page["next"] is None:
+            break
+        after = page["next"]
+    assert seen == list(range(last + 1))
+
+
+async def test_paging_through_a_log_reads_it_once(toy_host, monkeypatch):
+    c, sid, _, last = await a_session(toy_host, finish=True)
+    store = toy_host.host.store
+    reads = []
+    real = store.read
+
+    async def counted(session, after=None):
+        reads.append(session)
+        return await real(session, after)
+
+    monkeypatch.setattr(store, "read", counted)
+    after, pages = None, 0
+    while True:
+        page = await c.call("log", session=sid, after=after, limit=2)
+        pages += 1
+        if page["next"] is None:
+            break
+        after = page["next"]
+    assert pages > 2 and reads == [sid]
+    # a log that changes is read again
+    path = toy_host.data_dir / "sessions" / f"{sid}.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-1]))  # the ended record cut off: shorter
+    got = await c.call("log", session=sid, after=last - 2)
+    assert reads == [sid, sid] and got["seq"] == last - 1
+
+
+async def test_an_ended_session_shows_the_truth_at_every_seq(toy_host):
+    c, sid, _, last = await a_session(toy_host, finish=True)
+    other = await toy_host.client()
+    records = [
+        Record.from_json(r) for r in read_log(toy_host.data_dir / "sessions" / f"{sid}.jsonl")
+    ]
+    engine = toy_host.host.registry.engines["high-card"]
+    got = await other.call("log", session=sid, truth=True)
+    assert got["open"] and got["ended"]
+    assert got["records"][0]["seed"] == records[0].data["seed"]  # public once ended
+    # forward, then back: each state is the fold of the records up to it
+    for seq in [*range(last + 1), *range(last, -1, -1)]:
+        at = await other.call("replay", session=sid, seq=seq, truth=True)
+        want = engine.codec.to_wire(engine.rebuild(records[: seq + 1]).game)
+        assert at["seq"] == seq
+        assert at["state"] == orjson.loads(orjson.dumps(want))
+    spect = await other.call("replay", session=sid, seq=last, seat=1)
+    assert spect["view"]["hands"][1] is not None  # open: any seat's view
+
+
+async def test_truth_of_a_live_session_on_a_debug_host(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, debug_replay=True)
+        c, sid, _, seq = await a_session(running, finish=False)
+        at = await c.call("replay", session=sid, seq=seq, truth=True)
+        assert all(h is not None for h in at["state"]["hands"])
+        running.host.request_shutdown()
+
+
+async def test_verify_names_the_first_record_that_differs(toy_host):
+    c, sid, _, last = await a_session(toy_host, finish=True)
+    assert (await c.call("verify", session=sid))["ok"] is True
+    # tamper with the first deal in the log (a host restart would not notice: it folds)
+    path = toy_host.data_dir / "sessions" / f"{sid}.jsonl"
+    lines = path.read_bytes().splitlines()
+    at = next(i for i, line in enumerate(lines) if b'"dealt"' in line)
+    rec = orjson.loads(lines[at])
+    rec["event"]["stock"] = rec["event"]["stock"][1:]  # (the file's size changes too)
+    lines[at] = orjson.dumps(rec)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    toy_host.host._ended.pop(sid, None)
+    got = await c.call("verify", session=sid)
+    assert got["ok"] is False and got["seq"] == rec["seq"]
+    assert "recorded" in got["explanation"]  # open (ended, seed revealed): the explanation
+
+
+async def test_fork_starts_a_live_session_the_forker_can_resume(toy_host):
+    c, sid, _, last = await a_session(toy_host, finish=True)
+    records = (await c.call("log", session=sid, truth=True))["records"]
+    inside = next(r["seq"] for r in records if r["type"] == "action")  # next is its event
+    assert await error_code(c, "fork", session=sid, seq=inside) == "bad_request"
+    at = inside - 1  # the end of the cause before that action
+    fork = await c.call("fork", session=sid, seq=at)
+    assert fork["forked_from"] == {"session": sid, "seq": at}
+    assert fork["seq"] == at and set(fork["tokens"]) == {"0"}
+    new = await toy_host.client()
+    snap = await new.call("resume", session=fork["session"], token=fork["tokens"]["0"])
+    assert snap["seat"] == 0 and not snap["ended"]
+    assert await play_to_the_end(new, fork["session"], 0) > at
+    assert (await new.call("verify", session=fork["session"]))["ok"] is True
+
+
+async def test_a_game_that_keeps_its_seed_shows_no_hidden_card_even_once_ended(tmp_path):
+    from host.registry import load_registry
+
+    registry = load_registry()
+    if "seven-twenty-seven" not in registry.games:
+        pytest.skip("the seven-twenty-seven plugin is not installed")
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, registry)
+        c = await running.client()
+        made = await c.call(
+            "create", game="seven-twenty-seven", seats=4, bots=4, options={"hands": 1}
+        )
+        sid = made["session"]
+        snap = await c.call("watch", session=sid)
+        while not snap["ended"]:
+            p = await c.next_push()
+            if p["push"] == "ended":
+                break
+        got = await c.call("log", session=sid)
+        assert got["ended"] and not got["open"]
+        assert got["records"][-1]["type"] == "ended" and got["records"][-1]["seed"] is None
+        assert await error_code(c, "log", session=sid, truth=True) == "hidden"
+        assert await error_code(c, "replay", session=sid, seq=5, seat=1) == "hidden"
+        assert await error_code(c, "fork", session=sid, seq=4) == "hidden"
+        # what the spectator got holds no face-down card that was never shown
+        path = tmp_path / "sessions" / f"{sid}.jsonl"
+        dealt = next(
+            r for r in read_log(path) if r["type"] == "event" and r["event"]["type"] == "dealt"
+        )
+        down = {card for hand in dealt["event"]["down"] for card in hand}
+        shown = orjson.dumps(got["records"][: dealt["seq"] + 1])
+        assert not any(f'"{card}"'.encode() in shown for card in down)
+        assert (await c.call("verify", session=sid))["ok"] is True
+        running.host.request_shutdown()

@@ -1,0 +1,186 @@
+"""``serve --http``: the web client's files, and protocol v1 over a WebSocket with the limits,
+errors and redaction of TCP (the same Connection serves both)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+import trio
+import trio.testing
+
+from host.web import origin_allowed
+from protocol.framing import MAX_LINE
+from tests.conftest import start_host
+from tests.wsclient import LineOverWebSocket, handshake_status, open_ws, ws_client
+from tools.client import Client
+
+
+async def http_get(port: int, path: str, method: str = "GET", host: str = "127.0.0.1") -> bytes:
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(f"{method} {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        got = b""
+        while data := await stream.receive_some(65536):
+            got += data
+        return got
+
+
+@pytest.fixture
+async def web_host(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, http_port=0)
+        yield running
+        running.host.request_shutdown()
+
+
+async def test_the_page_is_served_with_a_strict_policy(web_host):
+    port = web_host.host.http_port
+    got = await http_get(port, "/")
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert b"content-security-policy: default-src 'none'; script-src 'self'" in head.lower()
+    assert body.startswith(b"<!doctype html>")
+    assert (await http_get(port, "/nothing-here")).startswith(b"HTTP/1.1 404")
+    assert (await http_get(port, "/../pyproject.toml")).startswith(b"HTTP/1.1 404")
+    assert (await http_get(port, "/", method="POST")).startswith(b"HTTP/1.1 405")
+
+
+async def test_no_http_listener_unless_asked(toy_host):
+    assert toy_host.host.http_port is None
+
+
+async def test_a_session_is_played_over_the_websocket(web_host):
+    async with trio.open_nursery() as n:
+        c = await ws_client(n, web_host.host.http_port)
+        hello = await c.call("hello", protocol=1)
+        assert hello["protocol"] == 1
+        made = await c.call("create", game="high-card", seats=2, bots=1)
+        joined = await c.call("join", session=made["session"], name="ann")
+        assert joined["seat"] == 0 and joined["token"]
+        # the pushes come, each its own message, until the toy game's turn for seat 0
+        while True:
+            p = await c.next_push()
+            assert p is not None
+            if p["push"] == "turn" and p["seat"] == 0:
+                break
+        done = await c.call("act", session=made["session"], action=p["legal"][0], seq=p["seq"])
+        assert done["seq"] > p["seq"]
+        n.cancel_scope.cancel()
+
+
+async def test_errors_and_limits_are_those_of_tcp(web_host):
+    async with trio.open_nursery() as n:
+        ws = await open_ws(n, web_host.host.http_port)
+        await ws.send_message("hello?")
+        err = orjson.loads(await ws.get_message())
+        assert err["error"]["code"] == "bad_json" and err["id"] is None
+        await ws.send_message('{"id": 5, "op": "fly"}')
+        assert orjson.loads(await ws.get_message())["error"]["code"] == "unknown_op"
+        # one message past 64 KiB: line_too_long, and the connection keeps serving
+        big = '{"id": 6, "op": "ping", "pad": "' + "x" * MAX_LINE + '"}'
+        await ws.send_message(big)
+        err = orjson.loads(await ws.get_message())
+        assert err["error"]["code"] == "line_too_long"
+        # a pretty-printed request (newlines between tokens) is still one request
+        await ws.send_message('{\n  "id": 7,\n  "op": "ping"\n}')
+        assert orjson.loads(await ws.get_message()) == {
+            "id": 7,
+            "ok": True,
+            "result": {"pong": True},
+        }
+        # binary frames are read as text
+        await ws.send_message(b'{"id": 8, "op": "ping"}')
+        assert orjson.loads(await ws.get_message())["id"] == 8
+        await ws.aclose()
+
+
+async def test_over_the_connection_cap_a_websocket_is_told_so(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, http_port=0, max_connections=1)
+        first = await ws_client(n, running.host.http_port)
+        await first.call("ping")
+        ws = await open_ws(n, running.host.http_port)
+        msg = orjson.loads(await ws.get_message())
+        assert msg == {"push": "closed", "reason": "too_many_connections"}
+        running.host.request_shutdown()
+
+
+async def test_an_idle_websocket_is_closed_with_the_reason(tmp_path, autojump_clock):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, http_port=0, idle_timeout=10.0)
+        ws = await open_ws(n, running.host.http_port)
+        msg = orjson.loads(await ws.get_message())
+        assert msg == {"push": "closed", "reason": "idle"}
+        running.host.request_shutdown()
+
+
+async def test_other_origins_are_refused(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(
+            n, tmp_path, http_port=0, allow_origins=("https://tables.example",)
+        )
+        port = running.host.http_port
+        here = f"127.0.0.1:{port}"
+        assert await handshake_status(port, here, None) == 101  # not a browser
+        assert await handshake_status(port, here, f"http://{here}") == 101  # same origin
+        assert await handshake_status(port, f"localhost:{port}", f"http://localhost:{port}") == 101
+        assert await handshake_status(port, here, "https://tables.example") == 101
+        assert await handshake_status(port, here, "http://evil.example") == 403
+        assert await handshake_status(port, here, f"http://127.0.0.1:{port + 1}") == 403
+        # a page of another site whose name resolves to 127.0.0.1 (DNS rebinding)
+        evil = f"evil.example:{port}"
+        assert await handshake_status(port, evil, f"http://{evil}") == 403
+        running.host.request_shutdown()
+
+
+def test_origin_rules():
+    none: frozenset[str] = frozenset()
+    assert origin_allowed(None, "127.0.0.1:1", none, loopback=True)
+    assert not origin_allowed(None, None, none, loopback=True)
+    assert origin_allowed("http://[::1]:8", "[::1]:8", none, loopback=True)
+    assert not origin_allowed("http://a.example:8", "a.example:8", none, loopback=True)
+    assert origin_allowed("http://a.example:8", "a.example:8", none, loopback=False)
+    assert not origin_allowed("http://b.example:8", "a.example:8", none, loopback=False)
+    assert origin_allowed(
+        "HTTP://B.example:8/", "a.example:8", frozenset({"http://b.example:8"}), False
+    )
+
+
+async def test_no_card_a_seat_may_not_see_reaches_it_over_the_websocket(tmp_path):
+    from tests.host.test_acceptance import REGISTRY, assert_no_card_leaked, play_ce_sessions
+
+    if "crazy-eights" not in REGISTRY.games:
+        pytest.skip("the crazy-eights plugin is not installed")
+    seen: dict = {}
+    sids: list = []
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, REGISTRY, http_port=0)
+        port = running.host.http_port
+
+        async def connect() -> Client:
+            return Client(LineOverWebSocket(await open_ws(n, port)))
+
+        await play_ce_sessions(port, 4, 3, 0, seen, sids, options={"target": 1}, connect=connect)
+        await play_ce_sessions(port, 2, 5, 2, seen, sids, options={"target": 1}, connect=connect)
+        running.host.request_shutdown()
+    assert len(sids) == 6
+    assert_no_card_leaked(tmp_path, sids, seen)
+
+
+async def test_requests_read_at_once_are_capped(web_host, monkeypatch):
+    import host.web
+
+    monkeypatch.setattr(host.web, "MAX_HTTP", 2)
+    port = web_host.host.http_port
+    silent = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(2)]
+    await silent[1].send_all(b"GET / HTTP/1.1\r\n")  # a head begun, never ended
+    await trio.testing.wait_all_tasks_blocked()  # both are being read
+    extra = await trio.open_tcp_stream("127.0.0.1", port)
+    await extra.send_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert await extra.receive_some(100) == b""  # closed unanswered
+    for s in silent:
+        await s.aclose()
+    await extra.aclose()
+    got = b""
+    while not got.startswith(b"HTTP/1.1 200"):  # the slots come back as the handlers end
+        got = await http_get(port, "/")

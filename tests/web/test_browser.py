@@ -1,0 +1,464 @@
+"""The web client in a real browser: headless Chromium driven by selenium, against a host
+started as ``gamehost serve --http 0``.
+
+Skipped only when Chromium or its driver is absent (``.ci/run`` installs both from Debian:
+``apt-get install -y chromium chromium-driver``).
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import trio
+
+from host.engine import Record
+from host.registry import load_registry
+from host.store import read_log
+from tools.client import Client
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+pytestmark = pytest.mark.skipif(
+    not (Path(CHROMIUM).exists() and Path(DRIVER).exists()),
+    reason="needs Debian's chromium and chromium-driver (apt-get install -y chromium"
+    " chromium-driver; .ci/run installs them)",
+)
+REGISTRY = load_registry()
+CARD = re.compile(r"\b(?:10|[2-9JQKA])[CDHS]\b")
+EVIL = "<img src=x onerror=alert(1)>"
+WAIT = 30  # seconds a page may take to show what the test waits for (a slow, shared CI box)
+
+
+class RunningHost:
+    """``gamehost serve`` in a subprocess, with ``--http 0``."""
+
+    def __init__(self, data_dir: Path, *extra: str) -> None:
+        self.data_dir = data_dir
+        cmd = [sys.executable, "-m", "tools.cli", "serve", "--port", "0", "--http", "0"]
+        cmd += ["--data-dir", str(data_dir), "--log-format", "json", "--fsync", "never", *extra]
+        self.proc = subprocess.Popen(
+            cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=Path(__file__).parents[2]
+        )
+        self.port = self.http = 0
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:  # read until both listeners are up
+            try:
+                msg = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if msg.get("event") == "listening":
+                self.port = msg["port"]
+            if msg.get("event") == "listening_http":
+                self.http = msg["port"]
+                break
+        assert self.http, "the host did not start"
+        # keep draining its log so the pipe never fills
+        threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+        self.base = f"http://127.0.0.1:{self.http}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+    def records(self, sid: str) -> list[Record]:
+        return [Record.from_json(r) for r in read_log(self.data_dir / "sessions" / f"{sid}.jsonl")]
+
+    def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(client, *args)`` (async) on a fresh TCP client."""
+
+        async def go() -> Any:
+            async with await Client.connect("127.0.0.1", self.port) as c:
+                return await fn(c, *args)
+
+        return trio.run(go)
+
+
+@pytest.fixture(scope="module")
+def host() -> Iterator[RunningHost]:
+    with tempfile.TemporaryDirectory() as d:
+        running = RunningHost(Path(d))
+        yield running
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    with tempfile.TemporaryDirectory() as profile:
+        for flag in (
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--window-size=1280,1000",
+        ):
+            options.add_argument(flag)
+        driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+def wait_for(driver: Any, cond: Callable[[Any], Any], what: str) -> Any:
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT, ignored_exceptions=[StaleElementReferenceException]).until(
+        cond, message=f"waited for {what}"
+    )
+
+
+def css(driver: Any, selector: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def no_script_ran(driver: Any) -> None:
+    """No alert is open and the page holds no ``img`` (nothing typed became HTML)."""
+    from selenium.common.exceptions import NoAlertPresentException
+
+    with pytest.raises(NoAlertPresentException):
+        driver.switch_to.alert  # noqa: B018 - raises when no alert is open
+    assert css(driver, "img") == []
+
+
+# ---- a whole Crazy Eights game through the page ---------------------------------------------
+def test_a_whole_crazy_eights_game_is_played_through_the_page(host, browser):
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    d = browser
+    d.get(host.base + "/#/")
+    form = wait_for(d, lambda d: css(d, 'form[data-game="crazy-eights"]'), "the games")[0]
+    name = css(d, "#name")[0]
+    name.clear()
+    name.send_keys("alice")
+    form.find_element("css selector", "details summary").click()
+    target = form.find_element("css selector", "#opt-crazy-eights-target")
+    target.clear()
+    target.send_keys("1")  # one deal
+    form.find_element("css selector", "button.create").click()
+    wait_for(d, lambda d: "#/play/" in d.current_url, "the table")
+    sid = d.current_url.rsplit("/", 1)[1]
+    # the token is in this tab's storage, not in the address
+    held = d.execute_script(f"return sessionStorage.getItem('gamehost.seat.{sid}')")
+    assert orjson.loads(held)["token"] not in d.current_url
+    moves = 0
+    while True:
+
+        def ready(d: Any) -> Any:
+            if css(d, "#state.ended"):
+                return "ended"
+            choice = css(d, "#controls button.suit-choice")
+            return choice or css(d, "#controls button.card") or css(d, "#controls button.action")
+
+        got = wait_for(d, ready, "my turn or the end")
+        if got == "ended":
+            break
+        try:
+            got[0].click()
+            moves += 1
+        except StaleElementReferenceException:
+            continue  # redrawn meanwhile: look again
+        if moves == 3:  # a reload resumes the seat from the tab's storage
+            d.refresh()
+    assert css(d, "#outcome")
+    records = host.records(sid)
+    assert records[-1].type == "ended"
+    mine = [r for r in records if r.type == "action" and r.data["seat"] == 0]
+    assert len(mine) >= 3 and not any(r.data.get("timed_out") for r in mine)
+    assert REGISTRY.engines["crazy-eights"].verify(records) is None
+
+
+# ---- a spectator never sees a hidden card ----------------------------------------------------
+def spectator_could_see(records: list[Record]) -> set[str]:
+    """Every card a spectator was shown by the records and the view up to the last record."""
+    engine = REGISTRY.engines["crazy-eights"]
+    seen: set[str] = set()
+    state = engine.initial(records[0])
+    for rec in records[1:]:
+        state = engine.apply(state, rec)
+        shown = engine.redacted_wire(rec, None) if rec.type == "event" else rec.data
+        seen |= set(CARD.findall(orjson.dumps(shown).decode()))
+    seen |= set(CARD.findall(orjson.dumps(engine.view_wire(state, None)).decode()))
+    return seen
+
+
+async def _players(c: Client, port: int, sid: str, turns: int, held: dict[int, str]) -> int:
+    """Seats 0 and 1 of ``sid`` (joined on the first call, resumed by token on later ones)
+    play ``turns`` random legal actions between them; returns the last seq they saw."""
+    rng = random.Random(len(held) + turns)
+    got = {"played": 0, "last": 0}
+    clients = []
+    async with trio.open_nursery() as n:
+
+        async def play(who: Client, seat: int) -> None:
+            while (p := await who.next_push()) is not None:
+                got["last"] = max(got["last"], p.get("seq") or 0)
+                if p["push"] == "ended" or got["played"] >= turns:
+                    n.cancel_scope.cancel()
+                    return
+                if p["push"] == "turn" and p["seat"] == seat:
+                    action = rng.choice(p["legal"])
+                    reply = await who.request("act", session=sid, action=action, seq=p["seq"])
+                    if reply.get("ok"):
+                        got["played"] += 1
+                        got["last"] = max(got["last"], reply["result"]["seq"])
+
+        for seat in (0, 1):
+            who = await Client.connect("127.0.0.1", port)
+            who.start(n)
+            clients.append(who)
+            if seat in held:
+                await who.call("resume", session=sid, token=held[seat])
+            else:
+                joined = await who.call("join", session=sid, name=f"p{seat}", seat=seat)
+                held[seat] = joined["token"]
+            n.start_soon(play, who, seat)
+    for who in clients:
+        await who.aclose()
+    return got["last"]
+
+
+def test_a_spectator_page_never_shows_a_hidden_card(host, browser):
+    d = browser
+
+    async def make(c: Client) -> str:
+        made = await c.call("create", game="crazy-eights", seats=3, bots=1, options={"target": 1})
+        return made["session"]
+
+    sid = host.run(make)
+    d.get(f"{host.base}/#/watch/{sid}")
+    wait_for(d, lambda d: css(d, "#info[data-seq]"), "the spectator's table")
+    checked = 0
+    held: dict[int, str] = {}
+    for _ in range(6):
+        last = host.run(_players, host.port, sid, 4, held)
+        wait_for(
+            d,
+            lambda d, last=last: int(css(d, "#info")[0].get_attribute("data-seq")) >= last,
+            f"the page to reach seq {last}",
+        )
+        shown = {e.get_attribute("data-card") for e in css(d, "[data-card]")}
+        shown |= set(CARD.findall(css(d, "main")[0].text))
+        allowed = spectator_could_see(host.records(sid))
+        assert shown <= allowed, f"the spectator page showed {shown - allowed}"
+        assert css(d, "#hand") == []  # a spectator has no hand
+        assert css(d, ".card.back")  # the stock is drawn face down
+        checked += len(shown)
+    assert checked > 0
+
+
+# ---- what a client typed is text, never HTML -------------------------------------------------
+def test_a_player_named_like_html_runs_nothing(host, browser):
+    d = browser
+
+    async def make(c: Client) -> str:
+        sid = (await c.call("create", game="crazy-eights", seats=2))["session"]
+        async with await Client.connect("127.0.0.1", host.port) as p:
+            await p.call("join", session=sid, name=EVIL)
+            await p.call("leave", session=sid)
+        return sid
+
+    sid = host.run(make)
+    d.get(host.base + "/#/")
+    row = wait_for(d, lambda d: css(d, f'tr[data-session="{sid}"]'), "the session in the lobby")[0]
+    assert EVIL in row.text
+    no_script_ran(d)
+    d.get(f"{host.base}/#/watch/{sid}")
+    wait_for(d, lambda d: EVIL in css(d, "#board")[0].text, "the name on the table")
+    no_script_ran(d)
+    d.get(f"{host.base}/debug.html#{sid}")
+    timeline = wait_for(d, lambda d: css(d, "#timeline div"), "the debugger's timeline")
+    assert any(EVIL in row.get_attribute("textContent") for row in timeline)
+    no_script_ran(d)
+    # an option value typed into the lobby comes back in an error message: text too
+    d.get(host.base + "/#/")
+    form = wait_for(d, lambda d: css(d, 'form[data-game="crazy-eights"]'), "the games")[0]
+    form.find_element("css selector", "details summary").click()
+    field = form.find_element("css selector", "#opt-crazy-eights-hand_size")
+    field.clear()
+    field.send_keys(EVIL)
+    form.find_element("css selector", "button.create").click()
+    error = wait_for(d, lambda d: [e for e in css(d, "form .error") if e.text], "the error")[0]
+    assert "hand_size" in error.text
+    no_script_ran(d)
+
+
+# ---- the debugger on a finished Seven Twenty-Seven log ---------------------------------------
+def test_the_debugger_steps_through_a_finished_seven_twenty_seven_log(host, browser):
+    d = browser
+
+    async def play(c: Client) -> tuple[str, int]:
+        made = await c.call(
+            "create", game="seven-twenty-seven", seats=4, bots=4, options={"hands": 1}
+        )
+        snap = await c.call("watch", session=made["session"])
+        last = snap["seq"]
+        while not snap["ended"]:
+            p = await c.next_push()
+            if p["push"] == "ended":
+                last = p["seq"]
+                break
+        return made["session"], last
+
+    sid, last = host.run(play)
+    d.get(f"{host.base}/debug.html#{sid}")
+    wait_for(d, lambda d: css(d, "#last")[0].text == str(last), "the whole timeline")
+    assert len(css(d, "#timeline > div")) == last + 1
+    seq = css(d, "#seq")[0]
+    state = css(d, "#state")[0]
+
+    def at(n: int) -> None:
+        wait_for(d, lambda d: seq.get_attribute("value") == str(n), f"seq {n}")
+        wait_for(d, lambda d: "to act" in state.text, f"the state at {n}")
+
+    at(last)  # it opens at the end
+    css(d, "#first")[0].click()
+    at(0)
+    for n in (1, 2, 3):
+        css(d, "#next")[0].click()
+        at(n)
+    css(d, "#prev")[0].click()
+    at(2)
+    assert css(d, "#timeline .current")[0].get_attribute("data-seq") == "2"
+    # what changed between two seqs
+    css(d, "#end")[0].click()
+    at(last)
+    frm = css(d, "#diff-from")[0]
+    frm.clear()
+    frm.send_keys("0")
+    css(d, "#diff")[0].click()
+    wait_for(d, lambda d: css(d, "#changes tr"), "the changes")
+    # verify: the host's code re-produces the log
+    css(d, "#verify")[0].click()
+    wait_for(d, lambda d: css(d, "#verify-ok"), "the verify result")
+    # Seven Twenty-Seven keeps its seed: no client sees the full truth, even once it ended
+    truth = css(d, '#viewer option[value="truth"]')[0]
+    assert truth.get_attribute("disabled") is not None
+
+
+# ---- any other game: the generic table --------------------------------------------------------
+@pytest.fixture(scope="module")
+def toy_web() -> Iterator[str]:
+    """An in-process host (in its own thread) with only the test game, High Card, which has no
+    table of its own in the web client; yields the page's base address."""
+    from host.server import HostConfig, run_host
+    from tests.conftest import toy_registry
+
+    ready: queue.Queue = queue.Queue()
+    with tempfile.TemporaryDirectory() as data:
+
+        async def serve() -> None:
+            cfg = HostConfig(
+                data_dir=Path(data), port=0, http_port=0, idle_timeout=None, line_timeout=None
+            )
+            async with trio.open_nursery() as n:
+                running, _ = await n.start(
+                    lambda task_status: run_host(
+                        cfg, toy_registry(), handle_signals=False, task_status=task_status
+                    )
+                )
+                ready.put((running, trio.lowlevel.current_trio_token()))
+
+        thread = threading.Thread(target=trio.run, args=(serve,), daemon=True)
+        thread.start()
+        running, token = ready.get(timeout=WAIT)
+        try:
+            yield f"http://127.0.0.1:{running.http_port}"
+        finally:
+            trio.from_thread.run_sync(running.request_shutdown, trio_token=token)
+            thread.join(WAIT)
+
+
+def test_a_game_without_its_own_table_is_played_on_the_generic_one(toy_web, browser):
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    d = browser
+    d.get(toy_web + "/#/")
+    form = wait_for(d, lambda d: css(d, 'form[data-game="high-card"]'), "the games")[0]
+    form.find_element("css selector", "button.create").click()
+    wait_for(d, lambda d: css(d, ".table.generic"), "the generic table")
+    # the view as a tree: our own card shows, the other seat's is hidden (null)
+    wait_for(d, lambda d: css(d, '.table.generic [data-path="view.hands"]'), "the hands")
+    clicks = 0
+    while True:
+
+        def ready_(d: Any) -> Any:
+            return "ended" if css(d, "#state.ended") else css(d, "#controls button.action")
+
+        got = wait_for(d, ready_, "my turn or the end")
+        if got == "ended":
+            break
+        try:
+            assert {b.text for b in got} <= {"keep", "swap"}
+            got[0].click()
+            clicks += 1
+        except StaleElementReferenceException:
+            continue  # redrawn meanwhile: look again
+    assert clicks >= 1
+    assert css(d, "#outcome")
+
+
+def test_fork_here_starts_a_session_the_page_plays_on(host, browser):
+    d = browser
+
+    async def play(c: Client) -> str:
+        sid = (await c.call("create", game="crazy-eights", seats=2, bots=1, options={"target": 1}))[
+            "session"
+        ]
+        await c.call("join", session=sid, name="ann")
+        while (p := await c.next_push()) is not None:
+            if p["push"] == "turn" and p["seat"] == 0:
+                await c.call("act", session=sid, action=p["legal"][0], seq=p["seq"])
+            elif p["push"] == "ended":
+                return sid
+        raise AssertionError("the connection closed before the end")
+
+    sid = host.run(play)
+    records = host.records(sid)
+    # the end of a cause with a turn of seat 0 next: its action record follows
+    at = next(r.seq - 1 for r in records if r.type == "action" and r.data["seat"] == 0)
+    d.get(f"{host.base}/debug.html#{sid}")
+    wait_for(d, lambda d: css(d, "#last")[0].text == str(records[-1].seq), "the timeline")
+    css(d, f'#timeline [data-seq="{at}"]')[0].click()
+    wait_for(d, lambda d: css(d, "#seq")[0].get_attribute("value") == str(at), f"seq {at}")
+    css(d, "#fork")[0].click()
+    new = wait_for(d, lambda d: css(d, "#fork-id"), "the fork")[0].text
+    assert new != sid
+    wait_for(d, lambda d: css(d, "#forked button"), "play it")[0].click()
+    wait_for(d, lambda d: f"#/play/{new}" in d.current_url, "the fork's table")
+    role = wait_for(d, lambda d: [e for e in css(d, "#role") if e.text], "the seat")[0]
+    assert "seat 0" in role.text
+    wait_for(d, lambda d: css(d, "#controls button"), "seat 0's turn in the fork")
+    forked = host.records(new)
+    assert forked[0].data["forked_from"] == {"session": sid, "seq": at}
+
+    def same(rs: list[Record]) -> list[dict]:  # a fork gives its seats new tokens
+        return [{k: v for k, v in r.data.items() if k != "token_hash"} for r in rs]
+
+    assert same(forked[1 : at + 1]) == same(records[1 : at + 1])
+    ann = next(r for r in forked if r.type == "seat_taken" and r.data["seat"] == 0)
+    assert ann.data["token_hash"] != records[ann.seq].data["token_hash"]
