@@ -183,6 +183,12 @@ class PublishingMemoryStore(MemoryStore):
                 break
         return out
 
+    def follow(self, session: str, next_seq: int) -> None:
+        """As ``PostgresStore.follow``: open ``session`` for appends at ``next_seq``, which the
+        caller has read up to; an append still fails if the log has moved on."""
+        self._lines(session)
+        self._next[session] = next_seq
+
     async def append(self, session: str, expected_seq: int, records: list[dict[str, Any]]) -> None:
         """See :meth:`host.stores.Store.append` (``create`` goes through it too); then a
         notice, if anything was written."""
@@ -351,7 +357,7 @@ class PostgresFeed:
             self._stop.set()
 
     def _lost(self) -> None:
-        if self.connected or self.held:
+        if (self.connected or self.held) and not self._stop.is_set():  # not when closing
             log.warning("feed_connection_lost", leases=len(self.held))
         self.connected = False
         self.held.clear()

@@ -764,6 +764,18 @@ class PostgresStore:
         self._n_records += len(records)
         await self._write(_Job(session, False, expected_seq, lines, ended, self._opened[session]))
 
+    def follow(self, session: str, next_seq: int) -> None:
+        """Open ``session`` for appends at ``next_seq`` without reading it: the caller has
+        read (``read``) and folded the records before it, which another host appended (see
+        ``host.feed``). The database still refuses an append if the log has moved on.
+
+        Raises:
+            Conflict: appends of it are in progress here. ValueError: a bad session id.
+        """
+        self._checked(session)
+        self._check_idle(session)
+        self._open(session, next_seq)
+
     def release(self, session: str) -> None:
         """Nothing is held open per session (rows need no descriptor); counted only."""
         self._held.discard(session)

@@ -1161,8 +1161,11 @@ async def _accept(
         )
 
 
-async def _signals(host: Host) -> None:
+async def _signals(
+    host: Host, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
+        task_status.started()  # from here on a signal is a clean shutdown, even mid-start
         async for sig in sigs:
             log.info("signal", signal=signal.Signals(sig).name)
             host.request_shutdown()
@@ -1216,6 +1219,8 @@ async def run_host(
         try:
             async with trio.open_nursery() as sessions:
                 host = Host(registry, store, sessions, config)
+                if handle_signals:  # before listening: a SIGTERM right after it stops cleanly
+                    await outer.start(_signals, host)
                 if feed is not None:
                     host.follower = Follower(feed, host.sessions, host.discover)
                     await outer.start(host.follower.run)
@@ -1246,8 +1251,6 @@ async def run_host(
                         host.http_port = web[0].socket.getsockname()[1]
                         log.info("listening_http", bind=config.http_bind, port=host.http_port)
                     sessions.start_soon(host.load_sessions)  # in the background
-                    if handle_signals:
-                        outer.start_soon(_signals, host)
                     task_status.started((host, port))
                     await host.shutdown.wait()
                     log.info("shutting_down", connections=len(host.connections))

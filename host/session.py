@@ -36,6 +36,7 @@ full is disconnected (it can ``resume``), so a slow client never stalls a table.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import secrets
@@ -239,6 +240,7 @@ class Session:
         self.driver = driver
         self.shared = not driver  # only a host sharing its store starts a session not driving
         self._behind = False  # the log may hold records this copy has not folded yet
+        self.lost_races = 0  # appends refused because another host had written that seq
 
     def retire(self) -> None:
         """Make this an ended session answered from its log: no actor, no subscribers."""
@@ -570,6 +572,10 @@ class Session:
                 ErrorCode.SESSION_DAMAGED, f"the log of session {self.id!r} is damaged"
             ) from None
         self.state = state
+        follow = getattr(self.store, "follow", None)  # a shared store: append from here on
+        if follow is not None and not reopen:
+            with contextlib.suppress(Conflict):  # never: this actor is the one appender
+                follow(self.id, state.seq + 1)
         now = self._changed_at = trio.current_time()
         self._tail.extend(new)
         if self._unattended_since is not None:
@@ -926,6 +932,7 @@ class Session:
         except Conflict:
             # another host sharing the store appended first: catch up; the caller decides again
             log.info("append_conflict", seq=self.state.seq + 1)
+            self.lost_races += 1
             await self._follow(reopen=True)
             raise _Stale from None
         except Exception as exc:

@@ -8,8 +8,9 @@ each serves any session (it follows the log of the sessions it has live).
 The parent process only supervises: it picks the port (with ``--port 0`` it binds a socket of
 its own with ``SO_REUSEPORT`` to get a free port, and keeps it, not listening, so that no other
 program takes the port while a worker restarts), starts the workers (``gamehost serve`` with the
-same arguments plus ``--workers 1 --port P --reuse-port``), forwards SIGTERM and SIGINT to them
-and waits for them. A worker that exits by itself is started again after a delay doubling from
+same arguments plus ``--workers 1 --port P --reuse-port``), relays their log lines to its own
+stderr whole (two workers' lines never interleave), forwards SIGTERM and SIGINT to them and
+waits for them. A worker that exits by itself is started again after a delay doubling from
 :data:`RESTART_DELAY` to :data:`RESTART_DELAY_MAX` seconds; one that exits with status 2 (a bad
 flag, an unreachable store: it would fail again) stops the whole host with status 2. Workers get
 SIGTERM if the parent dies (``PR_SET_PDEATHSIG``, Linux).
@@ -117,6 +118,30 @@ class _Worker:
         self.starts = 0
 
 
+async def _relay(proc: trio.Process) -> None:
+    """Copy a worker's stderr (its log) to ours in whole lines, so the workers' lines never
+    interleave mid-line; returns at its end of file."""
+    assert proc.stderr is not None
+    out = sys.stderr.buffer
+    rest = b""
+    while True:
+        try:
+            chunk = await proc.stderr.receive_some(65536)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            chunk = b""
+        if not chunk:
+            break
+        rest += chunk
+        cut = rest.rfind(b"\n") + 1
+        if cut:
+            out.write(rest[:cut])
+            out.flush()
+            rest = rest[cut:]
+    if rest:
+        out.write(rest + b"\n")
+        out.flush()
+
+
 async def supervise(argv: list[str], workers: int) -> int:
     """Run ``workers`` processes of ``argv`` (a ``gamehost serve`` command line for one worker)
     until SIGTERM or SIGINT, forwarded to each; restart any that exits by itself.
@@ -135,10 +160,14 @@ async def supervise(argv: list[str], workers: int) -> int:
         while not stopping.is_set():
             w.starts += 1
             w.proc = await trio.lowlevel.open_process(
-                w.argv, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+                w.argv,
+                stdin=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                preexec_fn=_die_with_parent,
             )
             log.info("worker_started", worker=w.index, pid=w.proc.pid, starts=w.starts)
             started = trio.current_time()
+            await _relay(w.proc)
             code = await w.proc.wait()
             if stopping.is_set():
                 if code != 0:

@@ -111,7 +111,7 @@ BACKOFF = (0.05, 1.0)
 MAX_CONNECTIONS = 1000
 """Connections one human client opens at most (each kill costs it one or two)."""
 _LINK_ERRORS = (OSError, trio.BrokenResourceError, trio.ClosedResourceError)
-_TRANSIENT = ("unavailable", "overloaded")
+_TRANSIENT = ("unavailable", "overloaded", "conflict")  # conflict: a join lost twice
 T = TypeVar("T")
 
 
@@ -579,6 +579,7 @@ class _Run:
     changed: trio.Event = attrs.field(factory=trio.Event)
     procs: trio.Nursery | None = None
     killed: list[tuple[float, set[str]]] = attrs.field(factory=list)  # when; sessions it drove
+    creating: int = 0  # tables whose create has not been answered yet
 
     def hosts_changed(self) -> None:
         self.changed.set()
@@ -655,15 +656,18 @@ async def _table(run: _Run, k: int, rng: random.Random, nursery: trio.Nursery) -
         )
 
     reply: dict[str, Any] | None = None
-    for _ in range(20):
-        try:
-            reply = await _with_connection(run, rng, create)
-        except _Disconnected:
-            run.report.creates_lost += 1
-            continue
-        if reply.get("ok") or _code(reply) not in _TRANSIENT:
-            break
-        await trio.sleep(rng.uniform(*BACKOFF))
+    try:  # run.creating was counted up when this task was started
+        for _ in range(20):
+            try:
+                reply = await _with_connection(run, rng, create)
+            except _Disconnected:
+                run.report.creates_lost += 1
+                continue
+            if reply.get("ok") or _code(reply) not in _TRANSIENT:
+                break
+            await trio.sleep(rng.uniform(*BACKOFF))
+    finally:
+        run.creating -= 1
     if reply is None or not reply.get("ok"):
         run.report.problems.append(f"table {k} ({game}): create failed: {reply}")
         return
@@ -828,6 +832,7 @@ async def _kill_loop(run: _Run, tables: trio.Nursery, waves: list[list[int]]) ->
     during_create = set(run.rng.sample(range(cfg.kills), min(cfg.kills, share)))
     for i, wave in enumerate(waves):
         for k in wave:
+            run.creating += 1  # the run does not settle while a table is still being created
             tables.start_soon(_table, run, k, random.Random(run.rng.getrandbits(64)), tables)
         if i == len(waves) - 1:
             return
@@ -862,7 +867,7 @@ async def _settle(run: _Run, sessions_dir: Path) -> None:
     """Wait (polling the logs, bounded by the caller) until every session has ended."""
     store = run.cfg.store
     while True:
-        if run.seats_running == 0:
+        if run.seats_running == 0 and run.creating == 0:
             if store is None:
                 if _all_ended(sessions_dir):
                     return

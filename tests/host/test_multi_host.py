@@ -196,6 +196,31 @@ async def test_acts_on_two_hosts_take_turns_by_seq(tmp_path: Path, shared: Share
         b.host.request_shutdown()
 
 
+async def test_a_host_appends_after_following_without_a_conflict(
+    tmp_path: Path, shared: Shared
+) -> None:
+    """Once a host has folded another host's records it appends at the next seq straight away
+    (the store is told where the log is), instead of losing a race against its own stale view
+    and reading the whole log again."""
+    hub = shared
+    async with trio.open_nursery() as n:
+        a = await start_shared(n, hub, tmp_path / "a")
+        b = await start_shared(n, hub, tmp_path / "b")
+        ca, cb = await client(n, a), await client(n, b)
+        sid = await new_session(ca, seats=2, rounds=2)
+        await ca.call("join", session=sid, name="ann")
+        seq = (await cb.call("join", session=sid, name="bob"))["seq"]
+        lost = [h.host.sessions[sid].lost_races for h in (a, b)]
+        for c in (ca, cb, ca, cb):  # the seats take turns, each on its own host
+            seq = (await c.call("act", session=sid, action={"type": "keep"}, seq=seq))["seq"]
+        assert [h.host.sessions[sid].lost_races for h in (a, b)] == lost
+        recs = await hub.records(sid)
+        assert [r["seat"] for r in recs if r["type"] == "action"] == [0, 1, 0, 1]
+        assert recs[-1]["type"] == "ended"
+        a.host.request_shutdown()
+        b.host.request_shutdown()
+
+
 async def test_resume_on_the_other_host_with_token_and_seq(tmp_path: Path, shared: Shared) -> None:
     hub = shared
     async with trio.open_nursery() as n:

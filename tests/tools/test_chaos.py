@@ -8,7 +8,17 @@ from pathlib import Path
 import orjson
 
 from host.game import seed_commitment
-from tools.chaos import ChaosConfig, ChaosReport, Ledger, chaos, check_logs, pick_action
+from tools.chaos import (
+    ChaosConfig,
+    ChaosReport,
+    HostProcess,
+    Ledger,
+    _Run,
+    _takeovers,
+    chaos,
+    check_logs,
+    pick_action,
+)
 
 
 async def test_a_short_kill_loop_loses_no_acknowledged_event(tmp_path: Path) -> None:
@@ -116,3 +126,49 @@ def test_pick_action_still_draws_when_nothing_else_is_legal() -> None:
     picks = [pick_action(legal, rng) for _ in range(400)]
     draws = sum(p["type"] == "draw" for p in picks)
     assert 0 < draws < 200
+
+
+async def test_two_hosts_on_one_database_are_killed_in_turn(
+    tmp_path: Path, pg_store_url: str
+) -> None:
+    cfg = ChaosConfig(
+        sessions=4,
+        kills=2,
+        seed=5,
+        data_dir=tmp_path,
+        max_seconds=60,
+        settle_seconds=30,
+        think=0.05,
+        kill_pause=(0.2, 0.6),
+        kill_pushes=30,
+        hosts=2,
+        store=pg_store_url,
+    )
+    report = await chaos(cfg)
+    text = "\n".join(report.lines())
+    assert report.kills == 2 and report.restarts == 2, text
+    assert report.lost == 0 and report.acknowledged == report.found > 0, text
+    assert report.logs == report.verify_ok >= 4, text
+    assert all(t <= 5.0 for t in report.takeovers), text
+    assert report.takeovers_missing == [], text
+    assert any(line.startswith("bot takeovers: ") for line in report.lines()), text
+    assert report.ok, text
+
+
+def test_takeovers_are_timed_from_the_kill_to_the_next_lease_taken(tmp_path: Path) -> None:
+    dead = HostProcess("host0", [], tmp_path / "0.log")
+    alive = HostProcess("host1", [], tmp_path / "1.log")
+    dead.started_at = 10.0
+    dead.leases += [(11.0, "lease_taken", "s1"), (11.5, "lease_taken", "s2")]
+    dead.leases += [(12.0, "lease_taken", "s3"), (12.5, "lease_lost", "s3")]
+    assert dead.driving() == {"s1", "s2"}
+    alive.leases += [(5.0, "lease_taken", "s1"), (21.0, "lease_taken", "s1")]
+    alive.leases += [(27.0, "lease_taken", "s2")]
+    report = ChaosReport(3, 1, tmp_path, hosts=2)
+    run = _Run(ChaosConfig(), report, [dead, alive], random.Random(1))
+    run.killed.append((20.0, dead.driving() | {"s4", "s5"}))
+    _takeovers(run, ended={"s4"})  # s4 ended: it needed nobody; s5 was never taken over
+    assert report.takeovers == [1.0, 7.0]
+    assert report.takeovers_missing == ["s5"]
+    assert "1 takeovers took more than 5 s" in report.failures()
+    assert "1 sessions of a killed host not taken over" in report.failures()

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import math
+import os
+import signal
 import socket
+import subprocess
+import sys
 
+import orjson
 import pytest
 import trio
 
 from host.workers import reserve_port, reuse_port_listeners
 from tools.cli import main
+from tools.client import Client
 
 
 def test_workers_need_a_shared_store(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
@@ -55,3 +62,63 @@ async def test_listeners_with_reuse_port_share_a_port() -> None:
         assert set(got) == {b"1", b"2"}
     finally:
         reserved.close()
+
+
+async def test_two_workers_share_a_port_on_postgres(pg_store_url: str) -> None:
+    """``serve --workers 2``: two host processes on one port, one store; a worker that dies is
+    started again; SIGTERM to the parent stops them all cleanly."""
+    argv = [sys.executable, "-m", "tools.cli", "serve", "--workers", "2", "--port", "0"]
+    argv += ["--store", pg_store_url, "--log-format", "json"]
+    proc = await trio.lowlevel.open_process(argv, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    lines: trio.MemorySendChannel[dict]
+    lines, events = trio.open_memory_channel[dict](math.inf)
+
+    async def pump() -> None:
+        buf = b""
+        assert proc.stderr is not None
+        async with lines:
+            while chunk := await proc.stderr.receive_some(65536):
+                buf += chunk
+                *done, buf = buf.split(b"\n")
+                for line in done:
+                    lines.send_nowait(orjson.loads(line))
+
+    async def until(event: str, n: int = 1) -> list[dict]:
+        got = []
+        with trio.fail_after(60):
+            async for msg in events:
+                if msg.get("event") == event:
+                    got.append(msg)
+                    if len(got) == n:
+                        return got
+        raise AssertionError(f"no {event} line")
+
+    try:
+        async with trio.open_nursery() as n:
+            n.start_soon(pump)
+            started = await until("worker_started", 2)
+            ports = {m["port"] for m in await until("listening", 2)}
+            assert len(ports) == 1
+            port = ports.pop()
+            a = await Client.connect("127.0.0.1", port)
+            a.start(n)
+            created = await a.call("create", game="crazy-eights", seats=2, bots=1)
+            clients = []
+            for _ in range(6):  # connections land on both workers; each knows the session
+                c = await Client.connect("127.0.0.1", port)
+                c.start(n)
+                clients.append(c)
+                page = await c.call("sessions")
+                assert [s["session"] for s in page["sessions"]] == [created["session"]]
+            os.kill(started[0]["pid"], signal.SIGKILL)  # a worker dies: it is started again
+            again = await until("worker_started")
+            assert again[0]["worker"] == started[0]["worker"]
+            assert (await until("listening"))[0]["port"] == port
+            proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(60):
+                assert await proc.wait() == 0
+            n.cancel_scope.cancel()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
