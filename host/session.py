@@ -991,12 +991,26 @@ class Session:
                     self.hooks.gamehost_session_ended, session=self.id, outcome=rec.data["outcome"]
                 )
 
-    def _push(self, rec: Record, viewer: Viewer) -> EventPush | None:
+    def _push(
+        self, rec: Record, viewer: Viewer, shared: list[EventPush] | None = None
+    ) -> EventPush | None:
+        """The ``event`` push of ``rec`` for ``viewer``. With ``shared`` (empty for each new
+        record), a push that is the same for every viewer — a record other than an event, or
+        an event the game's ``redact`` gives back unchanged — is made once and kept there, so
+        the viewers share one object (encoded once)."""
         if rec.type == "event":
             event = rec.obj
             if event is None:
                 event = self.engine.codec.event_from_wire(rec.data["event"], rec.data.get("v"))
-            body = self.engine.codec.event_to_wire(self.game.redact(event, viewer))
+            redacted = self.game.redact(event, viewer)
+            if redacted is not event or shared is None:
+                body = self.engine.codec.event_to_wire(redacted)
+                return EventPush(self.id, rec.seq, rec.type, body)
+            if shared:
+                return shared[0]
+            body = self.engine.codec.event_to_wire(event)
+        elif shared:
+            return shared[0] if rec.type in ("action", "seat_taken", "ended") else None
         elif rec.type == "action":
             body = {"seat": rec.data["seat"], "action": rec.data["action"]}
             if rec.data.get("timed_out"):
@@ -1009,7 +1023,10 @@ class Session:
                 body["aborted"] = rec.data["aborted"]
         else:
             return None
-        return EventPush(self.id, rec.seq, rec.type, body)
+        push = EventPush(self.id, rec.seq, rec.type, body)
+        if shared is not None:
+            shared.append(push)
+        return push
 
     def _publish(self, new: list[Record], skip: Subscriber | None = None) -> None:
         """Send each record to every subscriber (one redaction per distinct viewer), then the
@@ -1025,9 +1042,10 @@ class Session:
         subs = [(c, v) for c, v in self.subscribers.items() if c is not skip]
         for rec in new:
             cache: dict[Viewer, EventPush | None] = {}
+            shared: list[EventPush] = []  # the push every viewer gets alike (see _push)
             for conn, viewer in subs:
                 if viewer not in cache:
-                    cache[viewer] = self._push(rec, viewer)
+                    cache[viewer] = self._push(rec, viewer, shared)
                 msg = cache[viewer]
                 if msg is not None and not conn.send(msg):
                     self._detach(conn)
