@@ -107,7 +107,7 @@ skipped, so a page may take several)."""
 ENDED_CACHE = 8
 """Ended sessions (no longer live) kept in memory to answer ``resume``/``view``/``watch``; the
 others are read again from their logs."""
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_SESSION_ID = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
 
 
 @attrs.frozen
