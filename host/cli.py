@@ -303,6 +303,13 @@ def _serve_workers(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if getattr(args, "http", None) == 0:
+        print(
+            "gamehost serve: error: with --workers, --http needs a port number (0 would give"
+            " each worker a port of its own)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         open_store(store).check()  # one error line here, not one per worker
         return workers.main(args.argv, args.workers, args.bind, args.port)

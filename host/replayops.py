@@ -180,7 +180,7 @@ async def _read(host: Any, sid: str) -> list[Record]:
         raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r}") from None
     except CorruptLog as exc:
         raise host._damage(sid, exc) from None
-    except OSError:
+    except Exception:  # OSError, a database that is away (StoreUnavailable), ...
         log.exception("session_log_unreadable", session=sid)
         raise ProtocolError(
             ErrorCode.UNAVAILABLE, f"the log of session {sid!r} cannot be read"

@@ -5,9 +5,9 @@ of request, told apart by their head (read with h11, at most :data:`MAX_HEAD` by
 ``line_timeout`` seconds or 30 s):
 
 - ``GET``/``HEAD`` of a file of the web client (``host/static``, shipped as package data; ``/``
-  is ``index.html``): answered with the file, a strict Content-Security-Policy (scripts and
-  styles only from the host itself, no inline script) and ``Connection: close``. Anything else
-  is 404 or 405.
+  is ``index.html``) or of ``/schema.json`` (every game's contract, :func:`schema_file`):
+  answered with the file, a strict Content-Security-Policy (scripts and styles only from the
+  host itself, no inline script) and ``Connection: close``. Anything else is 404 or 405.
 - a WebSocket upgrade on ``/ws`` (wsproto): once accepted, the socket is wrapped in a
   :class:`WebSocketStream` and handed to :meth:`host.server.Host.handle`, exactly as a TCP
   connection is. The stream turns each incoming message into the bytes of one line (its text,
@@ -32,6 +32,7 @@ from importlib import resources
 from typing import Any
 
 import h11
+import orjson
 import structlog
 import trio
 from wsproto import ConnectionType, WSConnection
@@ -249,12 +250,29 @@ class WebSocketStream(trio.abc.HalfCloseableStream):
             await self._stream.aclose()
 
 
+def schema_file(registry: Any) -> bytes:
+    """``/schema.json``: ``{"games": {id: contract}}``, each installed game's published contract
+    (:func:`host.contract.game_schema`, as ``gamehost schema`` prints it); the lobby builds its
+    option forms from it. A game whose types the generator cannot describe is left out (the
+    lobby then falls back on what ``games`` says of its options)."""
+    from host.contract import game_schema
+
+    out: dict[str, Any] = {}
+    for gid in sorted(registry.games):
+        try:
+            out[gid] = game_schema(registry.games[gid])
+        except Exception:  # a plugin's types: its fault costs its own schema only
+            log.warning("game_schema_failed", game=gid, exc_info=True)
+    return orjson.dumps({"games": out})
+
+
 class WebFront:
     """Answers one HTTP listener: static files, and WebSocket connections for ``host``."""
 
     def __init__(self, host: Any, bind: str, allow_origins: tuple[str, ...]) -> None:
         self.host = host
         self.files = static_files()
+        self.files["/schema.json"] = (schema_file(host.registry), "application/json")
         self.allowed = frozenset(o.lower().rstrip("/") for o in allow_origins)
         try:
             self.loopback = ipaddress.ip_address(bind).is_loopback
@@ -407,12 +425,25 @@ async def serve_http(
     task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen for HTTP on ``bind``:``port`` (0: any free port) until the host shuts down;
-    ``task_status.started`` with the listeners. Handlers run in ``conns``."""
+    ``task_status.started`` with the listeners. Handlers run in ``conns``. A worker of
+    ``serve --workers`` listens with ``SO_REUSEPORT``, as on its TCP port, so every worker
+    serves the one HTTP port."""
     front = WebFront(host, bind, allow_origins)
     async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(
-            functools.partial(trio.serve_tcp, front.handle, port, host=bind, handler_nursery=conns)
-        )
+        if getattr(host.config, "reuse_port", False):  # one of several workers on one port
+            from host.workers import reuse_port_listeners
+
+            serve: Any = functools.partial(
+                trio.serve_listeners,
+                front.handle,
+                await reuse_port_listeners(bind, port),
+                handler_nursery=conns,
+            )
+        else:
+            serve = functools.partial(
+                trio.serve_tcp, front.handle, port, host=bind, handler_nursery=conns
+            )
+        listeners = await nursery.start(serve)
         task_status.started(listeners)
         await host.shutdown.wait()
         nursery.cancel_scope.cancel()

@@ -12,9 +12,13 @@ function say(text, kind = "info") {
   clear(status).append(el("span", { class: kind }, text));
 }
 
-function connect(onPush) {
+function connect(onPush, retry) {
   if (conn) { conn.onClose = () => {}; conn.onPush = () => {}; conn.ws.close(); }
-  conn = new Conn(onPush, () => say("disconnected from the host: reload to reconnect", "error"));
+  conn = new Conn(onPush, () => {
+    if (!retry) { say("disconnected from the host: reload to reconnect", "error"); return; }
+    say("disconnected from the host: trying again in a few seconds\u2026", "error");
+    setTimeout(retry, 3000); // a table resumes its seat (or watches again) by itself
+  });
   return conn;
 }
 
@@ -54,8 +58,11 @@ function lobbyPage() {
       el("button", { onclick: () => { location.href = `debug.html#${encodeURIComponent(debugId.value.trim())}`; } }, "open")),
   );
 
-  c.call("games").then(({ games }) => {
-    for (const g of games) gamesBox.append(gameForm(g, nameInput));
+  // the option forms come from each game's published JSON Schema (/schema.json, as `gamehost
+  // schema` prints it); a game without one gets fields from what `games` says of its options
+  const schemas = fetch("schema.json").then((r) => (r.ok ? r.json() : { games: {} })).catch(() => ({ games: {} }));
+  Promise.all([c.call("games"), schemas]).then(([{ games }, { games: contracts }]) => {
+    for (const g of games) gamesBox.append(gameForm(g, nameInput, contracts[g.id]));
   }).catch((e) => say(e.message, "error"));
 
   async function refresh() {
@@ -83,6 +90,33 @@ function lobbyPage() {
   return { kind: "lobby", stop() { clearInterval(timer); } };
 }
 
+// An option's control from its JSON Schema: a list for an enum, a checkbox for a boolean, a
+// number field for an integer, and for "one of these words or a number" both.
+function schemaControl(game, name, prop) {
+  const id = `opt-${game}-${name}`;
+  const dflt = prop.default;
+  if (prop.type === "boolean") {
+    const box = el("input", { id, name, type: "checkbox", checked: dflt === true });
+    return [box, () => box.checked];
+  }
+  if (prop.type === "integer" || prop.type === "number") {
+    const num = el("input", { id, name, type: "number", value: fmt(dflt), class: "num",
+      min: prop.minimum, max: prop.maximum, step: prop.type === "integer" ? 1 : "any" });
+    return [num, () => Number(num.value)];
+  }
+  const words = prop.enum || (prop.anyOf || []).flatMap((a) => a.enum || []);
+  const numeric = (prop.anyOf || []).find((a) => a.type === "integer" || a.type === "number");
+  if (!words.length) return null;
+  const sel = el("select", { id, name },
+    words.map((w) => el("option", { value: JSON.stringify(w), selected: JSON.stringify(w) === JSON.stringify(dflt) }, fmt(w))),
+    numeric ? el("option", { value: "number", selected: typeof dflt === "number" }, "a number\u2026") : null);
+  if (!numeric) return [sel, () => JSON.parse(sel.value)];
+  const num = el("input", { id: `${id}-number`, type: "number", class: "num", step: numeric.type === "integer" ? 1 : "any",
+    value: typeof dflt === "number" ? dflt : "", disabled: typeof dflt !== "number" });
+  sel.addEventListener("change", () => { num.disabled = sel.value !== "number"; if (!num.disabled) num.focus(); });
+  return [el("span", {}, sel, " ", num), () => (sel.value === "number" ? Number(num.value) : JSON.parse(sel.value))];
+}
+
 // An option's control, generated from what `games` says of it (type, choices, default).
 function optionControl(game, opt) {
   const id = `opt-${game}-${opt.name}`;
@@ -101,12 +135,13 @@ function optionControl(game, opt) {
   }];
 }
 
-function gameForm(g, nameInput) {
+function gameForm(g, nameInput, contract) {
+  const props = (contract && contract.options && contract.options.properties) || {};
   const seats = el("input", { type: "number", name: "seats", min: g.min_seats, max: g.max_seats, value: g.min_seats, class: "num" });
   const bots = el("input", { type: "number", name: "bots", min: 0, max: g.max_seats, value: g.min_seats - 1, class: "num" });
   const readers = {};
   const opts = g.options.map((o) => {
-    const [control, read] = optionControl(g.id, o);
+    const [control, read] = (props[o.name] && schemaControl(g.id, o.name, props[o.name])) || optionControl(g.id, o);
     readers[o.name] = [read, o.default];
     return el("label", { class: "opt", title: o.doc || "" }, el("span", {}, o.name), control);
   });
@@ -161,7 +196,7 @@ function tablePage(sid, watching) {
       el("a", { href: `debug.html#${sid}` }, "open in the replay debugger")),
     info, board, controls, el("h3", {}, "What happened"), eventsBox);
 
-  const c = connect(onPush);
+  const c = connect(onPush, () => { if (!t.stopped) route(); });
   function onPush(p) {
     if (t.stopped || p.session !== sid && p.push !== "closed") return;
     if (p.push === "event") {
@@ -244,6 +279,7 @@ function tablePage(sid, watching) {
       }
       t.snap = snap;
       recent.add(sid, snap.game);
+      say("");
       draw();
       if (t.events.length && t.events[t.events.length - 1].seq > snap.seq) askView();
     } catch (e) {

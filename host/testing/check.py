@@ -38,6 +38,13 @@ name, then the game id, the seat count, the seed and the seq where it happened):
 ``replay``
     :meth:`~host.engine.Engine.verify` (what ``gamehost replay --verify`` runs) rejects the log
     of a playout read back from JSON.
+``contract``
+    a value breaks the game's published contract (:func:`host.contract.game_schema`, what
+    ``gamehost schema`` prints): an action, a logged event, a redacted event as a seat or a
+    spectator receives it, a view (when ``GameInfo.view_type`` is set) or the outcome (when
+    ``outcome_type`` is set) does not validate against its JSON Schema. Views and redacted
+    events are checked at up to ``contract_samples`` causes of each playout (a spectator and
+    one seat, in turn).
 ``invariant``
     the ``invariant`` hook raised ``AssertionError`` on the state after some event.
 ``leak``
@@ -63,11 +70,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
+import jsonschema
 import orjson
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from host.codec import GameCodec
+from host.contract import game_schema
 from host.engine import Engine, Record, SessionState
 from host.faults import GameFault
 from host.game import ActionError, Rng, Viewer, tag_of
@@ -376,6 +385,63 @@ def _check_log(playout: Playout, invariant: Invariant | None, again: Playout) ->
             ) from exc
 
 
+def _validator(schema: dict[str, Any] | None) -> jsonschema.Draft202012Validator | None:
+    return None if schema is None else jsonschema.Draft202012Validator(schema)
+
+
+def _check_contract(playout: Playout, samples: int) -> None:
+    """Every action, logged event and outcome of the playout, and at up to ``samples`` causes the
+    view and redacted events of the spectator and of one seat (in turn), validate against the
+    published schema (jsonschema is slow: a few milliseconds a value)."""
+    try:
+        schema = game_schema(playout.game)
+    except Exception as exc:
+        raise GameCheckFailed(
+            "contract", f"gamehost schema cannot describe the game: {exc!r}"
+        ) from exc
+    action = _validator(schema["action"])
+    events = {role: _validator(schema["event"][role]) for role in ("seat", "spectator", "log")}
+    views = {role: _validator((schema["view"] or {}).get(role)) for role in ("seat", "spectator")}
+    outcome = _validator(schema["outcome"])
+
+    def check(v: jsonschema.Draft202012Validator | None, value: Any, what: str, seq: int) -> None:
+        if v is None:
+            return
+        error = next(iter(v.iter_errors(value)), None)
+        if error is not None:
+            path = "/".join(map(str, error.absolute_path)) or "(the value)"
+            raise GameCheckFailed(
+                "contract",
+                f"{what} breaks its published schema at {path}: {error.message}"
+                f" {playout.where(seq)}",
+            )
+
+    engine = Engine(playout.game)
+    causes = _causes(playout.records)
+    stride = max(1, len(causes) // max(1, samples))
+    state = engine.initial(playout.records[0])
+    for i, cause in enumerate(causes):
+        sampled = i % stride == 0
+        # a spectator and one seat per sampled cause, the seat going round the table
+        viewers: tuple[Viewer, ...] = (None, (i // stride) % playout.seats)
+        for rec in cause:
+            state = engine.apply(state, rec)
+            if rec.type == "action":
+                check(action, rec.data["action"], "the action", rec.seq)
+            elif rec.type == "event":
+                check(events["log"], rec.data["event"], "the logged event", rec.seq)
+                for viewer in viewers if sampled else ():
+                    role = "spectator" if viewer is None else "seat"
+                    wire = orjson.loads(_dumps(engine.redacted_wire(rec, viewer)))
+                    check(events[role], wire, f"the event as viewer {viewer!r} gets it", rec.seq)
+            elif rec.type == "ended" and rec.data.get("outcome") is not None:
+                check(outcome, rec.data["outcome"], "the outcome", rec.seq)
+        for viewer in viewers if sampled and state.started else ():
+            role = "spectator" if viewer is None else "seat"
+            wire = orjson.loads(_dumps(engine.view_wire(state, viewer)))
+            check(views[role], wire, f"the view of viewer {viewer!r}", state.seq)
+
+
 # -- the no-leak property ---------------------------------------------------------------------
 
 
@@ -557,6 +623,7 @@ def check_game(
     revealed: Callable[[Any], Iterable[str]] | None = None,
     leak_examples: int = 25,
     refusals: int = 3,
+    contract_samples: int = 30,
 ) -> list[Playout]:
     """Check ``game`` against the contract by playing it (see the module docstring).
 
@@ -572,6 +639,8 @@ def check_game(
         revealed: ``event -> card strings`` an event shows every viewer although no view need
             show them (see ``leak`` in the module docstring).
         leak_examples: hypothesis examples of the no-leak property (0 skips it).
+        contract_samples: causes per playout whose views and redacted events are validated
+            against the published schema (actions, logged events and outcomes: all of them).
         refusals: unlisted actions tried on ``decide`` at each state.
 
     Returns:
@@ -592,6 +661,7 @@ def check_game(
                 run = dict(options=options, max_actions=max_actions)
                 playout = play(game, n, seed, bots, checker=checker, **run)  # type: ignore[arg-type]
                 _check_log(playout, invariant, play(game, n, seed, bots, **run))  # type: ignore[arg-type]
+                _check_contract(playout, contract_samples)
                 playouts.append(playout)
     if leak_examples > 0:
         _leak_property(playouts, revealed, leak_examples)

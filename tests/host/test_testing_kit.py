@@ -170,3 +170,33 @@ def test_legal_actions_for_a_seat_not_to_act_are_named() -> None:
     failed = fault_of(ListsForEverySeat())
     assert failed.fault == "legal_not_to_act"
     assert "for seat 1, which is not to act" in str(failed)
+
+
+@attrs.frozen
+class ToyView:
+    """The toy's view shape, published through ``GameInfo.view_type``."""
+
+    hands: tuple[str | None, ...] = attrs.field(metadata={"hidden": "some"})
+    stock: int
+    turn: int
+
+
+class PublishesItsView(HighCard):
+    info = attrs.evolve(HighCard.info, view_type=ToyView)
+
+
+class BreaksItsPublishedView(PublishesItsView):
+    """The view writes ``stock`` as text although the published shape says an integer."""
+
+    def view(self, state: State, viewer: Viewer) -> dict:
+        return {**super().view(state, viewer), "stock": str(len(state.stock))}
+
+
+def test_a_view_true_to_its_published_schema_passes() -> None:
+    check_game(PublishesItsView(), leak_examples=0)
+
+
+def test_a_view_that_breaks_its_published_schema_is_named() -> None:
+    failed = fault_of(BreaksItsPublishedView())
+    assert failed.fault == "contract"
+    assert "the view of viewer None breaks its published schema at stock" in str(failed)

@@ -209,3 +209,72 @@ async def test_one_address_cannot_take_every_request_slot(web_host, monkeypatch)
     assert got.startswith(b"HTTP/1.1 200")
     for s in silent:
         await s.aclose()
+
+
+def test_serve_flags_reach_the_host_config(monkeypatch, tmp_path):
+    import host.cli
+    from tools.cli import main
+
+    seen = []
+    monkeypatch.setattr(host.cli.trio, "run", lambda fn, config, *rest: seen.append(config))
+    monkeypatch.setattr(host.cli.logs, "configure", lambda *a, **k: None)  # keep the tests' own
+    args = ["serve", "--data-dir", str(tmp_path), "--http", "8080", "--http-bind", "0.0.0.0"]
+    args += ["--allow-origin", "https://a.example", "--allow-origin", "http://b.example:9"]
+    assert main([*args, "--debug-replay"]) == 0
+    cfg = seen[0]
+    assert (cfg.http_port, cfg.http_bind, cfg.debug_replay) == (8080, "0.0.0.0", True)
+    assert cfg.allow_origins == ("https://a.example", "http://b.example:9")
+    assert main(["serve", "--data-dir", str(tmp_path)]) == 0
+    assert (seen[1].http_port, seen[1].allow_origins, seen[1].debug_replay) == (None, (), False)
+
+
+async def test_every_games_contract_is_served_for_the_lobby_forms(web_host):
+    from host.contract import game_schema
+
+    got = await http_get(web_host.host.http_port, "/schema.json")
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head.lower()
+    games = orjson.loads(body)["games"]
+    want = game_schema(web_host.host.registry.games["high-card"])
+    assert games == {"high-card": orjson.loads(orjson.dumps(want))}
+    assert games["high-card"]["options"]["properties"]["rounds"]["enum"] == [1, 2]
+
+
+def test_a_game_whose_schema_fails_is_left_out(monkeypatch):
+    import host.contract
+    from host.web import schema_file
+    from tests.conftest import toy_registry
+
+    def broken(game):
+        raise host.contract.SchemaError("cannot describe it")
+
+    monkeypatch.setattr(host.contract, "game_schema", broken)
+    assert orjson.loads(schema_file(toy_registry())) == {"games": {}}
+
+
+async def test_workers_share_the_http_port(tmp_path):
+    from host.workers import reserve_port
+
+    reserved = reserve_port("127.0.0.1", 0)  # held, not listening, as the supervisor does
+    http = reserved.getsockname()[1]
+    try:
+        async with trio.open_nursery() as n:
+            hosts = [
+                await start_host(n, tmp_path / name, reuse_port=True, http_port=http)
+                for name in ("a", "b")
+            ]
+            assert [h.host.http_port for h in hosts] == [http, http]
+            got = await http_get(http, "/")
+            assert got.startswith(b"HTTP/1.1 200")
+            for h in hosts:
+                h.host.request_shutdown()
+    finally:
+        reserved.close()
+
+
+def test_workers_need_an_http_port_number(capsys, tmp_path):
+    from tools.cli import main
+
+    args = ["serve", "--workers", "2", "--store", "postgresql://nowhere/x", "--http", "0"]
+    assert main([*args, "--data-dir", str(tmp_path)]) == 2
+    assert "--http needs a port number" in capsys.readouterr().err

@@ -18,7 +18,7 @@ from host.game import GameInfo, Rng, Viewer, hookimpl
 
 from . import rules, text
 from . import view as views
-from .model import GameOver, Guess, Guessed, Options, Shuffled, State, Turned
+from .model import GameOver, Guess, Guessed, Options, Outcome, Shuffled, State, Turned, View
 
 __all__ = ["HighLow", "gamehost_register_games"]
 
@@ -36,6 +36,8 @@ class HighLow:
         action_types=(Guess,),
         event_types=(Shuffled, Turned, Guessed, GameOver),
         description="Call the next card higher or lower than the face-up one; most right wins.",
+        view_type=View,  # the published contract (gamehost schema --game high-low)
+        outcome_type=Outcome,
     )
 
     def check_options(self, options: Options, seats: int) -> None:

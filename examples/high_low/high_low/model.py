@@ -34,7 +34,7 @@ class Guess:
 class Shuffled:
     """The deck, top first. Secret: redacted to ``None`` for every viewer."""
 
-    cards: tuple[str, ...] | None
+    cards: tuple[str, ...] | None = attrs.field(metadata={"hidden": "everyone"})
 
 
 @attrs.frozen
@@ -82,3 +82,38 @@ class State:
     scores: tuple[int, ...] = ()
     last: Guessed | None = None
     winners: tuple[int, ...] | None = None
+
+
+# -- the published shapes of the view and the outcome (gamehost schema, GameInfo.view_type) --
+
+
+@attrs.frozen
+class LastGuess:
+    """The last guess in a view: who called what, the card, whether it was right."""
+
+    seat: int
+    call: str
+    card: str
+    correct: bool
+
+
+@attrs.frozen
+class View:
+    """What :func:`high_low.view.view` returns, the same for every viewer (nothing is private)."""
+
+    face_up: str | None
+    deck_left: int
+    scores: tuple[int, ...]
+    turn: int | None
+    guesses: int
+    rounds: int
+    last: LastGuess | None
+    winners: tuple[int, ...] | None
+
+
+@attrs.frozen
+class Outcome:
+    """What the ``ended`` push carries: points per seat and the seats with the most."""
+
+    scores: tuple[int, ...]
+    winners: tuple[int, ...]
