@@ -43,6 +43,9 @@ __all__ = ["OPS", "dispatch"]
 log = structlog.get_logger("gamehost.replay")
 
 OPS = frozenset({"log", "replay", "verify", "fork"})
+MAX_VERIFY_WAITING = 8
+"""Verify requests that may wait for the host's one verify slot; one more is ``unavailable``
+(a client cannot queue verifies of big logs without bound and keep a core busy)."""
 """The ops this module answers."""
 
 SLICE = 500
@@ -271,6 +274,10 @@ async def _verify(host: Any, engine: Engine, records: list[Record], is_open: boo
     limiter = _verifying.get(host)
     if limiter is None:
         limiter = _verifying[host] = trio.CapacityLimiter(1)
+    if limiter.statistics().tasks_waiting >= MAX_VERIFY_WAITING:
+        raise ProtocolError(
+            ErrorCode.UNAVAILABLE, "too many verify requests are waiting on this host; retry later"
+        )
     diff = await trio.to_thread.run_sync(verify_log, engine, records, limiter=limiter)
     return Verified(
         diff is None,

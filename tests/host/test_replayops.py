@@ -5,9 +5,12 @@ and ``fork`` only once the session ended and its game reveals the seed, or on a 
 
 from __future__ import annotations
 
+import functools
+
 import orjson
 import pytest
 import trio
+import trio.testing
 
 from host.engine import Record
 from host.store import read_log
@@ -227,3 +230,22 @@ async def test_a_game_that_keeps_its_seed_shows_no_hidden_card_even_once_ended(t
         assert not any(f'"{card}"'.encode() in shown for card in down)
         assert (await c.call("verify", session=sid))["ok"] is True
         running.host.request_shutdown()
+
+
+async def test_verify_requests_waiting_for_the_slot_are_bounded(toy_host):
+    from host import replayops
+
+    c, sid, _, _ = await a_session(toy_host, finish=True)
+    limiter = trio.CapacityLimiter(1)
+    replayops._verifying[toy_host.host] = limiter
+    await limiter.acquire()  # the host's one verify slot is busy
+    clients = [await toy_host.client() for _ in range(replayops.MAX_VERIFY_WAITING)]
+    async with trio.open_nursery() as n:
+        for other in clients:
+            n.start_soon(functools.partial(other.call, "verify", session=sid))
+        with trio.fail_after(30):  # wait for the condition: every one of them queued
+            while limiter.statistics().tasks_waiting < replayops.MAX_VERIFY_WAITING:
+                await trio.testing.wait_all_tasks_blocked(0.01)
+        assert await error_code(c, "verify", session=sid) == "unavailable"
+        limiter.release()  # the waiting ones are then answered
+    assert (await c.call("verify", session=sid))["ok"] is True
