@@ -253,6 +253,7 @@ def serve_main(args: argparse.Namespace) -> int:
     logs.configure({"auto": None, "json": True, "console": False}[args.log_format], args.log_level)
     if args.workers > 1:
         return _serve_workers(args)
+    workers.watch_supervisor()  # a worker of serve --workers stops when its supervisor is gone
     store = args.store if args.store and "://" in args.store else None
     config = HostConfig(
         data_dir=Path(args.store) if args.store and store is None else args.data_dir,

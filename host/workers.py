@@ -12,17 +12,22 @@ same arguments plus ``--workers 1 --port P --reuse-port``), relays their log lin
 stderr whole (two workers' lines never interleave), forwards SIGTERM and SIGINT to them and
 waits for them. A worker that exits by itself is started again after a delay doubling from
 :data:`RESTART_DELAY` to :data:`RESTART_DELAY_MAX` seconds; one that exits with status 2 (a bad
-flag, an unreachable store: it would fail again) stops the whole host with status 2. Workers get
-SIGTERM if the parent dies (``PR_SET_PDEATHSIG``, Linux).
+flag, an unreachable store: it would fail again) stops the whole host with status 2. A worker
+stops itself (SIGTERM to itself, so it shuts down cleanly) once its supervisor is gone
+(:func:`watch_supervisor`: the supervisor's pid is in its environment, ``GAMEHOST_SUPERVISOR``).
+Not ``PR_SET_PDEATHSIG``: that signal follows the *thread* that forked, and trio forks from a
+worker thread that ends after 10 idle seconds, which stopped every worker 10 s after its start.
 """
 
 from __future__ import annotations
 
-import ctypes
+import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 
 import structlog
 import trio
@@ -102,12 +107,38 @@ def reserve_port(bind: str, port: int) -> socket.socket:
     return sock
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+SUPERVISOR_ENV = "GAMEHOST_SUPERVISOR"
+"""The environment variable that gives a worker its supervisor's pid."""
+
+
+def worker_env(supervisor: int) -> dict[str, str]:
+    """The environment of a worker of the supervisor with pid ``supervisor``."""
+    return {**os.environ, SUPERVISOR_ENV: str(supervisor)}
+
+
+def spawn_options() -> dict[str, object]:
+    """How the supervisor starts a worker (``subprocess.Popen`` keyword arguments): no stdin,
+    its log piped to the supervisor, the supervisor's pid in its environment."""
+    return {"stdin": subprocess.DEVNULL, "stderr": subprocess.PIPE, "env": worker_env(os.getpid())}
+
+
+def watch_supervisor(interval: float = 0.5) -> threading.Thread | None:
+    """In a worker (``GAMEHOST_SUPERVISOR`` set): a daemon thread that sends this process
+    SIGTERM once its parent is no longer that supervisor (it died and the worker was
+    re-parented), checked every ``interval`` seconds. None when not a worker."""
+    value = os.environ.get(SUPERVISOR_ENV, "")
+    if not value.isdigit():
+        return None
+    supervisor = int(value)
+
+    def watch() -> None:
+        while os.getppid() == supervisor:
+            time.sleep(interval)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="gamehost-supervisor-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 class _Worker:
@@ -159,12 +190,7 @@ async def supervise(argv: list[str], workers: int) -> int:
         delay = RESTART_DELAY
         while not stopping.is_set():
             w.starts += 1
-            w.proc = await trio.lowlevel.open_process(
-                w.argv,
-                stdin=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                preexec_fn=_die_with_parent,
-            )
+            w.proc = await trio.lowlevel.open_process(w.argv, **spawn_options())  # type: ignore[arg-type]
             log.info("worker_started", worker=w.index, pid=w.proc.pid, starts=w.starts)
             started = trio.current_time()
             await _relay(w.proc)

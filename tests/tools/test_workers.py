@@ -13,6 +13,7 @@ import orjson
 import pytest
 import trio
 
+from host import workers
 from host.workers import reserve_port, reuse_port_listeners
 from tools.cli import main
 from tools.client import Client
@@ -122,3 +123,67 @@ async def test_two_workers_share_a_port_on_postgres(pg_store_url: str) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+def _worker_argv() -> list[str]:
+    return [sys.executable, "-m", "tools.cli", "serve", "--reuse-port", "--port", "0"]
+
+
+def _read_until(stream, event: str) -> dict:
+    """The first JSON log line of ``event`` on a worker's stderr (blocking; the test's own
+    timeout guards it)."""
+    for raw in stream:
+        try:
+            msg = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if msg.get("event") == event:
+            return msg
+    raise AssertionError(f"the worker ended without a {event} line")
+
+
+def test_a_worker_outlives_the_thread_that_started_it(tmp_path) -> None:
+    """trio starts processes from a worker thread that ends after 10 idle seconds; a worker
+    must not be tied to that thread (PR_SET_PDEATHSIG was: every worker stopped 10 s after
+    its start). Here the starting thread ends at once, and the worker still serves."""
+    import threading
+
+    argv = _worker_argv() + ["--data-dir", str(tmp_path), "--log-format", "json"]
+    started: list[subprocess.Popen[bytes]] = []
+    t = threading.Thread(
+        target=lambda: started.append(subprocess.Popen(argv, **workers.spawn_options()))  # type: ignore[call-overload]
+    )
+    t.start()
+    t.join()  # the thread that started the worker is gone
+    proc = started[0]
+    try:
+        port = _read_until(proc.stderr, "listening")["port"]
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(b'{"id":1,"op":"ping"}\n')
+            assert orjson.loads(s.makefile("rb").readline())["ok"] is True
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=60) == 0
+
+
+def test_a_worker_stops_when_its_supervisor_dies(tmp_path) -> None:
+    """A worker whose supervisor is SIGKILLed stops by itself, cleanly."""
+    argv = _worker_argv() + ["--data-dir", str(tmp_path), "--log-format", "json"]
+    middle = (
+        "import subprocess, sys; from host import workers; "
+        f"p = subprocess.Popen({argv!r}, env=workers.worker_env(__import__('os').getpid())); "
+        "print(p.pid, flush=True); p.wait()"
+    )
+    sup = subprocess.Popen(
+        [sys.executable, "-c", middle], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert sup.stdout is not None and sup.stderr is not None
+        int(sup.stdout.readline())
+        _read_until(sup.stderr, "listening")  # the worker's log comes through our pipe
+        sup.kill()  # the supervisor dies; the worker keeps our pipe open until it stops
+        assert _read_until(sup.stderr, "stopped")["event"] == "stopped"
+    finally:
+        sup.kill()
+        sup.wait()
