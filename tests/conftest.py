@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from host import logs
 from host.registry import Registry, load_registry
@@ -26,9 +26,17 @@ logs.configure(json=True, level="warning")
 pytest_plugins = ["host.testing.pytest_plugin"]  # the kit's game_host fixture (serves the toy)
 
 # Property tests run the same examples on every machine: CI never flakes on a rare draw, and a
-# failure seen once is seen again. HYPOTHESIS_PROFILE=explore searches new examples.
-settings.register_profile("ci", derandomize=True, print_blob=True)
-settings.register_profile("explore", derandomize=False)
+# failure seen once is seen again. HYPOTHESIS_PROFILE=explore searches new examples. No
+# per-example deadline: a shared, loaded machine made a 200 ms deadline fail at random (speed is
+# measured by gamehost bench, never asserted in a test).
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    print_blob=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("explore", derandomize=False, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
