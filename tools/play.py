@@ -378,8 +378,8 @@ async def _loop(
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``play`` sub-command."""
     p = sub.add_parser("play", help="play in a terminal against other clients or host bots")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=port_number, default=7878)
+    p.add_argument("--host", default="127.0.0.1", help="the host's address (default: 127.0.0.1)")
+    p.add_argument("--port", type=port_number, default=7878, help="its port (default: 7878)")
     p.add_argument("--game", default="crazy-eights")
     p.add_argument("--seats", type=count, help="seats (default: bots + 1)")
     p.add_argument(

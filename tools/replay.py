@@ -491,6 +491,10 @@ def main(args: argparse.Namespace) -> int:
     viewer: int | None | str = "all"
     if args.seat is not None or args.spectator:
         viewer = None if args.spectator else args.seat
+        seats = records[0].data.get("seats")  # the header's seat count
+        if isinstance(viewer, int) and isinstance(seats, int) and not 0 <= viewer < seats:
+            print(f"error: no seat {viewer}", file=sys.stderr)
+            return 2
     for rec, ts in zip(records, times, strict=True):
         shown = rec
         if viewer != "all" and rec.type == "event":

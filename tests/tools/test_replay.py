@@ -61,6 +61,12 @@ def test_the_timeline_as_a_seat_hides_what_that_seat_could_not_see(log, capsys):
     assert dealt_one.count("null") > dealt_full.count("null")
 
 
+def test_the_timeline_as_a_seat_the_log_has_not_is_refused(log, capsys):
+    seats = orjson.loads(log.read_bytes().splitlines()[0])["seats"]
+    assert main(["replay", str(log), "--as", str(seats)]) == 2
+    assert capsys.readouterr().err == f"error: no seat {seats}\n"
+
+
 def test_a_fork_is_a_new_session_that_replays(log, tmp_path, capsys):
     lines = [orjson.loads(x) for x in log.read_bytes().splitlines()]
     inside = next(r["seq"] for r in lines if r["type"] == "action")  # its event follows
