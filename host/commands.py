@@ -19,15 +19,20 @@ __all__ = ["Act", "Command", "Join", "Leave", "Resume", "View", "Watch"]
 @attrs.frozen
 class Join:
     """Take a seat: ``seat`` (None: the lowest free one) under ``name`` (already cleaned: at
-    most 64 printable characters). Answered :class:`protocol.replies.Joined`."""
+    most 64 printable characters); ``view``: a ``view`` push after every change. Answered
+    :class:`protocol.replies.Joined`."""
 
     name: str
     seat: int | None = None
+    view: bool = False
 
 
 @attrs.frozen
 class Watch:
-    """Watch as a spectator. Answered :class:`protocol.replies.Watching`."""
+    """Watch as a spectator (``view``: a ``view`` push after every change). Answered
+    :class:`protocol.replies.Watching`."""
+
+    view: bool = False
 
 
 @attrs.frozen
@@ -37,6 +42,7 @@ class Resume:
 
     token: str
     after: int | None = None
+    view: bool = False
 
 
 @attrs.frozen

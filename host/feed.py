@@ -16,7 +16,11 @@ live and keeps it caught up with the log; a client may connect to and resume on 
   host, the holder of its lease. :meth:`Feed.try_leases` takes the free ones of some sessions
   (never one another host holds); a lease is held until :meth:`Feed.release`, or until the
   feed's connection dies, which frees every lease it held at once (the database frees the
-  advisory locks of a connection that closes, also when its process is killed).
+  advisory locks of a connection that closes, also when its process is killed). A host that
+  freezes without dying (SIGSTOP, a hung VM: its kernel still answers TCP keepalives) loses
+  them too: the feed connection asks the server to end it when idle for
+  :data:`LEASE_TIMEOUT` seconds (``idle_session_timeout``), and a running host's feed sends a
+  query every third of that, so only a frozen one goes idle that long.
 
 Implementations: :class:`MemoryFeed` (hosts in one process, over a :class:`MemoryHub`, with a
 :class:`PublishingMemoryStore` that announces appends) and :class:`PostgresFeed` (``LISTEN
@@ -36,6 +40,7 @@ import contextlib
 import math
 import queue
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -48,6 +53,7 @@ from host.stores import MemoryStore
 
 __all__ = [
     "LEASE_POLL",
+    "LEASE_TIMEOUT",
     "Feed",
     "Followed",
     "Follower",
@@ -63,6 +69,9 @@ log = structlog.get_logger("gamehost.feed")
 LEASE_POLL = 1.0
 """Seconds between two rounds of taking the free leases of a host's live sessions (a session
 whose holder died is taken over within about this, plus the time to read its log)."""
+LEASE_TIMEOUT = 3.0
+"""Seconds a host's feed connection may stay silent before the database ends it, freeing its
+leases (a frozen host's sessions are then taken over by another); the feed pings every third."""
 CHANNEL = "gamehost_log"
 """The PostgreSQL ``LISTEN`` channel; payload ``"<session> <last seq>"``."""
 
@@ -287,6 +296,9 @@ class PostgresFeed:
             (the latency of a lease request).
         backoff_max: the longest delay between two connection attempts, seconds.
         name: the connection's ``application_name`` (what ``pg_stat_activity`` shows).
+        lease_timeout: seconds of silence after which the server ends the connection and frees
+            its leases (``idle_session_timeout``; the thread pings every third of it; a server
+            older than PostgreSQL 14 ignores it, with a warning).
     """
 
     def __init__(
@@ -296,8 +308,10 @@ class PostgresFeed:
         poll: float = 0.05,
         backoff_max: float = 5.0,
         name: str = "gamehost-feed",
+        lease_timeout: float = LEASE_TIMEOUT,
     ) -> None:
         self.dsn = dsn
+        self.lease_timeout = lease_timeout
         self.name = name
         self.poll = poll
         self.backoff_max = backoff_max
@@ -422,6 +436,7 @@ class PostgresFeed:
             delay = 0.1
             try:
                 with conn:
+                    self._set_idle_timeout(conn)
                     conn.execute(f"LISTEN {CHANNEL}")
                     self._from_thread(self._found)
                     self._serve(conn)
@@ -431,8 +446,22 @@ class PostgresFeed:
                 self._answer_pending()
                 self._from_thread(self._lost)
 
+    def _set_idle_timeout(self, conn: Any) -> None:
+        import psycopg
+
+        ms = str(max(1, round(self.lease_timeout * 1000)))
+        try:
+            conn.execute("SELECT set_config('idle_session_timeout', %s, false)", [ms])
+        except psycopg.errors.UndefinedObject:  # before PostgreSQL 14
+            log.warning("feed_no_idle_session_timeout", note="a frozen host keeps its leases")
+
     def _serve(self, conn: Any) -> None:
+        ping_every = self.lease_timeout / 3
+        last = time.monotonic()
         while not self._stop.is_set():
+            if time.monotonic() - last >= ping_every:
+                conn.execute("SELECT 1")  # not idle: this host is running
+                last = time.monotonic()
             while True:
                 try:
                     op, arg, done, box = self._requests.get_nowait()
@@ -443,6 +472,7 @@ class PostgresFeed:
                         box.append({row[0] for row in conn.execute(_LOCK, (arg,)).fetchall()})
                     else:
                         conn.execute(_UNLOCK, (arg,))
+                    last = time.monotonic()
                 finally:
                     self._from_thread(done.set)
             got = [n.payload for n in conn.notifies(timeout=self.poll)]

@@ -56,7 +56,7 @@ def stale_reason(
         GameFault: the game's ``redact`` failed (the caller answers ``internal``).
     """
     if legal_then is None:
-        return "the host no longer holds the turn that seq names"
+        return "this seat had no turn at that seq (or it is too old to check)"
     for rec in since:
         if rec.type == "action" and rec.data.get("seat") == seat:
             return f"this seat acted since (seq {rec.seq})"

@@ -187,8 +187,16 @@ without closing its sockets (a dead machine, a cut network) fails the query wait
 within about 20 s, so an append is answered ``unavailable`` instead of hanging."""
 
 
+IDLE_IN_TRANSACTION = 10.0
+"""Seconds a connection may sit inside a transaction saying nothing before the server ends it
+(``idle_in_transaction_session_timeout``, set unless the URL sets ``options``): a host frozen
+mid-batch (SIGSTOP, a hung machine) would otherwise hold its sessions' rows locked, and every
+other host's appends to them (its whole writer batch) would wait for ever."""
+
+
 def _connect(url: str, connect_timeout: float) -> psycopg.Connection[Any]:
-    """A new autocommit connection (with :data:`LIVENESS` where the URL does not say).
+    """A new autocommit connection (with :data:`LIVENESS` and :data:`IDLE_IN_TRANSACTION`
+    where the URL does not say).
 
     Raises:
         StoreUnavailable: it cannot be made (one line naming the server and libpq's reason).
@@ -196,6 +204,9 @@ def _connect(url: str, connect_timeout: float) -> psycopg.Connection[Any]:
     try:
         given = psycopg.conninfo.conninfo_to_dict(url)
         extra = {k: v for k, v in LIVENESS.items() if k not in given}
+        if "options" not in given:
+            ms = max(1, round(IDLE_IN_TRANSACTION * 1000))
+            extra["options"] = f"-c idle_in_transaction_session_timeout={ms}"
         return psycopg.connect(
             url, autocommit=True, connect_timeout=max(1, round(connect_timeout)), **extra
         )

@@ -28,11 +28,13 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
+import orjson
 import structlog
 import trio
 
 from host.engine import BadRecord, Engine, Record, SessionState
 from host.store import CorruptLog, UnknownSession
+from protocol.framing import MAX_LINE
 from protocol.messages import MAX_LOG_PAGE, ErrorCode, ProtocolError, Request
 from protocol.replies import Forked, LogPage, ReplayState, SeatInfo, Verified
 
@@ -45,6 +47,10 @@ OPS = frozenset({"log", "replay", "verify", "fork"})
 
 SLICE = 500
 """Records folded between two checkpoints."""
+
+PAGE_BYTES = MAX_LINE - 4096
+"""The most bytes the records of one ``log`` reply take (the rest of the line is left for the
+reply around them): a page of ``limit`` records ends early past it, and ``next`` goes on."""
 
 CACHED_LOGS = 4
 CACHED_RECORDS = 100_000
@@ -90,8 +96,14 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
         start = 0 if p.after is None else p.after + 1
         if start < 0:
             raise ProtocolError(ErrorCode.BAD_REQUEST, "after must be >= 0")
-        page = records[start : start + p.limit]
         seed = records[0].data.get("seed") if engine.game.info.reveal_seed else None
+        shown, size = [], 0
+        for r in records[start : start + p.limit]:
+            item = _record(engine, r, viewer, p.truth, seed)
+            size += len(orjson.dumps(item)) + 1
+            if shown and size > PAGE_BYTES:
+                break
+            shown.append(item)
         return LogPage(
             p.session,
             engine.game.info.id,
@@ -99,8 +111,8 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
             live,
             ended,
             is_open,
-            [_record(engine, r, viewer, p.truth, seed) for r in page],
-            page[-1].seq if page and page[-1].seq < records[-1].seq else None,
+            shown,
+            shown[-1]["seq"] if shown and shown[-1]["seq"] < records[-1].seq else None,
         )
     # replay
     if not 0 <= p.seq <= records[-1].seq:

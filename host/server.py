@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 import structlog
 import trio
 
@@ -101,13 +102,17 @@ __all__ = ["Connection", "Host", "HostConfig", "run_host"]
 
 log = structlog.get_logger("gamehost.server")
 
+PAGE_BYTES = MAX_LINE - 4096
+"""The most bytes the summaries of one ``sessions`` reply take (the rest of the line is left
+for the reply around them): past it the page ends early and ``next`` goes on from there, so
+long player names never push the reply past the line limit."""
 LOBBY_SCANS = 10
 """Store pages one ``sessions`` request reads at most on a shared store (ended sessions are
 skipped, so a page may take several)."""
 ENDED_CACHE = 8
 """Ended sessions (no longer live) kept in memory to answer ``resume``/``view``/``watch``; the
 others are read again from their logs."""
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_SESSION_ID = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
 
 
 @attrs.frozen
@@ -212,6 +217,11 @@ def raise_fd_limit() -> int:
         return soft
     log.info("fd_limit_raised", soft=target, was=soft)
     return target
+
+
+def _wire_size(summary: SessionSummary) -> int:
+    """Bytes a ``sessions`` entry takes in the reply line (with its comma)."""
+    return len(orjson.dumps(summary.to_wire())) + 1
 
 
 def default_max_connections(fd_limit: int) -> int:
@@ -980,16 +990,19 @@ class Host:
         ``limit``; ``next`` is the cursor of the following page (None: this is the last)."""
         page: list[SessionSummary] = []
         more = False
+        size = 0
         for sid in sorted(self.sessions):
             if after is not None and sid <= after:
                 continue
             s = self.sessions[sid]
             if game is not None and s.game.info.id != game:
                 continue
-            if len(page) == limit:
+            summary = self._summary(s)
+            size += _wire_size(summary)
+            if len(page) == limit or (page and size > PAGE_BYTES):
                 more = True
                 break
-            page.append(self._summary(s))
+            page.append(summary)
         return SessionsPage(page, page[-1].session if more else None)
 
     async def _shared_sessions_page(
@@ -1002,6 +1015,7 @@ class Host:
         than ``limit`` sessions and ``next`` goes on from where the scan stopped."""
         page: list[SessionSummary] = []
         cursor = after
+        size = 0
         for _ in range(LOBBY_SCANS):
             want = limit + 1 - len(page)
             rows = await self.store.session_page(cursor, want, game)  # type: ignore[attr-defined]
@@ -1013,9 +1027,11 @@ class Host:
                 if session is None:
                     cursor = sid
                     continue
-                if len(page) == limit:
+                summary = self._summary(session)
+                size += _wire_size(summary)
+                if len(page) == limit or (page and size > PAGE_BYTES):
                     return SessionsPage(page, page[-1].session)
-                page.append(self._summary(session))
+                page.append(summary)
                 cursor = sid
             if len(rows) < want:
                 return SessionsPage(page, None)
@@ -1123,11 +1139,11 @@ def _command(req: Request) -> commands.Command:
     p = req.params
     if req.op == "join":
         name = "".join(ch for ch in (p.name or "") if ch.isprintable())[:64] or "player"
-        return commands.Join(name, p.seat)
+        return commands.Join(name, p.seat, p.view)
     if req.op == "watch":
-        return commands.Watch()
+        return commands.Watch(p.view)
     if req.op == "resume":
-        return commands.Resume(p.token, p.after)
+        return commands.Resume(p.token, p.after, p.view)
     if req.op == "view":
         return commands.View()
     if req.op == "act":

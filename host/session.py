@@ -52,6 +52,7 @@ from host.commands import Act, Command, Join, Leave, Resume, View, Watch
 from host.engine import BadRecord, Engine, Record, SessionState
 from host.errors import GamehostError
 from host.faults import GameFault, notify_isolated, refusal
+from host.freshness import stale_reason
 from host.game import Seat, Viewer
 from host.store import Conflict, CorruptLog, FileStore, UnknownSession
 from protocol.messages import ErrorCode, ProtocolError
@@ -69,6 +70,7 @@ from protocol.replies import (
     Snapshot,
     StalledPush,
     TurnPush,
+    ViewPush,
     ViewReply,
     Watching,
 )
@@ -212,6 +214,8 @@ class Session:
         self.store = store
         self._tail: deque[Record] = deque(records[-TAIL:], maxlen=TAIL)
         self._turns: tuple[int, dict[Seat, TurnPush]] = (-1, {})  # seq, the turn push per seat
+        # the turn pushes of earlier seqs (for an act naming one: host.freshness)
+        self._past_turns: deque[tuple[int, dict[Seat, TurnPush]]] = deque(maxlen=TAIL)
         self.state: SessionState = state if state is not None else engine.rebuild(records)
         self.hooks = hooks
         self.bot_delay = bot_delay
@@ -234,6 +238,7 @@ class Session:
         self._wait: trio.CancelScope | None = None
         self._unobserved: list[Record] = list(unobserved)
         self.subscribers: dict[Subscriber, Viewer] = {}
+        self._viewing: set[Subscriber] = set()  # subscribers that asked for view pushes
         self._send, self._recv = trio.open_memory_channel[tuple[Subscriber, Any, Command]](256)
         self.actions = 0
         self.live = True
@@ -659,7 +664,7 @@ class Session:
         await self._commit(new, after)
         if self.state is not after:  # the commit ended it (too_long): build it again
             snap = self.snapshot(seat)
-        self._attach(conn, seat)
+        self._attach(conn, seat, cmd.view)
         log.info("seat_taken", seat=seat, peer=conn.peer)
         return Joined(seat, token, snap), lambda: self._publish(new, skip=conn)
 
@@ -671,7 +676,7 @@ class Session:
             ProtocolError: ``already_attached`` (:meth:`_one_role`).
         """
         self._one_role(conn)
-        self._attach(conn, None)
+        self._attach(conn, None, cmd.view)
         return Watching(self.snapshot(None)), self._then_ended(conn)
 
     def _then_ended(self, conn: Subscriber) -> Callable[[], None] | None:
@@ -725,7 +730,7 @@ class Session:
             pushes = [p for p in missed if p is not None]
             if pushes:
                 conn.send_many(pushes)
-        self._attach(conn, seat)
+        self._attach(conn, seat, cmd.view)
         return Resumed(seat, self.snapshot(seat)), self._then_ended(conn) or (
             lambda: self._send_turn(conn, seat)
         )
@@ -751,11 +756,13 @@ class Session:
         if expected is not None and expected > self.state.seq:
             await self._follow()  # the turn push may come from another host's append
         if expected is not None and expected != self.state.seq:
-            raise ProtocolError(
-                ErrorCode.CONFLICT,
-                f"the session is at seq {self.state.seq}, not {expected}",
-                seq=self.state.seq,
-            )
+            why = self._stale(seat, expected)
+            if why is not None:
+                raise ProtocolError(
+                    ErrorCode.CONFLICT,
+                    f"the session is at seq {self.state.seq}, not {expected}: {why}",
+                    seq=self.state.seq,
+                )
         if self.state.ended:
             raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
         parsed = self.engine.codec.action_from_wire(action)  # BadAction, an ActionError
@@ -802,16 +809,22 @@ class Session:
             seat=held,
         )
 
-    def _attach(self, conn: Subscriber, viewer: Viewer) -> None:
+    def _attach(self, conn: Subscriber, viewer: Viewer, view: bool = False) -> None:
+        """Subscribe ``conn`` as ``viewer``; ``view``: it gets a view push after every change."""
         if not self.live or getattr(conn, "dead", False):
             return  # a connection that went away while its join/watch/resume was under way
         self.subscribers[conn] = viewer
+        if view:
+            self._viewing.add(conn)
+        else:
+            self._viewing.discard(conn)
         if viewer is not None:
             self._timeouts.pop(viewer, None)  # its player is back: wait for it again
         self._check_attended()
 
     def _detach(self, conn: Subscriber) -> None:
         self.subscribers.pop(conn, None)
+        self._viewing.discard(conn)
         self._check_attended()
 
     def _attended(self) -> bool:
@@ -1036,6 +1049,8 @@ class Session:
                 msg = cache[viewer]
                 if msg is not None and not conn.send(msg):
                     self._detach(conn)
+        if self._viewing:
+            self._send_views(subs)
         if self.state.ended:
             end = self._ended_push()
             for conn, _ in subs:
@@ -1045,12 +1060,38 @@ class Session:
             if viewer is not None:
                 self._send_turn(conn, viewer)
 
+    def _send_views(self, subs: list[tuple[Subscriber, Viewer]]) -> None:
+        """The ``view`` push of the state now to each of ``subs`` that asked for them (one
+        view per distinct viewer), after a change's records and before its turn or ended push.
+
+        Raises:
+            GameFault: the game's ``view`` failed (``_publish`` ends the session then).
+        """
+        st = self.state
+        views: dict[Viewer, ViewPush] = {}
+        for conn, viewer in subs:
+            if conn not in self._viewing:
+                continue
+            if viewer not in views:
+                views[viewer] = ViewPush(self.id, st.seq, self.engine.view_wire(st, viewer))
+            if not conn.send(views[viewer]):
+                self._detach(conn)
+
     def _send_turn(self, conn: Subscriber, seat: Seat) -> None:
+        turn = self._turn(seat)
+        if turn is not None:
+            conn.send(turn)
+
+    def _turn(self, seat: Seat) -> TurnPush | None:
+        """The seat's ``turn`` push now, or None when it is not to act (legal lists are
+        computed once per state and seat; those of earlier seqs are kept for :meth:`_stale`)."""
         st = self.state
         if not st.started or st.ended or seat not in self.game.to_act(st.game):
-            return
+            return None
         seq, lines = self._turns
-        if seq != st.seq:  # legal lists are computed once per state and seat
+        if seq != st.seq:
+            if lines:
+                self._past_turns.append(self._turns)
             lines = {}
             self._turns = (st.seq, lines)
         turn = lines.get(seat)
@@ -1059,7 +1100,26 @@ class Session:
                 self.engine.codec.action_to_wire(a) for a in self.game.legal_actions(st.game, seat)
             ]
             turn = lines[seat] = TurnPush(self.id, st.seq, seat, legal)
-        conn.send(turn)
+        return turn
+
+    def _stale(self, seat: Seat, expected: int) -> str | None:
+        """Why an act of ``seat`` naming seq ``expected`` (not the session's) is refused, or
+        None when it still holds (the rule: :mod:`host.freshness`).
+
+        Raises:
+            GameFault: the game's ``redact`` or ``legal_actions`` failed.
+        """
+        if expected > self.state.seq:
+            return "that seq is not reached yet"
+        since = [r for r in self._tail if r.seq > expected]
+        if len(since) != self.state.seq - expected:
+            return "the host no longer holds the records since"
+        then = None
+        for seq, lines in (*self._past_turns, self._turns):
+            if seq == expected and seat in lines:
+                then = lines[seat].legal
+        now = self._turn(seat)
+        return stale_reason(self.engine, seat, since, then, now.legal if now else [])
 
 
 Answer = tuple[Outcome, Callable[[], None] | None]

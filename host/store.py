@@ -110,7 +110,7 @@ reopened when appended to."""
 SYNC_THREADS = 16
 """Threads that sync the files of one batch at once (see the module docstring)."""
 log = structlog.get_logger("gamehost.store")
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_SESSION_ID = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
 HEADER_FIELDS = ("game", "options", "seats", "seed", "seed_commitment")
 """Fields every header record must have (``host.engine`` writes more)."""
 

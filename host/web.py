@@ -48,7 +48,14 @@ from wsproto.events import (
 )
 from wsproto.utilities import LocalProtocolError
 
-__all__ = ["MAX_HEAD", "WebSocketStream", "origin_allowed", "serve_http", "static_files"]
+__all__ = [
+    "MAX_HEAD",
+    "MAX_HTTP_PER_PEER",
+    "WebSocketStream",
+    "origin_allowed",
+    "serve_http",
+    "static_files",
+]
 
 log = structlog.get_logger("gamehost.web")
 
@@ -58,6 +65,11 @@ MAX_HEAD = 16 * 1024
 MAX_HTTP = 64
 """Requests being read or answered at once (a WebSocket counts until its handshake is done,
 then ``--max-connections`` holds); one more connection is closed unanswered."""
+
+MAX_HTTP_PER_PEER = 16
+"""Of those, requests from one peer address (an IPv6 one's /64) at most: one client that begins
+heads and never ends them (slowloris) cannot take every slot; more from it are closed
+unanswered while the others are served."""
 
 WS_PATH = "/ws"
 
@@ -119,6 +131,19 @@ def origin_allowed(
         return True
     origin = origin.lower().rstrip("/")
     return origin in allowed or origin == f"http://{host_header}"
+
+
+def _peer(stream: trio.SocketStream) -> str:
+    """The peer address a request counts against (an IPv6 address's /64 network)."""
+    try:
+        address = ipaddress.ip_address(stream.socket.getpeername()[0])
+    except (OSError, ValueError, IndexError, TypeError):
+        return "?"
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
 
 
 class WebSocketStream(trio.abc.HalfCloseableStream):
@@ -254,6 +279,7 @@ class WebFront:
         except ValueError:
             self.loopback = _is_loopback_name(bind)
         self.busy = 0
+        self.reading: dict[str, int] = {}  # requests being read or answered, per peer
         timeout = host.config.line_timeout
         self.head_timeout = timeout if timeout else 30.0
 
@@ -270,13 +296,22 @@ class WebFront:
                 await stream.aclose()
 
     async def _handle(self, stream: trio.SocketStream) -> None:
-        if self.host.shutdown.is_set() or self.busy >= MAX_HTTP:
+        peer = _peer(stream)
+        if (
+            self.host.shutdown.is_set()
+            or self.busy >= MAX_HTTP
+            or self.reading.get(peer, 0) >= MAX_HTTP_PER_PEER
+        ):
             return  # closed unanswered: too many requests being read or served at once
         self.busy += 1
+        self.reading[peer] = self.reading.get(peer, 0) + 1
         try:
             got = await self._request(stream)
         finally:
             self.busy -= 1
+            self.reading[peer] -= 1
+            if not self.reading[peer]:
+                del self.reading[peer]
         if got is not None:  # a WebSocket: from here on the host's connection limits hold
             await self.host.handle(got)
 

@@ -306,11 +306,13 @@ class Join:
     session: str
     name: str | None = None
     seat: int | None = None
+    view: bool = False
 
 
 @attrs.frozen
 class Watch:
     session: str
+    view: bool = False
 
 
 @attrs.frozen
@@ -318,6 +320,7 @@ class Resume:
     session: str
     token: str
     after: int | None = None
+    view: bool = False
 
 
 @attrs.frozen

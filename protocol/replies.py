@@ -61,6 +61,7 @@ __all__ = [
     "Snapshot",
     "StalledPush",
     "TurnPush",
+    "ViewPush",
     "Verified",
     "ViewReply",
     "Watching",
@@ -861,11 +862,30 @@ class ClosedPush(_Push):
         return cls(obj["reason"])
 
 
-Push = EventPush | TurnPush | EndedPush | StalledPush | ClosedPush
+@attrs.frozen
+class ViewPush(_Push):
+    """A state push: the viewer's whole ``view`` after the change that ended at ``seq`` (sent
+    only to a connection that joined, watched or resumed with ``"view": true``)."""
+
+    name: ClassVar[str] = "view"
+    session: str
+    seq: int
+    view: Any
+    _line: bytes | None = _line_field()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"push": "view", "session": self.session, "seq": self.seq, "view": self.view}
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> ViewPush:
+        return cls(obj["session"], obj["seq"], obj["view"])
+
+
+Push = EventPush | TurnPush | ViewPush | EndedPush | StalledPush | ClosedPush
 Message = Reply | Push
 
 PUSHES: dict[str, type[Any]] = {
-    c.name: c for c in (EventPush, TurnPush, EndedPush, StalledPush, ClosedPush)
+    c.name: c for c in (EventPush, TurnPush, ViewPush, EndedPush, StalledPush, ClosedPush)
 }
 """push name -> its class."""
 

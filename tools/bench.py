@@ -25,6 +25,9 @@ Figures (``--json`` prints them as one JSON object; otherwise a summary, then th
 - ``lines_per_action`` and ``bytes_per_line``: every line the host sent to the bench's clients
   (replies and pushes, to all connections) over ``actions``, and their average size (newline
   included); ``request_bytes``: the average size of a line the clients sent.
+- ``view_pushes``: whether the clients asked for state pushes (``--view-pushes``: a ``view``
+  push after every change); its cost is the difference in the figures above against a run
+  without.
 
 ``--baseline`` then measures, in the same run, a bare trio server (:mod:`tools.baseline`, in its
 own process too) with the same framing (:class:`protocol.framing.LineBuffer`, orjson, one
@@ -276,7 +279,8 @@ async def _connect(port: int, counts: Counts) -> Client:
 @attrs.define
 class Load:
     """What a run plays: ``sessions`` tables of ``game`` with ``seats`` seats, ``clients`` of
-    them TCP clients (the rest host bots), for ``seconds`` (None: one session per table)."""
+    them TCP clients (the rest host bots), for ``seconds`` (None: one session per table);
+    ``view_pushes``: the clients join with ``"view": true`` (a view push after every change)."""
 
     sessions: int
     game: str
@@ -284,6 +288,7 @@ class Load:
     clients: int
     seconds: float | None
     seed: int
+    view_pushes: bool = False
 
 
 @attrs.define
@@ -439,7 +444,8 @@ async def _host_session(port: int, sid: str, load: Load, rng: random.Random, t: 
         seat_rng = random.Random(rng.random())
         async with await _connect(port, t.counts) as c:
             await c.call("hello", protocol=1, client=f"bench-{i}")
-            joined = await c.call("join", session=sid, name=f"bench{i}")
+            views = {"view": True} if load.view_pushes else {}
+            joined = await c.call("join", session=sid, name=f"bench{i}", **views)
             res = SeatResult(joined["seat"])
             t.seats.append(res)
             if i == 0:
@@ -500,6 +506,7 @@ async def run_host_load(load: Load, port: int, pid: int | None) -> dict[str, Any
         "seats": load.seats,
         "clients_per_table": load.clients,
         "all_clients": load.clients == load.seats,
+        "view_pushes": load.view_pushes,
         "seconds": snap.seconds,
         "actions": snap.actions,
         "actions_per_s": snap.actions / snap.seconds,
@@ -635,6 +642,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="measure a restart instead: a data dir of N unfinished sessions, the time to"
         " listening and to the first resumes answered",
     )
+    p.add_argument(
+        "--view-pushes",
+        action="store_true",
+        help="the clients ask for a view push after every change (join with view: true);"
+        " compare lines_per_action, bytes_per_line and CPU per action with a run without",
+    )
     p.add_argument("--json", action="store_true", help="print only one JSON object")
     p.set_defaults(func=main)
 
@@ -658,6 +671,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         clients=args.seats if args.all_clients else 1,
         seconds=args.seconds,
         seed=args.seed,
+        view_pushes=args.view_pushes,
     )
     result: dict[str, Any] = {"fsync": args.fsync}
     with tempfile.TemporaryDirectory(prefix="gamehost-bench-") as tmp:
@@ -710,7 +724,9 @@ def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
     clients = r["clients_per_table"]
     lines = [
         f"{args.sessions} concurrent {args.game} sessions ({args.seats} seats,"
-        f" {clients} client{'s' if clients > 1 else ''} each),"
+        f" {clients} client{'s' if clients > 1 else ''} each"
+        + (", view pushes on" if r.get("view_pushes") else "")
+        + "),"
         f" fsync={args.fsync}: {r['actions']} actions in {r['seconds']:.2f} s ="
         f" {r['actions_per_s']:.0f} actions/s; client act round trip p50"
         f" {_ms(r['rtt_p50_ms'])}, p99 {_ms(r['rtt_p99_ms'])}"

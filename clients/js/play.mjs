@@ -294,11 +294,16 @@ class Viewer {
     this.answered = -1;
     this.conn = await this.ctx.connect(`${this.name} (resumed)`, (p) => this.onPush(p));
     // the records after `seen` come as pushes before the reply
-    const result = await this.conn.call('resume', { session: this.sid, token: this.token, after: seen, ...this.ctx.viewFlag });
+    await this.conn.call(
+      'resume', { session: this.sid, token: this.token, after: seen, ...this.ctx.viewFlag },
+      (r) => { // checked as soon as read, before the pushes that follow it
+        if (r.seat !== this.seat) this.fail(`resume gave seat ${r.seat}`);
+        if (r.seq !== this.lastSeq) this.fail(`resume snapshot at seq ${r.seq}, pushes reached ${this.lastSeq}`);
+        this.viewAt = r.seq; // its snapshot holds the view
+        this.check(this.contract.view?.[this.role], r.view, 'the resumed view');
+      },
+    );
     if (this.ended) return;
-    if (result.seat !== this.seat) return this.fail(`resume gave seat ${result.seat}`);
-    if (result.seq !== this.lastSeq) return this.fail(`resume snapshot at seq ${result.seq}, pushes reached ${this.lastSeq}`);
-    this.check(this.contract.view?.[this.role], result.view, 'the resumed view');
     this.ctx.resumes++;
     this.resumed = true;
     this.maybeAct();

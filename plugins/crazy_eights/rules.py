@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from host.game import NOT_YOUR_TURN, Emitter, IllegalAction, Rng, replace
+from host.game import NOT_YOUR_TURN, ActionError, Emitter, IllegalAction, Rng, replace
 from plugins import cards
 from plugins.crazy_eights.model import (
     DealScored,
@@ -463,6 +463,7 @@ def decide(state: State, seat: int, action: Any, rng: Rng, fold: Evolve = evolve
 
     Raises:
         IllegalAction: see the module docstring for the reasons.
+        ActionError: not one of the game's actions (``bad_action``).
     """
     if seat not in to_act(state):
         raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
@@ -489,7 +490,7 @@ def decide(state: State, seat: int, action: Any, rng: Rng, fold: Evolve = evolve
         if s.passes >= s.seats:
             out.end_deal(None, rng)
         return out
-    raise IllegalAction("unknown_action", f"not a Crazy Eights action: {action!r}")
+    raise ActionError(f"not a Crazy Eights action: {action!r}")  # answered bad_action
 
 
 def _why_no_draw(state: State) -> str:

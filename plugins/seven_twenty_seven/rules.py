@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from host.game import NOT_YOUR_TURN, Emitter, IllegalAction, Rng, replace
+from host.game import NOT_YOUR_TURN, ActionError, Emitter, IllegalAction, Rng, replace
 from plugins import cards
 from plugins.seven_twenty_seven import hands as hv
 from plugins.seven_twenty_seven.model import (
@@ -219,7 +219,8 @@ def check_action(s: State, seat: int, action: Any) -> list[Any]:
             after someone bet: raise instead), ``nothing_to_call`` / ``nothing_to_raise`` /
             ``no_bet_to_fold`` (no bet yet), ``raise_limit`` (``max_raises`` reached),
             ``bad_amount`` (outside ``min_bet`` .. ``max_bet``), ``not_enough_chips``,
-            ``nobody_to_bet_against`` (every other player is all-in), ``bad_action``.
+            ``nobody_to_bet_against`` (every other player is all-in).
+        ActionError: not one of the game's actions (``bad_action``).
     """
     if seat not in to_act(s):
         raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
@@ -241,7 +242,7 @@ def check_action(s: State, seat: int, action: Any) -> list[Any]:
             raise IllegalAction("wrong_phase", "vote only on the extra card")
         return [Voted(seat, action.yes)] + ([] if action.yes else [VoteDecided(False)])
     if not isinstance(action, Check | Bet | Call | Raise | Fold):
-        raise IllegalAction("bad_action", f"not a Seven Twenty-Seven action: {action!r}")
+        raise ActionError(f"not a Seven Twenty-Seven action: {action!r}")  # bad_action
     if s.phase != "betting":
         raise IllegalAction("wrong_phase", "check, bet, call, raise and fold only in betting")
     stack = s.stacks[seat]

@@ -38,7 +38,7 @@ from host.errors import (
     SeatTaken,
 )
 from host.faults import GameFault
-from host.game import hookimpl
+from host.game import Rng, hookimpl
 from host.registry import Registry, load_registry
 from host.store import Conflict, CorruptLog, StoreClosed, UnknownSession
 from protocol.messages import ErrorCode, encode_protocol_error, extra_problems
@@ -378,3 +378,32 @@ def test_a_games_own_refusal_on_replay_is_reported_and_never_stops_a_load() -> N
         new[0].seq,
         "action refused on replay: no swaps on Sundays",
     )
+
+
+@attrs.frozen
+class Foreign:
+    """An action no built-in game registered (the codec lets none through; decide refuses it)."""
+
+
+@pytest.mark.parametrize(
+    ("gid", "code"),
+    [
+        ("around-the-world", "illegal_action"),  # wrong_action: the seat must do another kind
+        ("crazy-eights", "bad_action"),
+        ("seven-twenty-seven", "bad_action"),
+    ],
+)
+def test_a_built_in_game_refuses_a_foreign_action_with_the_familys_errors(
+    gid: str, code: str
+) -> None:
+    engine = load_registry().engines[gid]
+    seats = engine.game.info.min_seats
+    header = engine.header("s", engine.codec.options_from_wire({}, seats), seats, [], b"f" * 32)
+    state = engine.initial(header)
+    for seat in range(seats):
+        new, state = engine.seat_step(state, seat, f"p{seat}", False, None)
+    seat = engine.to_act(state)[0]
+    with pytest.raises(ActionError) as info:
+        engine.game.decide(state.game, seat, Foreign(), Rng(state.seed, state.seq + 1))
+    got, _, extra = info.value.reply()
+    assert got == code and extra_problems(got, extra) == []

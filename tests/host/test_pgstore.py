@@ -257,3 +257,25 @@ def test_connections_notice_a_vanished_server_unless_the_url_says_otherwise(pg_s
     own = PostgresStore(pg_store_url + "?tcp_user_timeout=1234")._conns.connect()
     with own:
         assert own.info.get_parameters()["tcp_user_timeout"] == "1234"
+
+
+async def test_a_frozen_writer_mid_batch_does_not_block_the_other_hosts(pg_store_url, monkeypatch):
+    """A host stopped (SIGSTOP) between its batch's statements and its COMMIT holds the session
+    row it updated; the server ends its idle transaction after ``IDLE_IN_TRANSACTION`` seconds,
+    so another host's append goes through instead of waiting for ever."""
+    from host import pgstore
+
+    monkeypatch.setattr(pgstore, "IDLE_IN_TRANSACTION", 1.0, raising=False)
+    async with stores(pg_store_url, 1) as (store,):
+        await store.create("s1", [rec(0)])
+        frozen = pgstore._connect(pg_store_url, 5)  # as the frozen host's writer connected
+        try:
+            frozen.execute("BEGIN")
+            frozen.execute(
+                "UPDATE gamehost_sessions SET updated_at = now() WHERE session_id = 's1'"
+            )
+            with trio.fail_after(60):  # the test's guard: without the timeout this never returns
+                await store.append("s1", 1, [rec(1)])
+        finally:
+            frozen.close()
+        assert [r["seq"] for r in await store.read("s1")] == [0, 1]

@@ -80,6 +80,30 @@ async def test_log_pages_follow_one_another(toy_host):
     assert seen == list(range(last + 1))
 
 
+async def test_a_log_page_ends_before_the_line_limit(toy_host, monkeypatch):
+    """A page of ``limit`` records is cut short where its records would pass the line limit
+    (``PAGE_BYTES``; 1,000 records of a long Crazy Eights log take about 90 KB), and ``next``
+    goes on from there."""
+    import host.replayops
+
+    monkeypatch.setattr(host.replayops, "PAGE_BYTES", 600, raising=False)
+    c, sid, _, last = await a_session(toy_host, finish=True)
+    seen, after, pages = [], None, 0
+    while True:
+        page = await c.call("log", session=sid, after=after, limit=1000)
+        pages += 1
+        assert page["records"]
+        assert sum(len(orjson.dumps(r)) + 1 for r in page["records"]) <= 600 or (
+            len(page["records"]) == 1
+        )
+        seen += [r["seq"] for r in page["records"]]
+        if page["next"] is None:
+            break
+        after = page["next"]
+    assert seen == list(range(last + 1))
+    assert pages > 1
+
+
 async def test_paging_through_a_log_reads_it_once(toy_host, monkeypatch):
     c, sid, _, last = await a_session(toy_host, finish=True)
     store = toy_host.host.store

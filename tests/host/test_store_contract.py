@@ -208,7 +208,7 @@ async def test_a_create_that_fails_leaves_no_log(backing, records, error):
     assert strip(store.load("s1")) == [rec(0)]
 
 
-@pytest.mark.parametrize("bad", ["", "a/b", "../x", "x" * 65, "a b", "é"])
+@pytest.mark.parametrize("bad", ["", "a/b", "../x", "x" * 65, "a b", "é", "x\n"])
 async def test_a_bad_session_id_is_a_bad_session_id_error(store, bad):
     with pytest.raises(BadSessionId):  # a LogError, and a ValueError as it always was
         await store.create(bad, [rec(0)])

@@ -186,6 +186,31 @@ async def test_requests_read_at_once_are_capped(web_host, monkeypatch):
         got = await http_get(port, "/")
 
 
+async def test_one_address_cannot_take_every_request_slot(web_host, monkeypatch):
+    """Slowloris: heads begun and never ended from one address hold at most
+    ``MAX_HTTP_PER_PEER`` of the ``MAX_HTTP`` slots, so another address is still served."""
+    import host.web
+
+    monkeypatch.setattr(host.web, "MAX_HTTP", 4)
+    monkeypatch.setattr(host.web, "MAX_HTTP_PER_PEER", 2, raising=False)
+    port = web_host.host.http_port
+    silent = []
+    for _ in range(4):
+        s = await trio.open_tcp_stream("127.0.0.1", port)
+        await s.send_all(b"GET / HTTP/1.1\r\n")  # a head begun, never ended
+        silent.append(s)
+    await trio.testing.wait_all_tasks_blocked()
+    other = await trio.open_tcp_stream("127.0.0.1", port, local_address="127.0.0.2")
+    async with other:
+        await other.send_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        got = b""
+        while data := await other.receive_some(65536):
+            got += data
+    assert got.startswith(b"HTTP/1.1 200")
+    for s in silent:
+        await s.aclose()
+
+
 def test_serve_flags_reach_the_host_config(monkeypatch, tmp_path):
     import host.cli
     from tools.cli import main

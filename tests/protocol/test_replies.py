@@ -47,6 +47,7 @@ from protocol.replies import (
     StalledPush,
     TurnPush,
     Verified,
+    ViewPush,
     ViewReply,
     Watching,
     decode_line,
@@ -191,6 +192,7 @@ pushes = st.one_of(
         json_values,
     ),
     st.builds(TurnPush, text, ints, st.integers(0, 9), st.lists(objects, max_size=3)),
+    st.builds(ViewPush, text, ints, json_values),
     st.builds(EndedPush, text, ints, json_values, st.none() | text),
     st.builds(StalledPush, text, st.just("store_error")),
     st.builds(ClosedPush, st.sampled_from(["shutdown", "idle", "slow_consumer"])),
@@ -275,7 +277,7 @@ def documented_pushes() -> dict[str, list[str]]:
 
 
 def test_protocol_md_lists_every_push():
-    assert set(documented_pushes()) == {"event", "turn", "ended", "stalled", "closed"}
+    assert set(documented_pushes()) == {"event", "turn", "view", "ended", "stalled", "closed"}
 
 
 @given(pushes)

@@ -243,3 +243,13 @@ async def test_progress_bar_is_silent_off_a_terminal(autojump_clock):
     with trio.move_on_after(10):
         await _progress("host", 10, lambda: 1.0, lambda: "", console=console)
     assert out.getvalue() == ""
+
+
+@needs_crazy_eights
+def test_bench_view_pushes_show_their_cost_in_lines_per_action():
+    """With ``--view-pushes`` every client gets one more line per change (its view): with four
+    client seats, about four more lines per action than the same load without."""
+    plain = bench_json("--sessions", "2", "--seconds", "1", "--all-clients")
+    views = bench_json("--sessions", "2", "--seconds", "1", "--all-clients", "--view-pushes")
+    assert views["view_pushes"] and not plain["view_pushes"]
+    assert views["lines_per_action"] - plain["lines_per_action"] > 3

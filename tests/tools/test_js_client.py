@@ -6,6 +6,7 @@ against ``gamehost schema``. CI has node; without it these tests are skipped."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -42,7 +43,10 @@ async def run_client(tmp_path: Path, schema: Path, *args: str) -> trio.Completed
 
 
 async def test_the_js_client_plays_every_game_resumes_and_finds_no_problem(tmp_path: Path) -> None:
-    done = await run_client(tmp_path, contract_file(tmp_path), "--games", "1", "--seed", "3")
+    """With view pushes asked for: every change's view comes before its turn or ended push,
+    also after the resume."""
+    schema = contract_file(tmp_path)
+    done = await run_client(tmp_path, schema, "--games", "1", "--seed", "3", "--view-pushes")
     out, err = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 0, out + err
     n = len(REGISTRY.games)
@@ -50,6 +54,8 @@ async def test_the_js_client_plays_every_game_resumes_and_finds_no_problem(tmp_p
     assert f"{n} resumes after a dropped connection" in out
     for gid in REGISTRY.games:
         assert f"{gid} #1 " in out
+    views = re.search(r", (\d+) view pushes", out)
+    assert views and int(views.group(1)) > 0, out
 
 
 async def test_the_js_client_fails_on_a_value_the_contract_does_not_allow(tmp_path: Path) -> None:
