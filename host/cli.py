@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import socket
@@ -288,7 +289,7 @@ def serve_main(args: argparse.Namespace) -> int:
             raise
         # a port in use, an address not here, a data dir that is a file or not ours, another
         # host on the same data dir: one line and exit status 2, as for a bad flag
-        print(f"gamehost serve: error: {_describe(cause)}", file=sys.stderr)
+        print(f"gamehost serve: error: {_describe(cause, args)}", file=sys.stderr)
         return 2
     return 0
 
@@ -331,7 +332,12 @@ def _first_os_error(exc: BaseException) -> OSError | None:
     return None
 
 
-def _describe(exc: OSError) -> str:
+def _describe(exc: OSError, args: argparse.Namespace) -> str:
     if exc.strerror and exc.filename:
         return f"{exc.filename}: {exc.strerror}"
+    if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):  # a listener
+        where = f"{args.bind} port {args.port}"
+        if getattr(args, "http", None) is not None:
+            where += f" (or the --http listener, {args.http_bind} port {args.http})"
+        return f"cannot listen on {where}: {exc.strerror or exc}"
     return str(exc) or type(exc).__name__

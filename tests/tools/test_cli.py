@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 
 import pytest
 
@@ -84,6 +85,15 @@ def test_a_host_that_cannot_start_says_why_in_one_line(tmp_path, capsys, monkeyp
     (line,) = _errors(capsys.readouterr().err)
     assert "in use by another host" in line
     os.close(held._lock_fd)  # the lock goes with the descriptor, as with a host's process
+    with socket.socket() as taken:  # a port another program listens on
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port), "--data-dir", str(tmp_path / "d2")]) == 2
+    (line,) = _errors(capsys.readouterr().err)
+    assert line == (
+        f"gamehost serve: error: cannot listen on 127.0.0.1 port {port}: Address already in use"
+    )
 
 
 def _errors(err: str) -> list[str]:
