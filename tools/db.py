@@ -192,7 +192,7 @@ def _report(command: str, refused: list[str], moved: int, where: str) -> int:
     for message in refused:
         print(f"gamehost {command}: refused: {message}", file=sys.stderr)
     tail = f", {len(refused)} refused" if refused else ""
-    print(f"{command}ed {moved} sessions {where}{tail}")
+    print(f"{command}ed {moved} session{'' if moved == 1 else 's'} {where}{tail}")
     return 1 if refused else 0
 
 

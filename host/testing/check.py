@@ -367,7 +367,10 @@ def _check_log(playout: Playout, invariant: Invariant | None, again: Playout) ->
     if problem is not None:
         seq, why = problem
         raise GameCheckFailed(
-            "replay", f"replay --verify rejects the log: {why} {playout.where(seq)}"
+            "replay",
+            f"replay --verify rejects the log: {why} {playout.where(seq)} (a game that re-run"
+            " on its own log produces other events uses something besides its Rng and its"
+            " state: random, a clock, a set's order, a module-level variable)",
         )
     if invariant is None:
         return

@@ -95,7 +95,7 @@ async def test_import_refuses_an_existing_session_and_a_line_it_cannot_keep_exac
     argv = ["import", "--store", pg_store_url, *map(str, files), str(respaced)]
     assert await trio.to_thread.run_sync(main, argv) == 1
     out, err = capsys.readouterr()
-    assert out == "imported 1 sessions into the database, 2 refused\n"
+    assert out == "imported 1 session into the database, 2 refused\n"
     assert f"refused: {files[1]}: session odd exists" in err
     assert f"{respaced}: seq 1: the line would not be kept byte-exact" in err
     with psycopg.connect(pg_store_url) as conn:
