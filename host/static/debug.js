@@ -63,7 +63,7 @@ async function loadLog(fillViewers) {
   d.live = page.live;
   const header = records[0];
   d.seats = records.filter((r) => r.type === "seat_taken");
-  $("summary").textContent = `${page.game} \u00b7 ${records.length} records \u00b7 ${page.live ? "live" : page.ended ? "ended" : "stored"}${page.open ? "" : " \u00b7 hidden cards stay hidden"}`;
+  $("summary").textContent = `${page.game} \u00b7 ${records.length} records \u00b7 ${page.ended ? "ended" : page.live ? "live" : "stored"}${page.open ? "" : " \u00b7 hidden cards stay hidden"}`;
   if (fillViewers) {
     const sel = clear($("viewer"));
     const held = tokens.get(d.sid);
