@@ -121,12 +121,17 @@ class Record:
         type: ``header``, ``seat_taken``, ``action``, ``event`` or ``ended``.
         data: the JSON body without ``seq``, ``type`` and ``ts``.
         obj: for ``action`` and ``event`` records the structured game value (not serialised).
+        encoded: for an ``event`` record the engine just made, its ``event`` body as JSON (an
+            ``orjson.Fragment`` of ``orjson.dumps(data["event"])``, made once when the event
+            was checked), so the log line and the event push splice it in instead of encoding
+            the body again; None for records read from a log.
     """
 
     seq: int
     type: str
     data: dict[str, Any]
     obj: Any = attrs.field(default=None, eq=False)
+    encoded: Any = attrs.field(default=None, eq=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         """``{"seq": ..., "type": ..., **data}`` (the store adds ``ts``)."""
@@ -209,7 +214,12 @@ class Engine:
         return GameFault(text, seq)
 
     def _checked_wire(self, obj: Any, seq: int, kind: str) -> dict[str, Any]:
-        """The wire form of an action or event (``kind``) the game produced, after checking that
+        """:meth:`_checked_wire_text`'s wire form alone."""
+        return self._checked_wire_text(obj, seq, kind)[0]
+
+    def _checked_wire_text(self, obj: Any, seq: int, kind: str) -> tuple[dict[str, Any], bytes]:
+        """The wire form of an action or event (``kind``) the game produced, and its JSON text
+        (``orjson.dumps`` of the wire form, no options), after checking that
         its class is registered and that it reads back equal to itself through JSON and the
         codec (what replay and :meth:`verify` do with it).
 
@@ -235,7 +245,7 @@ class Engine:
         key: tuple[Any, bytes] | None = (obj, text)
         try:
             if key in self._known_good:
-                return wire
+                return wire, text
         except Exception:  # noqa: BLE001 - unhashable (or odd) values are checked every time
             key = None
         try:
@@ -256,7 +266,7 @@ class Engine:
             if len(self._known_good) >= KNOWN_GOOD_MAX:
                 self._known_good.clear()
             self._known_good.add(key)
-        return wire
+        return wire, text
 
     # -- building records ----------------------------------------------------------------------
     def header(
@@ -679,8 +689,8 @@ class Engine:
         game_state = state.game
         for i, ev in enumerate(events):
             seq += 1
-            wire = self._checked_wire(ev, seq, "event")
-            out.append(Record(seq, "event", {"v": v, "event": wire}, ev))
+            wire, text = self._checked_wire_text(ev, seq, "event")
+            out.append(Record(seq, "event", {"v": v, "event": wire}, ev, orjson.Fragment(text)))
             if states is not None:
                 game_state = states[i]
             else:

@@ -941,7 +941,7 @@ class Session:
 
     async def _append(self, new: list[Record]) -> None:
         try:
-            await self.store.append(self.id, self.state.seq + 1, [r.to_json() for r in new])
+            await self.store.append(self.id, self.state.seq + 1, self._store_records(new))
         except Conflict:
             # another host sharing the store appended first: catch up; the caller decides again
             log.info("append_conflict", seq=self.state.seq + 1)
@@ -956,6 +956,17 @@ class Session:
         if self._store_failures:
             log.warning("store_recovered", failures=self._store_failures)
             self._store_failures = 0
+
+    def _store_records(self, new: list[Record]) -> list[dict[str, Any]]:
+        """The records as the store takes them; for a store that writes ``orjson.Fragment``
+        values as they are (``FileStore.splices_encoded``), an event's body is its JSON made
+        once by the engine (``Record.encoded``), which the event push reuses (see :meth:`_push`)."""
+        records = [r.to_json() for r in new]
+        if getattr(self.store, "splices_encoded", False):
+            for rec, raw in zip(new, records, strict=True):
+                if rec.encoded is not None:
+                    raw["event"] = rec.encoded
+        return records
 
     def _store_failed(self, event: str, exc: Exception) -> None:
         """Note a failed append or reload: retry after a delay doubling from
@@ -1008,6 +1019,12 @@ class Session:
                 return EventPush(self.id, rec.seq, rec.type, body)
             if shared:
                 return shared[0]
+            if rec.encoded is not None:  # the body's JSON the engine made: no second encoding
+                push = EventPush.with_encoded_body(
+                    self.id, rec.seq, rec.type, rec.data["event"], rec.encoded
+                )
+                shared.append(push)
+                return push
             body = self.engine.codec.event_to_wire(event)
         elif shared:
             return shared[0] if rec.type in ("action", "seat_taken", "ended") else None

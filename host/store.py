@@ -77,7 +77,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 import orjson
@@ -550,6 +550,11 @@ class FileStore:
         self._stop_sent = self._stop_taken = False
         self._stopped = trio.Event()
         self._n_appends = self._n_records = self._n_batches = self._n_fsyncs = 0
+
+    splices_encoded: ClassVar[bool] = True
+    """Record values that are ``orjson.Fragment`` (JSON made already) are written as they are
+    (the session passes an event's body so, encoded once for the log and its push); read back,
+    they are plain JSON like any other."""
 
     def path(self, session: str) -> Path:
         """The log file of a session."""

@@ -779,6 +779,21 @@ class EventPush(_Push):
     def from_wire(cls, obj: Mapping[str, Any]) -> EventPush:
         return cls(obj["session"], obj["seq"], obj["kind"], obj["event"])
 
+    @classmethod
+    def with_encoded_body(
+        cls, session: str, seq: int, kind: str, event: Any, encoded: orjson.Fragment
+    ) -> EventPush:
+        """The push of ``event`` whose JSON encoding is already made (``encoded``, e.g. the
+        one its log line was written with): the line splices those bytes in instead of
+        encoding the body again. ``encoded`` must be ``orjson.dumps(event)`` wrapped in an
+        ``orjson.Fragment``; the line is then byte for byte the one :meth:`line` would make."""
+        push = cls(session, seq, kind, event)
+        line = _dumps(
+            {"push": "event", "session": session, "seq": seq, "kind": kind, "event": encoded}
+        )
+        object.__setattr__(push, "_line", line)
+        return push
+
 
 @attrs.frozen
 class TurnPush(_Push):
