@@ -922,12 +922,7 @@ class FileStore:
 
     def _sync_share(self, entry: _Syncing, i: int) -> None:
         """A sync thread: sync share ``i`` of ``entry``'s files, one after another."""
-        share = entry.shares[i]
-        try:
-            entry.results[i] = [_try_datasync(fd) for _, fd in share]
-        except Exception as exc:  # noqa: BLE001 - a bug here must not hang the writer
-            log.exception("store_sync_failed")
-            entry.results[i] = [OSError(errno.EIO, f"sync failed: {exc!r}")] * len(share)
+        entry.results[i] = [_try_datasync(fd) for _, fd in entry.shares[i]]
         with entry.lock:
             entry.left -= 1
             last = not entry.left

@@ -130,29 +130,3 @@ async def test_a_failed_sync_fails_its_append_and_the_later_ones_of_its_session_
         await store.aclose()
     assert [r["seq"] for r in read_log(store.path(a))] == list(range(nxt + 1))
     assert [r["seq"] for r in read_log(store.path(b))] == [0, 1, 2]
-
-
-async def test_a_sync_that_raises_something_odd_fails_its_appends_and_hangs_nothing(
-    tmp_path, monkeypatch
-):
-    a, b = await make_logs(tmp_path, 2)
-    store = FileStore(tmp_path, "batch")
-    store.load(a), store.load(b)
-    path_a = os.fspath(store.path(a))
-
-    def odd_sync(fd: int) -> None:
-        if target(fd) == path_a:
-            raise ValueError("a bug in a sync")
-        REAL_FSYNC(fd)
-
-    monkeypatch.setattr(os, "fdatasync", odd_sync)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(store.run)
-        with trio.fail_after(GUARD):
-            with pytest.raises(OSError, match="sync failed"):
-                await store.append(a, 1, [rec(1)])
-            await store.append(b, 1, [rec(1)])
-            with pytest.raises(Conflict, match="not open"):
-                await store.append(a, 2, [rec(2)])
-        await store.aclose()
-    assert [r["seq"] for r in read_log(store.path(b))] == [0, 1]
