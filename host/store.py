@@ -9,12 +9,7 @@ Durability: :meth:`FileStore.append` returns only once its records are written, 
 ``fsync``) synced. One long-lived writer thread, started by :meth:`FileStore.run` and fed by a
 thread-safe queue, takes every append queued so far as one batch, writes them all, then fsyncs each
 touched file once (group commit) before acknowledging them all; the acknowledgements of a batch go
-back to trio in one ``TrioToken.run_sync_soon`` callback (no thread hand-off per batch or append).
-The writer is pipelined: a batch's syncs run in sync threads while the writer takes, writes and
-starts syncing the next batch; a batch is acknowledged once its own syncs are done and no earlier
-batch still syncing holds an append of the same session (so a session's appends are acknowledged
-in order; other sessions' do not wait). A failed sync fails the appends it was to cover and every
-later append of that session, even one already written and synced in a later batch:
+back to trio in one ``TrioToken.run_sync_soon`` callback (no thread hand-off per batch or append):
 
 - ``always``: fsync each append on its own before acknowledging it;
 - ``batch`` (default): one fsync per file per batch covers every append queued meanwhile;
@@ -69,7 +64,6 @@ in ``sessions/`` is refused (:class:`CorruptLog`) and left untouched, and not li
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import errno
 import fcntl
@@ -485,24 +479,6 @@ class _Append:
 
 _STOP = object()
 """Put on the writer's queue, last: write what came before, close the files, end the thread."""
-_SYNCED = object()
-"""Put on the writer's queue by a sync thread when a batch's syncs are done (a wake-up)."""
-
-
-@attrs.define(eq=False)
-class _Syncing:
-    """A written batch on its way to being acknowledged (writer thread; see
-    ``FileStore._writer``): its appends in queue order, the appends each file's sync is to
-    cover, and the sync threads' results. ``done`` is set once every sync ended (at once when
-    there is none to do)."""
-
-    jobs: list[_Append]
-    unsynced: dict[str, list[_Append]]
-    shares: list[list[tuple[str, int]]] = attrs.Factory(list)  # (session, fd) per sync task
-    results: list[list[OSError | None]] = attrs.Factory(list)
-    left: int = 0
-    lock: threading.Lock = attrs.Factory(threading.Lock)
-    done: threading.Event = attrs.Factory(threading.Event)
 
 
 def _not_open(session: str) -> Conflict:
@@ -565,13 +541,8 @@ class FileStore:
         # and release() calls to do once the batch is done
         self._fds: dict[str, int] = {}
         self._fds_lock = threading.Lock()
-        self._sync_pool: ThreadPoolExecutor | None = None  # made on the first sync
-        self._syncing: collections.deque[_Syncing] = collections.deque()  # written, not acked
+        self._sync_pool: ThreadPoolExecutor | None = None  # made on the first parallel sync
         self._failed: dict[str, int] = {}
-        self._dead: dict[str, int] = {}  # as _failed, in acknowledgement order (see _complete)
-        self._acks: list[_Append] = []  # finished, to hand to trio (see _post_acks)
-        self._wakeups = 0  # _SYNCED on the queue (not appends: statistics leave them out)
-        self._wakeups_lock = threading.Lock()
         self._releases: set[str] = set()
         self._token: trio.lowlevel.TrioToken | None = None
         self._thread_started = False
@@ -619,7 +590,7 @@ class FileStore:
             self._n_records,
             self._n_batches,
             self._n_fsyncs,
-            max(0, self._queue.qsize() - self._wakeups - (self._stop_sent > self._stop_taken)),
+            self._queue.qsize() - (self._stop_sent and not self._stop_taken),
         )
 
     # -- reading -------------------------------------------------------------------------------
@@ -829,69 +800,42 @@ class FileStore:
             self._queue.put(_STOP)
 
     def _writer(self) -> None:
-        """The writer thread: take every queued append as one batch, write it, start its
-        syncs, and acknowledge each batch once its syncs are done (in the order written);
-        until ``_STOP``. Then close every file.
-
-        Pipelined: while a batch's syncs run in the sync threads, the next batch is written
-        and its syncs started, so an append that arrives during a sync waits for its own sync
-        only, not for the earlier one to end first. The lock on the open files is held from
-        a batch's write until no batch is syncing (no descriptor is closed under a sync)."""
+        """The writer thread: take every queued append as one batch, write it, hand the
+        outcomes to trio; until ``_STOP``. Then close every file."""
         self._thread_started = True
         assert self._token is not None
-        held = False
         try:
             stop = False
-            while not stop or self._syncing:
+            while not stop:
                 batch = [self._queue.get()]
                 with contextlib.suppress(queue.Empty):
                     while True:
                         batch.append(self._queue.get_nowait())
-                woken = sum(1 for item in batch if item is _SYNCED)
-                if woken:
-                    with self._wakeups_lock:
-                        self._wakeups -= woken
-                if any(item is _STOP for item in batch):
-                    stop = self._stop_taken = True
+                stop = self._stop_taken = batch[-1] is _STOP
                 jobs: list[_Append] = [job for job in batch if isinstance(job, _Append)]
-                if (jobs or self._releases) and not held:
-                    self._fds_lock.acquire()
-                    held = True
                 if jobs:
-                    self._commit(jobs)
-                self._complete()
-                if held and self._releases:
-                    self._drain()  # never close a file a sync still uses
-                    self._do_releases()
-                if held and not self._syncing:
-                    self._fds_lock.release()
-                    held = False
-                self._post_acks()
+                    with self._fds_lock:
+                        self._commit(jobs)
+                        self._do_releases()
+                    self._token.run_sync_soon(self._finish, jobs)
+                if self._releases:  # handed over just as the batch ended
+                    with self._fds_lock:
+                        self._do_releases()
         finally:
-            if not held:
-                self._fds_lock.acquire()
-            try:
-                self._drain()
+            with self._fds_lock:
                 for fd in self._fds.values():
                     os.close(fd)
                 self._fds.clear()
-            finally:
-                self._fds_lock.release()
-                self._post_acks()
             if self._sync_pool is not None:
                 self._sync_pool.shutdown()
                 self._sync_pool = None
 
     def _commit(self, batch: list[_Append]) -> None:
-        """Write one batch and start its syncs (writer thread); a failed append gets its
-        ``error``."""
+        """Write one batch (writer thread); a failed append gets its ``error``."""
         for job in batch:
             opening = self._failed.get(job.session)
             if opening is not None and job.opened > opening:
                 del self._failed[job.session]  # opened again since: that failure is over
-            opening = self._dead.get(job.session)
-            if opening is not None and job.opened > opening:
-                del self._dead[job.session]
         try:
             self._write_batch(batch)
         except Exception as exc:  # noqa: BLE001 - a bug here must not hang every appender
@@ -899,80 +843,6 @@ class FileStore:
             for job in batch:
                 job.error = job.error or exc
                 self._failed[job.session] = job.opened
-            if not self._syncing or self._syncing[-1].jobs is not batch:
-                entry = _Syncing(batch, {})
-                entry.done.set()
-                self._syncing.append(entry)
-
-    def _start_syncs(self, entry: _Syncing) -> None:
-        """Sync the files ``entry`` wrote in the sync threads, up to :data:`SYNC_THREADS` tasks
-        each taking its share; the last to end sets ``entry.done`` and wakes the writer."""
-        files = [(session, self._fds[session]) for session in entry.unsynced]
-        if not files:
-            entry.done.set()
-            return
-        if self._sync_pool is None:  # twice the threads: a batch's syncs may overlap the next's
-            self._sync_pool = ThreadPoolExecutor(2 * SYNC_THREADS, "gamehost store sync")
-        k = min(SYNC_THREADS, len(files))
-        entry.shares = [files[i::k] for i in range(k)]
-        entry.results = [[] for _ in range(k)]
-        entry.left = k
-        for i in range(k):
-            self._sync_pool.submit(self._sync_share, entry, i)
-
-    def _sync_share(self, entry: _Syncing, i: int) -> None:
-        """A sync thread: sync share ``i`` of ``entry``'s files, one after another."""
-        entry.results[i] = [_try_datasync(fd) for _, fd in entry.shares[i]]
-        with entry.lock:
-            entry.left -= 1
-            last = not entry.left
-        if last:
-            entry.done.set()
-            with self._wakeups_lock:
-                self._wakeups += 1
-            self._queue.put(_SYNCED)
-
-    def _complete(self) -> None:
-        """Acknowledge every batch whose syncs are done and that no earlier batch still
-        syncing shares a session with (writer thread): a session's appends are acknowledged
-        in the order written, other sessions' need not wait. An append fails if its own write
-        or sync failed, or if an earlier append of the same opening of its session did (it
-        may have been written meanwhile: it is not acknowledged; the session must be loaded
-        again)."""
-        blocked: set[str] = set()
-        waiting: collections.deque[_Syncing] = collections.deque()
-        for entry in self._syncing:
-            sessions = {job.session for job in entry.jobs}
-            if not entry.done.is_set() or not blocked.isdisjoint(sessions):
-                blocked |= sessions
-                waiting.append(entry)
-                continue
-            failed: dict[str, BaseException] = {}
-            for share, errors in zip(entry.shares, entry.results, strict=True):
-                for (session, _), error in zip(share, errors, strict=True):
-                    self._synced(session, entry.unsynced.pop(session), error, failed)
-            for job in entry.jobs:
-                if job.error is None and self._dead.get(job.session) == job.opened:
-                    job.error = _not_open(job.session)
-                if job.error is not None:
-                    self._dead[job.session] = self._failed[job.session] = job.opened
-            self._n_appends += sum(1 for job in entry.jobs if job.error is None)
-            self._acks.extend(entry.jobs)
-        self._syncing = waiting
-
-    def _post_acks(self) -> None:
-        """Hand the appends :meth:`_complete` finished to trio, in one callback (writer
-        thread; after it let go of the lock on the open files where it could, so a
-        ``release`` right after an acknowledgement closes the file at once)."""
-        if self._acks:
-            jobs, self._acks = self._acks, []
-            self._token.run_sync_soon(self._finish, jobs)  # type: ignore[union-attr]
-
-    def _drain(self) -> None:
-        """Wait for every batch still syncing and acknowledge it (writer thread)."""
-        while self._syncing:
-            self._syncing[0].done.wait()
-            self._complete()
 
     def _finish(self, batch: list[_Append]) -> None:
         """Acknowledge a written batch (in trio): wake its appenders; a session whose append
@@ -1044,15 +914,34 @@ class FileStore:
             job.error = error
         failed[session] = error
 
+    def _sync_all(
+        self, unsynced: dict[str, list[_Append]], failed: dict[str, BaseException]
+    ) -> None:
+        """Sync every file the batch wrote, up to :data:`SYNC_THREADS` at once (writer thread)."""
+        sessions = list(unsynced)
+        if len(sessions) < 2:
+            for session in sessions:
+                self._sync(session, self._fds[session], unsynced, failed)
+            return
+        if self._sync_pool is None:
+            self._sync_pool = ThreadPoolExecutor(SYNC_THREADS, "gamehost store sync")
+        # one task per thread, each syncing its share one after another: as fast as one task
+        # per file (the first syncs commit the journal for all), with fewer thread hand-offs
+        k = min(SYNC_THREADS, len(sessions))
+        shares = [sessions[i::k] for i in range(k)]
+        fds = self._fds
+        results = self._sync_pool.map(lambda share: [_try_datasync(fds[s]) for s in share], shares)
+        for share, errors in zip(shares, results, strict=True):
+            for session, error in zip(share, errors, strict=True):
+                self._synced(session, unsynced.pop(session), error, failed)
+
     def _close(
         self, session: str, unsynced: dict[str, list[_Append]], failed: dict[str, BaseException]
     ) -> None:
-        """Close a cached file, fsyncing it first if this batch wrote to it, once no earlier
-        batch is syncing any more. Writer thread."""
-        if session not in self._fds:
+        """Close a cached file, fsyncing it first if this batch wrote to it. Writer thread."""
+        fd = self._fds.pop(session, None)
+        if fd is None:
             return
-        self._drain()
-        fd = self._fds.pop(session)
         self._sync(session, fd, unsynced, failed)
         try:
             os.close(fd)
@@ -1060,9 +949,8 @@ class FileStore:
             log.warning("store_close_failed", session=session, error=str(exc))
 
     def _write_batch(self, batch: list[_Append]) -> None:
-        """Write a batch and start its syncs (``always``: sync each append as it is written);
-        each failed append gets its ``error``, and its session (that opening of it) is marked
-        failed: later appends of it are refused."""
+        """Write (and sync) a batch; each failed append gets its ``error``, and its session
+        (that opening of it) is marked failed: later appends of it are refused."""
         unsynced: dict[str, list[_Append]] = {}  # batch mode: written, fsync still owed
         failed: dict[str, BaseException] = {}
         for job in batch:
@@ -1092,13 +980,12 @@ class FileStore:
                 job.error = exc
                 failed[job.session] = exc
                 self._close(job.session, unsynced, failed)  # a fresh open after the reload
+        self._sync_all(unsynced, failed)
         for job in batch:
             if job.error is not None:
                 self._failed[job.session] = job.opened
-        entry = _Syncing(batch, unsynced)
-        self._syncing.append(entry)
         self._n_batches += 1
-        self._start_syncs(entry)
+        self._n_appends += sum(1 for job in batch if job.error is None)
 
     def release(self, session: str) -> None:
         """Close a session's file when it will not be appended to again (it ended). While the
