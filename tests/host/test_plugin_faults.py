@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -189,8 +190,9 @@ class Unchecked(Engine):
     """The engine without its checks on what the game produces: writes a log as the host did
     before it checked (with events the game never registered)."""
 
-    def _checked_wire(self, obj: Any, seq: int, kind: str) -> dict[str, Any]:
-        return self.codec.tagged(obj)
+    def _checked_wire_text(self, obj: Any, seq: int, kind: str) -> tuple[dict[str, Any], bytes]:
+        wire = self.codec.tagged(obj)
+        return wire, orjson.dumps(wire)
 
 
 def test_a_log_with_an_unregistered_event_is_reported_by_verify_and_refused_by_rebuild() -> None:
