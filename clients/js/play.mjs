@@ -351,9 +351,15 @@ async function playSession(ctx, game, contract, n) {
 
 // -- main ---------------------------------------------------------------------------------------
 
-async function main() {
-  const { values } = parseArgs({
+const USAGE = `usage: node play.mjs --port PORT --schema FILE (from \`gamehost schema\`)
+       [--host H (127.0.0.1)] [--game ID (every game)] [--seats N] [--bots K (1)] [--games G (1)]
+       [--options JSON ({})] [--drop-after N (3)] [--seed S (1)] [--timeout SEC (300)]
+       [--view-pushes]`;
+
+function parseCommandLine() {
+  return parseArgs({
     options: {
+      help: { type: 'boolean', short: 'h', default: false },
       host: { type: 'string', default: '127.0.0.1' },
       port: { type: 'string' },
       schema: { type: 'string' },
@@ -368,8 +374,22 @@ async function main() {
       'view-pushes': { type: 'boolean', default: false },
     },
   });
+}
+
+async function main() {
+  let values;
+  try {
+    ({ values } = parseCommandLine());
+  } catch (err) {
+    console.error(`${err.message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
   if (!values.port || !values.schema) {
-    console.error('usage: node play.mjs --port PORT --schema FILE (from `gamehost schema`) [--game ID] ...');
+    console.error(USAGE);
     process.exit(2);
   }
   const published = JSON.parse(fs.readFileSync(values.schema, 'utf8'));

@@ -133,28 +133,41 @@ async def test_turn_legal_lists_are_computed_once_per_state_and_seat(tmp_path):
 async def test_a_live_session_holds_few_records_and_resume_reads_the_rest_from_the_log(tmp_path):
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path, load_registry([("toy", Plugin())]))
-        a = await running.client()
-        sid = (await a.call("create", game="crazy-eights", seats=2, bots=1))["session"]
-        token = (await a.call("join", session=sid))["token"]
-        seq = 0
-        while seq < 3 * HELD:  # play the first legal action until the log is long
-            push = await next_turn(a)
-            seq = (await a.call("act", session=sid, action=push["legal"][0]))["seq"]
-        gc.collect()
-        held = sum(1 for o in gc.get_objects() if isinstance(o, Record))
-        assert held <= HELD  # bounded, though the log holds three times as many
-        b = await running.client()
-        got = await b.call("resume", session=sid, token=token, after=0)
-        pushed = []
-        while len(pushed) < got["seq"]:
-            push = await b.next_push()
-            assert push is not None
-            if push["push"] == "event":
-                pushed.append(push)
-        logged = read_log(tmp_path / "sessions" / f"{sid}.jsonl")
-        assert [p["seq"] for p in pushed] == [r["seq"] for r in logged[1 : got["seq"] + 1]]
-        assert [p["kind"] for p in pushed] == [r["type"] for r in logged[1 : got["seq"] + 1]]
-        running.host.request_shutdown()
+        try:
+            await _play_a_long_log_then_resume(running, tmp_path)
+        finally:  # a failed assertion must not leave the host running (the test would hang)
+            running.host.request_shutdown()
+
+
+def _records_alive() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, Record))
+
+
+async def _play_a_long_log_then_resume(running: Any, tmp_path: Any) -> None:
+    """Play one Crazy Eights table until its log holds three times what a session keeps, then
+    resume from seq 0: the missed records come from the log, in order."""
+    before = _records_alive()  # whatever earlier tests in this process still hold
+    a = await running.client()
+    sid = (await a.call("create", game="crazy-eights", seats=2, bots=1))["session"]
+    token = (await a.call("join", session=sid))["token"]
+    seq = 0
+    while seq < 3 * HELD:  # play the first legal action until the log is long
+        push = await next_turn(a)
+        seq = (await a.call("act", session=sid, action=push["legal"][0]))["seq"]
+    held = _records_alive() - before
+    assert held <= HELD  # bounded, though the log holds three times as many
+    b = await running.client()
+    got = await b.call("resume", session=sid, token=token, after=0)
+    pushed = []
+    while len(pushed) < got["seq"]:
+        push = await b.next_push()
+        assert push is not None
+        if push["push"] == "event":
+            pushed.append(push)
+    logged = read_log(tmp_path / "sessions" / f"{sid}.jsonl")
+    assert [p["seq"] for p in pushed] == [r["seq"] for r in logged[1 : got["seq"] + 1]]
+    assert [p["kind"] for p in pushed] == [r["type"] for r in logged[1 : got["seq"] + 1]]
 
 
 async def played_sessions(running: Any, count: int) -> dict[str, tuple[str, int]]:

@@ -69,3 +69,14 @@ async def test_the_js_client_fails_on_a_value_the_contract_does_not_allow(tmp_pa
     err = done.stderr.decode()
     assert done.returncode == 1
     assert "breaks the published contract: $.hand: not allowed" in err
+
+
+def test_the_js_client_prints_its_usage_for_help_and_for_a_bad_option() -> None:
+    import subprocess
+
+    assert NODE is not None
+    shown = subprocess.run([NODE, str(CLIENT), "--help"], capture_output=True, text=True)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: node play.mjs --port PORT")
+    bad = subprocess.run([NODE, str(CLIENT), "--bogus"], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert "Unknown option '--bogus'" in bad.stderr and "usage: node play.mjs" in bad.stderr
