@@ -7,6 +7,7 @@ const main = document.getElementById("main");
 const status = document.getElementById("status");
 let conn = null;
 let page = null; // the page shown: { kind, stop() }
+const HISTORY = 200; // entries a table's "What happened" list keeps
 
 function say(text, kind = "info") {
   clear(status).append(el("span", { class: kind }, text));
@@ -201,8 +202,7 @@ function tablePage(sid, watching) {
     if (t.stopped || p.session !== sid && p.push !== "closed") return;
     if (p.push === "event") {
       t.events.push(p);
-      eventsBox.prepend(el("li", {}, describeEvent(p, t.snap)));
-      while (eventsBox.childNodes.length > 200) eventsBox.lastChild.remove();
+      listEvent(p);
       if (t.snap && p.seq > t.snap.seq) askView();
     } else if (p.push === "turn" && p.seat === me) {
       t.legal = p.legal;
@@ -214,6 +214,39 @@ function tablePage(sid, watching) {
     } else if (p.push === "closed") {
       say(`the host closed the connection: ${p.reason}`, "error");
     }
+  }
+  // "What happened", newest first, one entry per seq: the history fetched when the table opens
+  // (loadHistory) and the pushes may arrive in any order and overlap.
+  const listed = new Set();
+  function listEvent(p) {
+    if (listed.has(p.seq)) return;
+    listed.add(p.seq);
+    let at = eventsBox.firstChild;
+    while (at && Number(at.dataset.seq) > p.seq) at = at.nextSibling;
+    eventsBox.insertBefore(el("li", { "data-seq": p.seq }, describeEvent(p, t.snap)), at);
+    while (eventsBox.childNodes.length > HISTORY) {
+      listed.delete(Number(eventsBox.lastChild.dataset.seq));
+      eventsBox.lastChild.remove();
+    }
+  }
+  // The records before `upto` (the seq the table opened at), as this seat may see them (the
+  // `log` replay op with the seat's token; a spectator's otherwise), so a player who joins late
+  // or reloads sees what happened before: at most the last HISTORY of them.
+  async function loadHistory(upto) {
+    const viewer = held ? { seat: me, token: held.token } : {};
+    let after = Math.max(0, upto - HISTORY);
+    while (after !== null && after < upto && !t.stopped) {
+      const got = await c.call("log", { session: sid, after, limit: HISTORY, ...viewer });
+      for (const r of got.records) if (r.seq <= upto && r.type !== "header") listEvent(recordAsPush(r));
+      after = got.next;
+    }
+  }
+  function recordAsPush(r) {
+    const { seq, type, ts: _ts, ...rest } = r; // a push has no ts
+    let event = rest;
+    if (type === "event") event = rest.event;
+    else if (type === "action") event = { seat: rest.seat, action: rest.action, timed_out: rest.timed_out };
+    return { push: "event", session: sid, seq, kind: type, event };
   }
   async function askView() {
     if (t.viewAsked) return;
@@ -282,6 +315,7 @@ function tablePage(sid, watching) {
       say("");
       draw();
       if (t.events.length && t.events[t.events.length - 1].seq > snap.seq) askView();
+      await loadHistory(snap.seq);
     } catch (e) {
       if (e.code === "bad_token") tokens.drop(sid);
       say(e.message, "error");

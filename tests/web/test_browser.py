@@ -200,17 +200,38 @@ def test_a_whole_crazy_eights_game_is_played_through_the_page(host, browser):
 
 
 # ---- a spectator never sees a hidden card ----------------------------------------------------
-def spectator_could_see(records: list[Record]) -> set[str]:
-    """Every card a spectator was shown by the records and the view up to the last record."""
-    engine = REGISTRY.engines["crazy-eights"]
+def spectator_could_see(
+    records: list[Record], game: str = "crazy-eights", viewer: int | None = None
+) -> set[str]:
+    """Every card a spectator (or seat ``viewer``) was shown by the records and the view up to
+    the last record."""
+    engine = REGISTRY.engines[game]
     seen: set[str] = set()
     state = engine.initial(records[0])
     for rec in records[1:]:
         state = engine.apply(state, rec)
-        shown = engine.redacted_wire(rec, None) if rec.type == "event" else rec.data
+        shown = engine.redacted_wire(rec, viewer) if rec.type == "event" else rec.data
         seen |= set(CARD.findall(orjson.dumps(shown).decode()))
-    seen |= set(CARD.findall(orjson.dumps(engine.view_wire(state, None)).decode()))
+    seen |= set(CARD.findall(orjson.dumps(engine.view_wire(state, viewer)).decode()))
     return seen
+
+
+def listed_events(d: Any) -> list[tuple[int, str]]:
+    """The entries of the table's "What happened" list, in the page's order: (seq, text)."""
+    texts = d.execute_script(
+        "return [...document.querySelectorAll('#events li')].map((li) => li.textContent)"
+    )
+    return [(int(t[1:].split(" ", 1)[0]), t) for t in texts]
+
+
+def whole_history(d: Any) -> list[int] | None:
+    """The seqs the table's "What happened" list shows (newest first) once it reaches back to
+    seq 1 and up to the seq the table shows; None before."""
+    seqs = [seq for seq, _ in listed_events(d)]
+    info = css(d, "#info[data-seq]")
+    if not seqs or not info or seqs[-1] != 1:
+        return None
+    return seqs if seqs[0] >= int(info[0].get_attribute("data-seq")) else None
 
 
 async def _players(c: Client, port: int, sid: str, turns: int, held: dict[int, str]) -> int:
@@ -261,13 +282,17 @@ def test_a_spectator_page_never_shows_a_hidden_card(host, browser):
     wait_for(d, lambda d: css(d, "#info[data-seq]"), "the spectator's table")
     checked = 0
     held: dict[int, str] = {}
-    for _ in range(6):
+    for round_ in range(6):
         last = host.run(_players, host.port, sid, 4, held)
+        if round_ == 2:  # a page opened mid-game lists what happened before, as a spectator
+            d.refresh()
         wait_for(
             d,
             lambda d, last=last: int(css(d, "#info")[0].get_attribute("data-seq")) >= last,
             f"the page to reach seq {last}",
         )
+        seqs = wait_for(d, whole_history, "what happened, from seq 1")
+        assert seqs == list(range(seqs[0], 0, -1))
         shown = {e.get_attribute("data-card") for e in css(d, "[data-card]")}
         shown |= set(CARD.findall(css(d, "main")[0].text))
         allowed = spectator_could_see(host.records(sid))
@@ -276,6 +301,53 @@ def test_a_spectator_page_never_shows_a_hidden_card(host, browser):
         assert css(d, ".card.back")  # the stock is drawn face down
         checked += len(shown)
     assert checked > 0
+
+
+# ---- a seat that joins late, or reloads, sees what happened before ---------------------------
+@pytest.mark.parametrize(("game", "seats"), [("seven-twenty-seven", 4), ("crazy-eights", 2)])
+def test_a_table_lists_what_happened_before_it_opened(host, browser, game, seats):
+    d = browser
+    d.get(host.base + "/#/")
+    form = wait_for(d, lambda d: css(d, f'form[data-game="{game}"]'), "the games")[0]
+    for name, value in (("seats", seats), ("bots", seats - 1)):
+        field = form.find_element("css selector", f'input[name="{name}"]')
+        field.clear()
+        field.send_keys(str(value))
+    form.find_element("css selector", "button.create").click()
+    wait_for(d, lambda d: "#/play/" in d.current_url, "the table")
+    sid = d.current_url.rsplit("/", 1)[1]
+    wait_for(d, lambda d: css(d, "#controls button"), "my first turn")
+    top = 0
+    for reload in (False, True):
+        if reload:  # a move of mine, then a reload: it resumes the seat, lists it all again
+
+            def moved(d: Any, top: int = top) -> bool:
+                if listed_events(d)[0][0] > top:
+                    return True
+                # (an 8 asks for its suit: then click a suit)
+                buttons = css(d, "#controls button.suit-choice") or css(d, "#controls button")
+                if buttons:
+                    buttons[0].click()
+                return False
+
+            wait_for(d, moved, "my move listed")
+            d.refresh()
+        wait_for(d, whole_history, "what happened, from seq 1")
+        entries = listed_events(d)
+        listed = dict(entries)
+        top = max(listed)
+        assert [seq for seq, _ in entries] == list(range(top, 0, -1))  # no gap, none twice
+        records = host.records(sid)[: top + 1]
+        names = {r.data["seat"]: r.data["name"] for r in records if r.type == "seat_taken"}
+        first = records[1].data  # a bot's seat, taken before I joined
+        assert listed[1] == f"#1 seat {first['seat']} taken by {first['name']} (bot)"
+        for r in records:  # the bots' moves, before I joined too
+            if r.type == "action" and r.data["seat"] != 0:
+                assert listed[r.seq].startswith(f"#{r.seq} {names[r.data['seat']]} (bot): ")
+        # only what seat 0 may see: its own cards, never another seat's hidden ones
+        named = set(CARD.findall(" ".join(listed.values())))
+        allowed = spectator_could_see(records, game, viewer=0)
+        assert named <= allowed, f"the history showed seat 0 {named - allowed}"
 
 
 # ---- what a client typed is text, never HTML -------------------------------------------------
