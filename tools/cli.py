@@ -47,23 +47,20 @@ class _Version(argparse.Action):
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gamehost`` console script."""
-    from tools import bench, chaos, db, demo, play, replay, schema
-
+    given = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
         prog="gamehost", description="An event-sourced host for turn-based games."
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_serve_parser(sub)
-    play.add_parser(sub)
-    replay.add_parser(sub)
-    bench.add_parser(sub)
-    demo.add_parser(sub)
-    chaos.add_parser(sub)
-    db.add_parser(sub)
-    schema.add_parser(sub)
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # as given (serve --workers)
+    if given[:1] != ["serve"]:  # a host starts without importing the tools (a faster start)
+        from tools import bench, chaos, db, demo, play, replay, schema
+
+        for tool in (play, replay, bench, demo, chaos, db, schema):
+            tool.add_parser(sub)
+    args = parser.parse_args(given)
+    args.argv = given  # as given (serve --workers)
     if args.command is None:
         parser.print_help()
         return 0

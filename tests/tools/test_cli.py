@@ -99,3 +99,23 @@ def test_a_host_that_cannot_start_says_why_in_one_line(tmp_path, capsys, monkeyp
 def _errors(err: str) -> list[str]:
     """The error lines among the host's output (its JSON log lines aside)."""
     return [line for line in err.splitlines() if not line.startswith("{")]
+
+
+def test_serve_starts_without_importing_the_tools():
+    """``gamehost serve`` builds only its own parser: the other commands' modules (bench,
+    chaos, ...) are not imported, so a restarted host listens sooner."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from tools import cli\n"
+        "try:\n"
+        "    cli.main(['serve', '--port', 'not-a-port'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "tools = ('tools.bench', 'tools.chaos', 'tools.play')\n"
+        "print(sorted(m for m in tools if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
