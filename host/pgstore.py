@@ -70,11 +70,13 @@ import trio
 from host.errors import BadSessionId
 from host.store import (
     _SESSION_ID,
+    _STOP,
     Conflict,
     CorruptLog,
     StoreClosed,
     StoreStatistics,
     UnknownSession,
+    WriterThreadStore,
     _check_header,
     check_append,
     check_seqs,
@@ -370,8 +372,6 @@ class _Job:
     error: BaseException | None = None
 
 
-_STOP = object()
-
 # One statement per session per batch: a create inserts the session row unless it exists, an
 # append moves the row on if it ends just before the records; the records go in only then.
 _WRITE = """
@@ -478,7 +478,7 @@ def parse_lines(where: Path, lines: list[str], first: int = 0) -> list[dict[str,
     return out
 
 
-class PostgresStore:
+class PostgresStore(WriterThreadStore):
     """A :class:`host.stores.Store` in a PostgreSQL database (see the module docstring).
 
     Args:
@@ -507,11 +507,7 @@ class PostgresStore:
         self._queue: queue.SimpleQueue[_Job | object] = queue.SimpleQueue()
         # writer side: the sessions whose append failed, by opening
         self._failed: dict[str, int] = {}
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._thread_started = False
-        self._closed = False
-        self._stop_sent = self._stop_taken = False
-        self._stopped = trio.Event()
+        self._init_lifecycle()
         self._n_appends = self._n_records = self._n_batches = self._n_commits = 0
 
     def __repr__(self) -> str:
@@ -791,42 +787,10 @@ class PostgresStore:
         """Nothing is held open per session (rows need no descriptor); counted only."""
         self._held.discard(session)
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run the writer thread until :meth:`aclose` (or until cancelled), then let it write
-        what is queued and close its connection; returns once it has ended."""
-        self._token = trio.lowlevel.current_trio_token()
-        task_status.started()
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._stop_when_cancelled)
-                await trio.to_thread.run_sync(
-                    self._writer, thread_name="gamehost pg writer", abandon_on_cancel=False
-                )
-                nursery.cancel_scope.cancel()
-        finally:
-            if not self._thread_started:
-                self._stop()
-                self._writer()
-            self._conns.close()
-            self._stopped.set()
+    _thread_name = "gamehost pg writer"
 
-    async def _stop_when_cancelled(self) -> None:
-        try:
-            await trio.sleep_forever()
-        finally:
-            self._stop()
-
-    def _stop(self) -> None:
-        self._closed = True
-        if not self._stop_sent:
-            self._stop_sent = True
-            self._queue.put(_STOP)
-
-    async def aclose(self) -> None:
-        """Refuse new creates and appends, let the writer write the queued ones, close every
-        connection; returns once :meth:`run` has ended."""
-        self._stop()
-        await self._stopped.wait()
+    def _after_writer(self) -> None:
+        self._conns.close()
 
     def statistics(self) -> StoreStatistics:
         """Counters; ``batches`` are transactions committed, ``fsyncs`` is 0 (the server's)."""

@@ -488,7 +488,70 @@ def _not_open(session: str) -> Conflict:
     )
 
 
-class FileStore:
+class WriterThreadStore:
+    """The life of a store whose writes go through one writer thread fed by a queue (the file
+    store and the PostgreSQL store): :meth:`run` runs :meth:`_writer` in a trio worker thread
+    until :meth:`aclose` or cancellation puts ``_STOP`` on the queue; the writer then writes what
+    is queued before it and ends. A subclass sets ``_queue`` and calls :meth:`_init_lifecycle`
+    in its ``__init__``, implements ``_writer`` (sets ``_thread_started``, takes batches until
+    ``_STOP``) and may add to :meth:`_stop` and :meth:`_after_writer`."""
+
+    _thread_name = "gamehost store writer"
+    _queue: Any
+
+    def _init_lifecycle(self) -> None:
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._thread_started = False
+        self._closed = False
+        self._stop_sent = self._stop_taken = False
+        self._stopped = trio.Event()
+
+    def _writer(self) -> None:
+        raise NotImplementedError
+
+    def _after_writer(self) -> None:
+        """What to free once the writer has ended (files, connections)."""
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the writer thread until :meth:`aclose` (or until cancelled), then let it write
+        what is queued and end; returns once it has ended."""
+        self._token = trio.lowlevel.current_trio_token()
+        task_status.started()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._stop_when_cancelled)
+                await trio.to_thread.run_sync(
+                    self._writer, thread_name=self._thread_name, abandon_on_cancel=False
+                )
+                nursery.cancel_scope.cancel()
+        finally:
+            if not self._thread_started:  # cancelled before the thread began: drain it here
+                self._stop()
+                self._writer()
+            self._after_writer()
+            self._stopped.set()
+
+    async def _stop_when_cancelled(self) -> None:
+        try:
+            await trio.sleep_forever()
+        finally:
+            self._stop()
+
+    def _stop(self) -> None:
+        """Refuse new writes; the writer ends after those already queued."""
+        self._closed = True
+        if not self._stop_sent:
+            self._stop_sent = True
+            self._queue.put(_STOP)
+
+    async def aclose(self) -> None:
+        """Refuse new writes, let the writer write the queued ones and end; returns once
+        :meth:`run` has ended."""
+        self._stop()
+        await self._stopped.wait()
+
+
+class FileStore(WriterThreadStore):
     """The file-backed store. Start :meth:`run` in a nursery before appending.
 
     Args:
@@ -544,11 +607,7 @@ class FileStore:
         self._sync_pool: ThreadPoolExecutor | None = None  # made on the first parallel sync
         self._failed: dict[str, int] = {}
         self._releases: set[str] = set()
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._thread_started = False
-        self._closed = False
-        self._stop_sent = self._stop_taken = False
-        self._stopped = trio.Event()
+        self._init_lifecycle()
         self._n_appends = self._n_records = self._n_batches = self._n_fsyncs = 0
 
     splices_encoded: ClassVar[bool] = True
@@ -765,39 +824,10 @@ class FileStore:
         if job.error is not None:
             raise job.error
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run the writer thread until :meth:`aclose` (or until cancelled), then let it write
-        what is queued, close the files and end; returns once it has ended."""
-        self._token = trio.lowlevel.current_trio_token()
-        task_status.started()
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._stop_when_cancelled)
-                await trio.to_thread.run_sync(
-                    self._writer, thread_name="gamehost store writer", abandon_on_cancel=False
-                )
-                nursery.cancel_scope.cancel()
-        finally:
-            if not self._thread_started:  # cancelled before the thread began: drain it here
-                self._stop()
-                self._writer()
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)  # frees the data dir for the next host
-                self._lock_fd = None
-            self._stopped.set()
-
-    async def _stop_when_cancelled(self) -> None:
-        try:
-            await trio.sleep_forever()
-        finally:
-            self._stop()
-
-    def _stop(self) -> None:
-        """Refuse new appends; the writer ends after those already queued."""
-        self._closed = True
-        if not self._stop_sent:
-            self._stop_sent = True
-            self._queue.put(_STOP)
+    def _after_writer(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # frees the data dir for the next host
+            self._lock_fd = None
 
     def _writer(self) -> None:
         """The writer thread: take every queued append as one batch, write it, hand the
@@ -996,9 +1026,3 @@ class FileStore:
                 self._do_releases()
             finally:
                 self._fds_lock.release()
-
-    async def aclose(self) -> None:
-        """Refuse new appends, let the writer thread write the queued ones, close every file
-        and end; returns once it has."""
-        self._stop()
-        await self._stopped.wait()
