@@ -47,6 +47,7 @@ from typing import Any, Literal
 import attrs
 
 from host.game import Game, tag_of
+from protocol.schema import scalar_schema
 
 __all__ = ["DRAFT", "HIDDEN", "Role", "game_schema", "hidden_fields", "type_schema"]
 
@@ -110,18 +111,11 @@ def type_schema(tp: Any, role: Role = "seat", hiding: str = "as_declared", depth
         return {"anyOf": parts}
     if hiding == "null" and origin not in (tuple, list):
         raise SchemaError(f"a hidden value of type {tp!r}: its type admits no None")
-    if tp is type(None):
-        return {"type": "null"}
     if origin is Literal:
         return {"enum": list(args)}
-    if tp is bool:
-        return {"type": "boolean"}
-    if tp is int:
-        return {"type": "integer"}
-    if tp is str:
-        return {"type": "string"}
-    if tp is float:
-        return {"type": "number"}
+    scalar = scalar_schema(tp)
+    if scalar is not None:
+        return scalar
     if tp is Any or tp is object:
         return {}
     if origin in (tuple, list) or tp in (tuple, list):

@@ -14,23 +14,31 @@ import attrs
 
 from protocol.messages import REQUESTS
 
-__all__ = ["main", "request_schema"]
+__all__ = ["main", "request_schema", "scalar_schema"]
+
+
+_SCALARS: dict[Any, str] = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    str: "string",
+    float: "number",
+}
+
+
+def scalar_schema(tp: Any) -> dict[str, Any] | None:
+    """The JSON Schema of a scalar Python type (None, bool, int, str, float), else None."""
+    name = _SCALARS.get(tp) if isinstance(tp, type) else None
+    return None if name is None else {"type": name}
 
 
 def _type(tp: Any) -> dict[str, Any]:
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         return {"anyOf": [_type(a) for a in typing.get_args(tp)]}
-    if tp is type(None):
-        return {"type": "null"}
-    if tp is bool:
-        return {"type": "boolean"}
-    if tp is int:
-        return {"type": "integer"}
-    if tp is str:
-        return {"type": "string"}
-    if tp is float:
-        return {"type": "number"}
+    scalar = scalar_schema(tp)
+    if scalar is not None:
+        return scalar
     if tp is dict or origin is dict:
         return {"type": "object"}
     return {}
