@@ -12,10 +12,11 @@ from pathlib import Path
 
 import trio
 
-from host import logs, workers
-from host.registry import load_registry
-from host.server import HostConfig, run_host
-from host.stores import open_store
+from host import logs
+from host.net import workers
+from host.net.server import HostConfig, run_host
+from host.plugins.registry import load_registry
+from host.store.memory import open_store
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -119,7 +120,7 @@ def store_spec(text: str) -> str:
     or a data dir path."""
     if "://" not in text:
         return text
-    from host.pgstore import check_url
+    from host.store.pg import check_url
 
     try:
         return check_url(text)
@@ -295,7 +296,7 @@ def serve_main(args: argparse.Namespace) -> int:
 
 
 def _serve_workers(args: argparse.Namespace) -> int:
-    """``--workers N`` (N > 1): supervise N worker processes (``host.workers``); the file
+    """``--workers N`` (N > 1): supervise N worker processes (``host.net.workers``); the file
     store serves one process only, so it is refused (exit status 2)."""
     store = getattr(args, "store", None) or ""
     if not store.startswith(("postgresql://", "postgres://")):

@@ -3,39 +3,48 @@
 Every error the host (or a game) raises on purpose to refuse something is a
 :class:`GamehostError`. Each one knows its error reply — :meth:`GamehostError.reply` gives the
 wire error code (see PROTOCOL.md), a message for the client and the code's extra fields — so
-the host turns any of them into a reply in one place (``host.faults.refusal``, which makes the
-``protocol.replies.Refused`` the connection encodes) instead of matching strings or exception
+the host turns any of them into a reply in one place (``host.plugins.faults.refusal``, which
+makes the ``protocol.replies.Refused`` the connection encodes) instead of matching strings or
+exception
 types command by command. The reply never holds more than a client may read: ``str()`` may say more
 (a log's file path, for instance), for the host log and the operator.
 
-=====================================  ===================  ======================================
-class                                  wire code            raised for
-=====================================  ===================  ======================================
-``GamehostError``                      ``internal``         (the base; not raised on its own)
-``LogError``                           ``unavailable``      a log that cannot be used now
-``host.store.Conflict``                ``unavailable``      an append expecting another seq, a
-                                                            create of an existing session
-``host.store.StoreClosed``             ``unavailable``      an append after the store closed
-``host.store.CorruptLog``              ``session_damaged``  a log that cannot be read as a session
-``host.engine.BadRecord``              ``session_damaged``  a record that does not fold
-``host.store.UnknownSession``          ``unknown_session``  no log of that session
-``BadSessionId``                       ``unknown_session``  a name that cannot be a session id
-``BadHeader``                          ``internal``         a ``create`` without a valid header
-``SeatError``                          ``bad_request``      a seat that does not exist
-``SeatTaken``                          ``session_full``     a seat that is taken (with ``free``)
-``ActionError``                        ``bad_action``       a malformed action
-``host.codec.BadAction``               ``bad_action``       an action object of no action's shape
-``IllegalAction``                      ``illegal_action``   a rule refuses the action now (with
-                                       / ``not_your_turn``  ``reason``; ``not_your_turn`` is its
-                                                            own code)
-``OptionError``                        ``bad_option``       a session option value (with
-                                                            ``option``)
-=====================================  ===================  ======================================
+==========================================  ===================
+======================================
+class                                       wire code            raised for
+==========================================  ===================
+======================================
+``GamehostError``                           ``internal``         (the base; not raised on its own)
+``LogError``                                ``unavailable``      a log that cannot be used now
+``host.store.file.Conflict``                ``unavailable``      an append expecting another seq, a
+                                                                 create of an existing session
+``host.store.file.StoreClosed``             ``unavailable``      an append after the store closed
+``host.store.file.CorruptLog``              ``session_damaged``  a log that cannot be read as a
+session
+``host.table.engine.BadRecord``             ``session_damaged``  a record that does not fold
+``host.store.file.UnknownSession``          ``unknown_session``  no log of that session
+``BadSessionId``                            ``unknown_session``  a name that cannot be a session id
+``BadHeader``                               ``internal``         a ``create`` without a valid header
+``SeatError``                               ``bad_request``      a seat that does not exist
+``SeatTaken``                               ``session_full``     a seat that is taken (with
+``free``)
+``ActionError``                             ``bad_action``       a malformed action
+``host.plugins.codec.BadAction``            ``bad_action``       an action object of no action's
+shape
+``IllegalAction``                           ``illegal_action``   a rule refuses the action now (with
+                                            / ``not_your_turn``  ``reason``; ``not_your_turn`` is
+                                            its
+                                                                 own code)
+``OptionError``                             ``bad_option``       a session option value (with
+                                                                 ``option``)
+==========================================  ===================
+======================================
 
 Games raise two of them: :class:`ActionError` (usually :class:`IllegalAction`) from ``decide``,
 and :class:`OptionError` from ``check_options``; the host answers both as typed refusals. Any
 other exception from game code — a built-in one, or another member of this family such as a
-:class:`LogError` — is a game fault (``host.faults.GameFault``), as the engine's guards decide.
+:class:`LogError` — is a game fault (``host.plugins.faults.GameFault``), as the engine's guards
+decide.
 
 ``ValueError`` compatibility: a class that replaces a ``ValueError`` the host raised before is
 still one (:class:`OptionError`, :class:`SeatError`, :class:`BadSessionId`, :class:`BadHeader`,

@@ -76,8 +76,9 @@ of its members and nothing else: ``decide`` raises an :class:`ActionError`, norm
 ``IllegalAction(reason, message)`` (answered ``illegal_action`` with the reason;
 ``not_your_turn`` is its own code), and ``check_options`` raises :class:`OptionError` (answered
 ``bad_option``). Neither changes anything. Anything else a game member raises is a game fault
-(``host.faults.GameFault``: the command fails with ``internal``, or a host-driven step ends the
-session): a ``ValueError`` or ``KeyError``, another :class:`GamehostError` (a game does not raise
+(``host.plugins.faults.GameFault``: the command fails with ``internal``, or a host-driven step
+ends the session): a ``ValueError`` or ``KeyError``, another :class:`GamehostError` (a game does
+not raise
 log or seat errors), an ``ActionError`` from any member but ``decide``, or one refusing the action
 the game's own bot chose. :class:`OptionError` is also a ``ValueError`` (as it always was);
 :class:`IllegalAction` and :class:`ActionError` are not, so a game's own ``except ValueError``
@@ -119,7 +120,7 @@ __all__ = [
 ]
 
 hookspec = pluggy.HookspecMarker("gamehost")
-"""Marks the host's hook specifications (``host.hookspecs``)."""
+"""Marks the host's hook specifications (``host.plugins.hookspecs``)."""
 
 hookimpl = pluggy.HookimplMarker("gamehost")
 """Marks a plugin's hook implementations, e.g. ``gamehost_register_games``."""
@@ -153,7 +154,7 @@ class GameInfo:
         view_type: an attrs class describing the view's wire shape (``view`` may return an
             instance or the same shape as plain data); ``None`` publishes no view schema. Its
             fields, and the event fields, mark what is hidden from whom with
-            ``metadata={"hidden": ...}`` (see :mod:`host.contract`).
+            ``metadata={"hidden": ...}`` (see :mod:`host.plugins.contract`).
         outcome_type: the same for the outcome (what ``ended`` carries), or ``None``.
         reveal_seed: whether clients get the session seed when it ends (commit-reveal). A game
             whose rules keep some cards secret for ever (folded hands in Seven Twenty-Seven)

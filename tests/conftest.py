@@ -15,7 +15,7 @@ import trio
 from hypothesis import HealthCheck, settings
 
 from host import logs
-from host.registry import Registry, load_registry
+from host.plugins.registry import Registry, load_registry
 from host.testing import RunningHost
 from host.testing import hosting as testing
 from protocol import messages

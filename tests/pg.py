@@ -30,7 +30,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from host.pgstore import migrate
+from host.store.pg import migrate
 
 TEMPLATE = "gamehost_template"
 

@@ -11,7 +11,7 @@ import attrs
 import orjson
 import pytest
 
-from host.registry import load_registry
+from host.plugins.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")

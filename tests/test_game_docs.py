@@ -1,4 +1,4 @@
-"""``docs/games/<id>.md`` cannot drift from the generated contract (``host.contract``).
+"""``docs/games/<id>.md`` cannot drift from the generated contract (``host.plugins.contract``).
 
 Each page documents, in tables whose first column names a field in backticks, the game's
 options (``## Options``), each action and each event (``## Actions`` / ``## Events``, one
@@ -19,8 +19,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from host.contract import game_schema
-from host.registry import load_registry
+from host.plugins.contract import game_schema
+from host.plugins.registry import load_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 # the project's own games (an installed third-party game, e.g. examples/high_low, has no page)

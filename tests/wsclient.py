@@ -12,7 +12,7 @@ from tools.client import Client
 
 
 class LineOverWebSocket(trio.abc.Stream):
-    """The client side of :class:`host.web.WebSocketStream`: lines in, messages out."""
+    """The client side of :class:`host.net.web.WebSocketStream`: lines in, messages out."""
 
     def __init__(self, ws: WebSocketConnection) -> None:
         self.ws = ws

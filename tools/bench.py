@@ -80,10 +80,10 @@ import attrs
 import orjson
 import trio
 
-from host.engine import Engine, Record
-from host.registry import load_registry
-from host.session import hash_token
-from host.store import Conflict, FileStore
+from host.net.session import hash_token
+from host.plugins.registry import load_registry
+from host.store.file import Conflict, FileStore
+from host.table.engine import Engine, Record
 from tools.autoplay import SeatResult, play_seat
 from tools.baseline import pad_for
 from tools.client import Client
@@ -835,8 +835,8 @@ async def make_restart_data(
     Session ``i`` (id ``r00000``, ``r00001``, ...) plays the ``i % k``-th of the ``k``
     installed games (sorted by id) with 4 seats, or the game's bounds, every seat taken by a
     human whose token is known; its actions are the game's bot choices for whoever is to act
-    (:class:`host.engine.Engine`, as ``host.local`` plays), stopped at ``records`` records or
-    just before the action that would end the game. Deterministic for a ``seed``.
+    (:class:`host.table.engine.Engine`, as ``host.table.local`` plays), stopped at ``records``
+    records or just before the action that would end the game. Deterministic for a ``seed``.
 
     Returns:
         For each session, in order, its seats with their tokens.

@@ -67,7 +67,7 @@ import orjson
 import trio
 
 from host import logs
-from host.store import CorruptLog, read_log
+from host.store.file import CorruptLog, read_log
 from tools.bench import listening_port, serve_command
 from tools.client import Client
 

@@ -24,7 +24,7 @@ def version_text() -> str:
         host = "unknown (not installed)"
     lines = [f"gamehost {host}"]
     try:
-        from host.registry import load_registry
+        from host.plugins.registry import load_registry
 
         games = load_registry().games
     except Exception as exc:  # noqa: BLE001 - a broken plugin must not hide the host's version

@@ -1,6 +1,6 @@
 """``gamehost db init``, ``gamehost export`` and ``gamehost import``: the PostgreSQL store's tools.
 
-- ``db init --store URL``: create or migrate the schema (``host.pgstore.migrate``): idempotent
+- ``db init --store URL``: create or migrate the schema (``host.store.pg.migrate``): idempotent
   and versioned; prints what it did, or that there was nothing to do;
 - ``export --store URL [--session ID ...] --out DIR``: write sessions (every one without
   ``--session``) as ``DIR/<session>.jsonl``, the files a file store would hold, byte for byte;
@@ -29,8 +29,8 @@ import orjson
 import trio
 
 from host.errors import BadSessionId, LogError
-from host.pgstore import PostgresStore, StoreUnavailable, check_url, migrate, parse_lines
-from host.store import _SESSION_ID, FileStore, read_log
+from host.store.file import _SESSION_ID, FileStore, read_log
+from host.store.pg import PostgresStore, StoreUnavailable, check_url, migrate, parse_lines
 
 __all__ = ["add_parser", "export_sessions", "import_files"]
 

@@ -22,8 +22,8 @@ import trio
 
 from host import logs
 from host.cli import count, port_number
-from host.registry import load_registry
-from host.server import HostConfig, run_host
+from host.net.server import HostConfig, run_host
+from host.plugins.registry import load_registry
 from tools.autoplay import play_session
 from tools.replay import load, verify_log
 

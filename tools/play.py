@@ -32,7 +32,7 @@ import orjson
 import trio
 
 from host.cli import count, non_negative_int, port_number
-from host.registry import load_registry
+from host.plugins.registry import load_registry
 from tools.client import Client, HostError
 
 __all__ = ["Form", "add_parser", "forms", "main", "parse_choice", "resume_command"]

@@ -13,7 +13,7 @@ of that session in a PostgreSQL store).
   A log written by another version of the game (the header's ``game_version`` is not the
   installed game's, or is missing) is still checked, but a ``warning:`` line says so and a log
   that otherwise verifies exits with status 3, so a script cannot take it for a clean pass;
-  a damaged log (one that does not read or fold, see ``host.store.CorruptLog``) is one line
+  a damaged log (one that does not read or fold, see ``host.store.file.CorruptLog``) is one line
   ``error: <file>: seq N: ...`` with exit status 2, in every mode. ``--stats`` adds a line with
   the records per CPU second (reading and checking the log; start-up excluded) and their ratio
   to orjson's parse rate of the same file, measured in the same run (CPU time of this process,
@@ -45,10 +45,10 @@ import orjson
 import trio
 
 from host.cli import count, non_negative_int
-from host.engine import Engine, Record
 from host.errors import LogError
-from host.registry import Registry, load_registry
-from host.store import CorruptLog, FileStore, fold_log, read_log
+from host.plugins.registry import Registry, load_registry
+from host.store.file import CorruptLog, FileStore, fold_log, read_log
+from host.table.engine import Engine, Record
 
 __all__ = [
     "ReplayError",
@@ -83,7 +83,7 @@ def load_with_times(
 ) -> tuple[Engine, list[Record], list[str]]:
     """Read a log and find its game (in ``registry``, loaded if not given); also return each
     record's ``ts``. With ``fold``, also check that every record folds
-    (:func:`host.store.fold_log`). With ``store`` (a ``postgresql://`` URL), ``path`` is the
+    (:func:`host.store.file.fold_log`). With ``store`` (a ``postgresql://`` URL), ``path`` is the
     name of a session in that database.
 
     Each record's object becomes its record's ``data`` as it is (``seq``, ``type`` and ``ts``
@@ -91,7 +91,7 @@ def load_with_times(
 
     Raises:
         ReplayError: unreadable or damaged log (``"<file>: seq N: ..."``, see
-            :class:`~host.store.CorruptLog`), no such session, an unreachable database, or
+            :class:`~host.store.file.CorruptLog`), no such session, an unreachable database, or
             the game is not installed.
     """
     try:
@@ -129,7 +129,7 @@ def _read_db(url: str, session: str) -> tuple[Path, list[dict[str, Any]]]:
     Raises:
         UnknownSession, CorruptLog, ValueError, OSError (``StoreUnavailable``).
     """
-    from host.pgstore import PostgresStore, parse_lines
+    from host.store.pg import PostgresStore, parse_lines
 
     store = PostgresStore(url)
     try:
@@ -145,7 +145,7 @@ def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
 
     The log is folded once, by the re-run itself. A log whose every record the code
     re-produces also folds (each is a record the engine made and checked, folded as it was
-    made), so it is folded again on its own (:func:`host.store.fold_log`) only when the
+    made), so it is folded again on its own (:func:`host.store.file.fold_log`) only when the
     re-run stops early: to tell damage from a difference.
     """
     warning = version_warning(engine, records)
@@ -361,7 +361,7 @@ def _fork(args: argparse.Namespace, records: list[Record]) -> int:
         if db is None:
             store: Any = FileStore(folder, logs_in_root=True)
         else:
-            from host.pgstore import PostgresStore
+            from host.store.pg import PostgresStore
 
             store = PostgresStore(db)
         path = trio.run(_write_fork, store, new_id, lines)
@@ -373,7 +373,7 @@ def _fork(args: argparse.Namespace, records: list[Record]) -> int:
 
 
 async def _write_fork(store: Any, session: str, records: list[dict[str, Any]]) -> Path:
-    """Write a fork as a new log through a store (a :class:`~host.store.FileStore` on the
+    """Write a fork as a new log through a store (a :class:`~host.store.file.FileStore` on the
     target folder, or a database's; the store adds ``ts``, makes it durable, and leaves no log
     if the create fails); returns its path (its name, for a database).
 
@@ -430,7 +430,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _store_url(text: str) -> str:
-    from host.pgstore import check_url
+    from host.store.pg import check_url
 
     try:
         return check_url(text)

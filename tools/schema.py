@@ -1,6 +1,6 @@
 """``gamehost schema [--game ID]``: print each installed game's published contract as JSON Schema.
 
-The schema is generated from the game's own types (:mod:`host.contract`): options, actions,
+The schema is generated from the game's own types (:mod:`host.plugins.contract`): options, actions,
 events as a seat, as a spectator and as logged, and the view as a seat and as a spectator.
 Without ``--game`` it prints ``{"games": {id: contract, ...}}`` for every installed game.
 An unknown game id prints one ``error:`` line naming the installed ones and exits 2.
@@ -12,8 +12,8 @@ import argparse
 import json
 import sys
 
-from host.contract import game_schema
-from host.registry import load_registry
+from host.plugins.contract import game_schema
+from host.plugins.registry import load_registry
 
 __all__ = ["add_parser", "main"]
 

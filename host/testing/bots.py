@@ -1,7 +1,7 @@
 """Test bots for any game: wrap a game so host bots play differently from its own ``bot_action``.
 
-Both wrappers delegate every other member to the wrapped game, so an :class:`~host.engine.Engine`
-(or a host registry) can drive them like the game itself.
+Both wrappers delegate every other member to the wrapped game, so an
+:class:`~host.table.engine.Engine` (or a host registry) can drive them like the game itself.
 """
 
 from __future__ import annotations

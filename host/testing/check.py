@@ -16,7 +16,7 @@ name, then the game id, the seat count, the seed and the seq where it happened):
 ``fault``
     playing with host bots, the game raised, returned an action or event class it did not
     register, wrote one that does not read back equal through the codec and JSON, stalled (no
-    seat to act, no outcome), or its bot raised (the host's own check, :mod:`host.engine`).
+    seat to act, no outcome), or its bot raised (the host's own check, :mod:`host.table.engine`).
 ``did_not_end``
     a playout passed ``max_actions`` bot actions without an outcome.
 ``legal_refused``
@@ -36,10 +36,10 @@ name, then the game id, the seat count, the seed and the seq where it happened):
     gave different bytes, or two playouts with the same seed wrote different logs (a game that
     uses ``random``, the clock or a set's order instead of its :class:`~host.game.Rng`).
 ``replay``
-    :meth:`~host.engine.Engine.verify` (what ``gamehost replay --verify`` runs) rejects the log
-    of a playout read back from JSON.
+    :meth:`~host.table.engine.Engine.verify` (what ``gamehost replay --verify`` runs) rejects the
+    log of a playout read back from JSON.
 ``contract``
-    a value breaks the game's published contract (:func:`host.contract.game_schema`, what
+    a value breaks the game's published contract (:func:`host.plugins.contract.game_schema`, what
     ``gamehost schema`` prints): an action, a logged event, a redacted event as a seat or a
     spectator receives it, a view (when ``GameInfo.view_type`` is set) or the outcome (when
     ``outcome_type`` is set) does not validate against its JSON Schema. Views and redacted
@@ -75,12 +75,12 @@ import orjson
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from host.codec import GameCodec
-from host.contract import game_schema
-from host.engine import Engine, Record, SessionState
-from host.faults import GameFault
 from host.game import ActionError, Rng, Viewer, tag_of
-from host.local import roundtrip
+from host.plugins.codec import GameCodec
+from host.plugins.contract import game_schema
+from host.plugins.faults import GameFault
+from host.table.engine import Engine, Record, SessionState
+from host.table.local import roundtrip
 from host.testing.bots import RandomLegal
 
 __all__ = ["CARD", "GameCheckFailed", "Playout", "check_game", "check_no_leak", "play"]

@@ -22,8 +22,8 @@ import attrs
 import trio
 
 from host.game import hookimpl
-from host.registry import Registry, load_registry
-from host.server import Host, HostConfig, run_host
+from host.net.server import Host, HostConfig, run_host
+from host.plugins.registry import Registry, load_registry
 
 __all__ = ["RunningHost", "installed_registry", "registry_of", "start_host"]
 
@@ -33,7 +33,7 @@ class RunningHost:
     """A host started by :func:`start_host`.
 
     Attributes:
-        host: the :class:`~host.server.Host` (``host.request_shutdown()`` stops it).
+        host: the :class:`~host.net.server.Host` (``host.request_shutdown()`` stops it).
         port: the TCP port it listens on (127.0.0.1).
         data_dir: its data directory (session logs under ``sessions/``).
         nursery: the nursery it runs in; :meth:`client` starts clients' readers there.
@@ -68,7 +68,7 @@ def registry_of(*games: Any) -> Registry:
     """A registry holding exactly these game objects (no installed entry points).
 
     Raises:
-        ValueError: two games share an id (as :func:`~host.registry.load_registry` does).
+        ValueError: two games share an id (as :func:`~host.plugins.registry.load_registry` does).
     """
     return load_registry([("testing", _Games(games))], entrypoints=False)
 
@@ -94,7 +94,7 @@ async def start_host(
         data_dir: the host's data directory.
         registry: the games (default: every installed game, :func:`installed_registry`).
         wait_loaded: wait until the sessions on disk are loaded.
-        **config: any :class:`~host.server.HostConfig` field. Connection timeouts are off unless
+        **config: any :class:`~host.net.server.HostConfig` field. Connection timeouts are off unless
             given: under ``autojump_clock`` virtual time leaps while the store's thread works,
             and idle test clients would be hung up on.
     """

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from host.registry import Registry
+from host.plugins.registry import Registry
 from host.testing.hosting import RunningHost, installed_registry, start_host
 
 

@@ -20,9 +20,9 @@ import pytest
 import trio
 
 from host import logs
-from host.engine import Record
-from host.registry import load_registry
-from host.store import FileStore, read_log
+from host.plugins.registry import load_registry
+from host.store.file import FileStore, read_log
+from host.table.engine import Record
 from tests.conftest import start_host
 from tools.bench import listening_port, serve_command
 from tools.client import Client

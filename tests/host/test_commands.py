@@ -1,5 +1,5 @@
 """The session actor without the wire: typed commands in its mailbox, typed outcomes and pushes
-out (host/commands.py, protocol/replies.py). Nothing here is JSON."""
+out (host/table/commands.py, protocol/replies.py). Nothing here is JSON."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 import trio
 
-from host import commands
+from host.table import commands
 from protocol.messages import ErrorCode
 from protocol.replies import (
     Accepted,
@@ -25,7 +25,7 @@ from protocol.replies import (
 
 @attrs.define(eq=False)
 class Inbox:
-    """A :class:`host.session.Subscriber` that keeps what the actor gives it."""
+    """A :class:`host.net.session.Subscriber` that keeps what the actor gives it."""
 
     peer: str
     answers: dict[Any, Any] = attrs.Factory(dict)

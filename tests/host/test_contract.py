@@ -1,4 +1,4 @@
-"""The published contract (``host.contract``, ``gamehost schema``) holds for what the games
+"""The published contract (``host.plugins.contract``, ``gamehost schema``) holds for what the games
 really send: every action, event (as each seat, as a spectator, as logged) and view (as each
 seat and as a spectator) of random playouts validates against the game's generated schema."""
 
@@ -11,10 +11,10 @@ import attrs
 import jsonschema
 import pytest
 
-from host.codec import GameCodec
-from host.contract import SchemaError, game_schema, hidden_fields, type_schema
 from host.game import Rng
-from host.registry import load_registry
+from host.plugins.codec import GameCodec
+from host.plugins.contract import SchemaError, game_schema, hidden_fields, type_schema
+from host.plugins.registry import load_registry
 from tools.cli import main as cli_main
 
 REGISTRY = load_registry()
@@ -208,7 +208,7 @@ def test_schema_command_prints_one_game_or_all(capsys: pytest.CaptureFixture[str
 
 
 def test_a_game_whose_view_type_is_not_an_attrs_class_is_refused() -> None:
-    from host.registry import BadGame, check_game
+    from host.plugins.registry import BadGame, check_game
     from tests.toy import HighCard
 
     game = HighCard()

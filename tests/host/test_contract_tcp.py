@@ -1,5 +1,5 @@
 """Over real TCP with the installed games: state pushes (``"view": true`` on join/watch/resume)
-and the expected-seq rule for simultaneous moves (``host.freshness``)."""
+and the expected-seq rule for simultaneous moves (``host.table.freshness``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import jsonschema
 import trio
 
-from host.contract import game_schema
-from host.registry import load_registry
+from host.plugins.contract import game_schema
+from host.plugins.registry import load_registry
 from tests.conftest import RunningHost, start_host
 from tools.client import Client
 

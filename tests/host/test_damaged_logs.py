@@ -9,7 +9,7 @@ import orjson
 import trio
 from structlog.testing import capture_logs
 
-from host.local import play_local
+from host.table.local import play_local
 from tests.conftest import start_host, toy_registry
 
 

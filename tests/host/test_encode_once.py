@@ -9,8 +9,8 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host import commands
-from host.registry import load_registry
+from host.plugins.registry import load_registry
+from host.table import commands
 from protocol.replies import EventPush, TurnPush
 from tests.conftest import start_host
 from tests.host.test_commands import Inbox

@@ -1,8 +1,8 @@
 import pytest
 
-from host.engine import Engine
 from host.game import IllegalAction
-from host.local import play_local, roundtrip
+from host.table.engine import Engine
+from host.table.local import play_local, roundtrip
 from tests.toy import HighCard, Keep
 
 
@@ -75,8 +75,8 @@ def test_events_of_an_older_schema_are_upcast_on_read_never_rewritten():
 
 
 def test_client_values_are_never_coerced_and_oversized_ones_are_refused_cheaply():
-    from host.codec import BadAction
     from host.game import OptionError
+    from host.plugins.codec import BadAction
 
     codec = Engine(HighCard()).codec
     with pytest.raises(OptionError) as info:

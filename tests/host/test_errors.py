@@ -18,13 +18,11 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-import host.codec
-import host.engine
 import host.errors
-import host.faults
-import host.store
-from host.codec import BadAction
-from host.engine import BadRecord, Engine
+import host.plugins.codec
+import host.plugins.faults
+import host.store.file
+import host.table.engine
 from host.errors import (
     NOT_YOUR_TURN,
     ActionError,
@@ -37,10 +35,12 @@ from host.errors import (
     SeatError,
     SeatTaken,
 )
-from host.faults import GameFault
 from host.game import Rng, hookimpl
-from host.registry import Registry, load_registry
-from host.store import Conflict, CorruptLog, StoreClosed, UnknownSession
+from host.plugins.codec import BadAction
+from host.plugins.faults import GameFault
+from host.plugins.registry import Registry, load_registry
+from host.store.file import Conflict, CorruptLog, StoreClosed, UnknownSession
+from host.table.engine import BadRecord, Engine
 from protocol.messages import ErrorCode, encode_protocol_error, extra_problems
 from protocol.replies import Refused, reply_id
 from tests.conftest import start_host
@@ -181,9 +181,9 @@ def test_a_seat_that_does_not_exist_or_is_taken_is_a_seat_error() -> None:
 
 def test_store_errors_are_log_errors() -> None:
     with pytest.raises(BadSessionId):
-        host.store.creation_records("../etc", {})
+        host.store.file.creation_records("../etc", {})
     with pytest.raises(BadHeader):
-        host.store.creation_records("s1", [])
+        host.store.file.creation_records("s1", [])
 
 
 # -- games: their own refusals are typed, anything else is a fault ---------------------------
@@ -336,8 +336,8 @@ def test_refusal_answers_a_refusal_and_logs_a_member_that_answers_internal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     log = LogRecorder()
-    monkeypatch.setattr(host.faults, "log", log)
-    refused = host.faults.refusal(IllegalAction("cannot_pass", "draw first"))
+    monkeypatch.setattr(host.plugins.faults, "log", log)
+    refused = host.plugins.faults.refusal(IllegalAction("cannot_pass", "draw first"))
     assert refused == Refused(ErrorCode.ILLEGAL_ACTION, "draw first", {"reason": "cannot_pass"})
     assert refused.to_wire() == {
         "code": "illegal_action",
@@ -346,7 +346,7 @@ def test_refusal_answers_a_refusal_and_logs_a_member_that_answers_internal(
     }
     assert log.calls == []  # a refusal is the client's, not a bug
     bug = BadHeader("session s: the header lacks seed")
-    assert host.faults.refusal(bug).code == ErrorCode.INTERNAL
+    assert host.plugins.faults.refusal(bug).code == ErrorCode.INTERNAL
     assert log.calls == [("internal_error", {"error": str(bug), "exc_info": bug})]
 
 

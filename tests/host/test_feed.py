@@ -7,7 +7,7 @@ import math
 import attrs
 import trio
 
-from host.feed import Follower, MemoryHub, Notice, PostgresFeed
+from host.store.feed import Follower, MemoryHub, Notice, PostgresFeed
 from tests.host.test_store import rec
 
 

@@ -16,7 +16,7 @@ import psycopg
 HOLDER = """
 import sys
 import trio
-from host.feed import PostgresFeed
+from host.store.feed import PostgresFeed
 
 async def main():
     feed = PostgresFeed(sys.argv[1], lease_timeout=2.0)

@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import host.game
-from host.codec import BadAction, admits, admitter
-from host.engine import Engine, Record, SessionState
 from host.game import Emitter, Rng
-from host.local import play_local, roundtrip
+from host.plugins.codec import BadAction, admits, admitter
+from host.table.engine import Engine, Record, SessionState
+from host.table.local import play_local, roundtrip
 from plugins.around_the_world import AroundTheWorld
 from plugins.around_the_world import rules as around_the_world_rules
 from plugins.crazy_eights import CrazyEights

@@ -1,4 +1,5 @@
-"""The expected-seq rule (``host.freshness``): an ``act`` naming an older seq is refused only if
+"""The expected-seq rule (``host.table.freshness``): an ``act`` naming an older seq is refused only
+if
 something since changed what the seat may do or what it alone may see. Properties over real
 games, driven through the engine (the TCP side is in ``test_server_freshness``)."""
 
@@ -9,10 +10,10 @@ from typing import Any
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from host.engine import Engine, Record, SessionState
-from host.freshness import stale_reason
 from host.game import Rng
-from host.registry import load_registry
+from host.plugins.registry import load_registry
+from host.table.engine import Engine, Record, SessionState
+from host.table.freshness import stale_reason
 
 REGISTRY = load_registry()
 

@@ -10,11 +10,11 @@ from typing import Any
 import attrs
 import trio
 
-from host.engine import Record
 from host.game import hookimpl
-from host.registry import Registry, load_registry
-from host.server import Host
-from host.store import read_log
+from host.net.server import Host
+from host.plugins.registry import Registry, load_registry
+from host.store.file import read_log
+from host.table.engine import Record
 from tests.conftest import start_host
 from tests.toy import HighCard, Plugin
 

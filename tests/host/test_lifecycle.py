@@ -16,12 +16,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-from host import commands
-from host.engine import Record
 from host.game import IllegalAction, hookimpl
-from host.registry import Registry, load_registry
-from host.session import seat_bots
-from host.store import read_log
+from host.net.session import seat_bots
+from host.plugins.registry import Registry, load_registry
+from host.store.file import read_log
+from host.table import commands
+from host.table.engine import Record
 from tests import broken_games
 from tests.conftest import start_host
 from tests.toy import HighCard, Plugin, Swap

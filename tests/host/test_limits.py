@@ -10,8 +10,8 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host.server import MAX_CONNECTIONS, Connection, CreateLimiter
-from host.store import MAX_OPEN, read_log
+from host.net.server import MAX_CONNECTIONS, Connection, CreateLimiter
+from host.store.file import MAX_OPEN, read_log
 from tests.conftest import start_host
 from tools.client import Client
 

@@ -15,9 +15,9 @@ import psycopg
 import pytest
 import trio
 
-from host.feed import MemoryHub, PostgresFeed
-from host.pgstore import PostgresStore
-from host.server import HostConfig, run_host
+from host.net.server import HostConfig, run_host
+from host.store.feed import MemoryHub, PostgresFeed
+from host.store.pg import PostgresStore
 from tests.conftest import RunningHost, toy_registry
 from tests.host.test_server import new_session
 from tools.client import Client

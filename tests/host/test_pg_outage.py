@@ -12,7 +12,7 @@ import psycopg
 import pytest
 import trio
 
-from host.pgstore import migrate
+from host.store.pg import migrate
 from tests import pg
 from tests.conftest import start_host
 from tools.client import Client, HostError

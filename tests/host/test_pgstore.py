@@ -10,7 +10,9 @@ import psycopg
 import pytest
 import trio
 
-from host.pgstore import (
+from host.store.file import Conflict
+from host.store.memory import FileStore, open_store
+from host.store.pg import (
     LIVENESS,
     SCHEMA_VERSION,
     PostgresStore,
@@ -19,8 +21,6 @@ from host.pgstore import (
     migrate,
     schema_version,
 )
-from host.store import Conflict
-from host.stores import FileStore, open_store
 from tests import pg
 from tests.host.test_store import rec
 
@@ -263,7 +263,7 @@ async def test_a_frozen_writer_mid_batch_does_not_block_the_other_hosts(pg_store
     """A host stopped (SIGSTOP) between its batch's statements and its COMMIT holds the session
     row it updated; the server ends its idle transaction after ``IDLE_IN_TRANSACTION`` seconds,
     so another host's append goes through instead of waiting for ever."""
-    from host import pgstore
+    from host.store import pg as pgstore
 
     monkeypatch.setattr(pgstore, "IDLE_IN_TRANSACTION", 1.0, raising=False)
     async with stores(pg_store_url, 1) as (store,):

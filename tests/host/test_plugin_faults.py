@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host import faults
-from host.engine import BadRecord, Engine, GameFault, Record, SessionState
 from host.game import IllegalAction, hookimpl
-from host.local import DidNotEnd, play_local, roundtrip
-from host.registry import BadGame, check_game, load_registry, plugin_manager
+from host.plugins import faults
+from host.plugins.registry import BadGame, check_game, load_registry, plugin_manager
+from host.table.engine import BadRecord, Engine, GameFault, Record, SessionState
+from host.table.local import DidNotEnd, play_local, roundtrip
 from tests import broken_games as broken
 from tests.bots import RandomLegal
 from tests.toy import HighCard, Keep, Swap

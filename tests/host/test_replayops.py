@@ -12,8 +12,8 @@ import pytest
 import trio
 import trio.testing
 
-from host.engine import Record
-from host.store import read_log
+from host.store.file import read_log
+from host.table.engine import Record
 from tests.conftest import start_host
 from tools.client import Client, HostError
 
@@ -87,9 +87,9 @@ async def test_a_log_page_ends_before_the_line_limit(toy_host, monkeypatch):
     """A page of ``limit`` records is cut short where its records would pass the line limit
     (``PAGE_BYTES``; 1,000 records of a long Crazy Eights log take about 90 KB), and ``next``
     goes on from there."""
-    import host.replayops
+    import host.net.replayops
 
-    monkeypatch.setattr(host.replayops, "PAGE_BYTES", 600, raising=False)
+    monkeypatch.setattr(host.net.replayops, "PAGE_BYTES", 600, raising=False)
     c, sid, _, last = await a_session(toy_host, finish=True)
     seen, after, pages = [], None, 0
     while True:
@@ -197,7 +197,7 @@ async def test_fork_starts_a_live_session_the_forker_can_resume(toy_host):
 
 
 async def test_a_game_that_keeps_its_seed_shows_no_hidden_card_even_once_ended(tmp_path):
-    from host.registry import load_registry
+    from host.plugins.registry import load_registry
 
     registry = load_registry()
     if "seven-twenty-seven" not in registry.games:
@@ -233,7 +233,7 @@ async def test_a_game_that_keeps_its_seed_shows_no_hidden_card_even_once_ended(t
 
 
 async def test_verify_requests_waiting_for_the_slot_are_bounded(toy_host):
-    from host import replayops
+    from host.net import replayops
 
     c, sid, _, _ = await a_session(toy_host, finish=True)
     limiter = trio.CapacityLimiter(1)

@@ -6,7 +6,7 @@ import orjson
 import trio
 import trio.testing
 
-from host.server import Connection
+from host.net.server import Connection
 from tests.conftest import start_host
 from tools.client import Client
 
@@ -239,8 +239,8 @@ async def test_shutdown_tells_clients_why_they_are_closed(tmp_path):
 
 
 async def test_a_turn_timer_plays_for_a_seat_that_does_not_act(tmp_path, autojump_clock):
-    from host.engine import Record
-    from host.store import read_log
+    from host.store.file import read_log
+    from host.table.engine import Record
     from tools.replay import verify_log
 
     async with trio.open_nursery() as n:
@@ -264,7 +264,7 @@ async def test_a_turn_timer_plays_for_a_seat_that_does_not_act(tmp_path, autojum
 async def test_a_game_that_keeps_its_seed_secret_never_sends_it(tmp_path):
     import attrs
 
-    from host.registry import load_registry
+    from host.plugins.registry import load_registry
     from tests.toy import HighCard
 
     class SecretHighCard(HighCard):
@@ -290,7 +290,7 @@ async def test_a_game_that_keeps_its_seed_secret_never_sends_it(tmp_path):
 
 
 async def test_a_half_written_last_cause_is_dropped_on_restart(tmp_path):
-    from host.store import read_log
+    from host.store.file import read_log
 
     async with trio.open_nursery() as n:
         first = await start_host(n, tmp_path)
@@ -317,8 +317,8 @@ async def test_a_half_written_last_cause_is_dropped_on_restart(tmp_path):
 
 
 async def test_the_host_ends_a_session_that_reaches_its_record_limit(tmp_path):
-    from host.engine import Record
-    from host.store import read_log
+    from host.store.file import read_log
+    from host.table.engine import Record
     from tools.replay import verify_log
 
     async with trio.open_nursery() as n:

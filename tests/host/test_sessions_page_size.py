@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 import trio
 
-from host.registry import load_registry
+from host.plugins.registry import load_registry
 from protocol.framing import MAX_LINE, LineBuffer
 from tests.conftest import start_host
 

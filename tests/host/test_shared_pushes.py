@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import trio
 
-from host import commands
-from host.registry import load_registry
+from host.plugins.registry import load_registry
+from host.table import commands
 from protocol.replies import EventPush, TurnPush
 from tests.conftest import start_host
 from tests.host.test_commands import Inbox

@@ -6,7 +6,7 @@ import orjson
 import pytest
 import trio
 
-from host.store import Conflict, CorruptLog, FileStore, read_log
+from host.store.file import Conflict, CorruptLog, FileStore, read_log
 
 SEED = "5e" * 32
 HEADER = {

@@ -1,4 +1,4 @@
-"""One suite for every store: the rules of ``host.stores.Store``.
+"""One suite for every store: the rules of ``host.store.memory.Store``.
 
 Each test runs once per entry of ``KINDS``. A new store joins by adding a kind to ``KINDS`` and a
 branch to :meth:`Backing.new_store` (a store object on the test's own data).
@@ -20,9 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from host.errors import BadHeader, BadSessionId
-from host.pgstore import PostgresStore
-from host.store import FileStore
-from host.stores import (
+from host.store.file import FileStore
+from host.store.memory import (
     Conflict,
     CorruptLog,
     MemoryStore,
@@ -30,6 +29,7 @@ from host.stores import (
     StoreClosed,
     UnknownSession,
 )
+from host.store.pg import PostgresStore
 from tests import pg
 from tests.host.test_store import rec
 

@@ -13,10 +13,10 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.engine import Record
-from host.local import play_local
-from host.registry import load_registry
-from host.store import CorruptLog, FileStore, fold_log, read_log
+from host.plugins.registry import load_registry
+from host.store.file import CorruptLog, FileStore, fold_log, read_log
+from host.table.engine import Record
+from host.table.local import play_local
 from tests.host.test_store import rec
 from tools.cli import main
 

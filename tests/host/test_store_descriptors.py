@@ -18,7 +18,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.store import Conflict, DataDirInUse, FileStore, read_log
+from host.store.file import Conflict, DataDirInUse, FileStore, read_log
 from tests.host.test_store import rec
 
 REAL_WRITE, REAL_FSYNC, REAL_OPEN = os.write, os.fsync, os.open

@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from host.web import origin_allowed
+from host.net.web import origin_allowed
 from protocol.framing import MAX_LINE
 from tests.conftest import start_host
 from tests.wsclient import LineOverWebSocket, handshake_status, open_ws, ws_client
@@ -182,9 +182,9 @@ async def test_no_card_a_seat_may_not_see_reaches_it_over_the_websocket(tmp_path
 
 
 async def test_requests_read_at_once_are_capped(web_host, monkeypatch):
-    import host.web
+    import host.net.web
 
-    monkeypatch.setattr(host.web, "MAX_HTTP", 2)
+    monkeypatch.setattr(host.net.web, "MAX_HTTP", 2)
     port = web_host.host.http_port
     silent = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(2)]
     await silent[1].send_all(b"GET / HTTP/1.1\r\n")  # a head begun, never ended
@@ -203,10 +203,10 @@ async def test_requests_read_at_once_are_capped(web_host, monkeypatch):
 async def test_one_address_cannot_take_every_request_slot(web_host, monkeypatch):
     """Slowloris: heads begun and never ended from one address hold at most
     ``MAX_HTTP_PER_PEER`` of the ``MAX_HTTP`` slots, so another address is still served."""
-    import host.web
+    import host.net.web
 
-    monkeypatch.setattr(host.web, "MAX_HTTP", 4)
-    monkeypatch.setattr(host.web, "MAX_HTTP_PER_PEER", 2, raising=False)
+    monkeypatch.setattr(host.net.web, "MAX_HTTP", 4)
+    monkeypatch.setattr(host.net.web, "MAX_HTTP_PER_PEER", 2, raising=False)
     port = web_host.host.http_port
     silent = []
     for _ in range(4):
@@ -243,7 +243,7 @@ def test_serve_flags_reach_the_host_config(monkeypatch, tmp_path):
 
 
 async def test_every_games_contract_is_served_for_the_lobby_forms(web_host):
-    from host.contract import game_schema
+    from host.plugins.contract import game_schema
 
     got = await http_get(web_host.host.http_port, "/schema.json")
     head, _, body = got.partition(b"\r\n\r\n")
@@ -255,19 +255,19 @@ async def test_every_games_contract_is_served_for_the_lobby_forms(web_host):
 
 
 def test_a_game_whose_schema_fails_is_left_out(monkeypatch):
-    import host.contract
-    from host.web import schema_file
+    import host.plugins.contract
+    from host.net.web import schema_file
     from tests.conftest import toy_registry
 
     def broken(game):
-        raise host.contract.SchemaError("cannot describe it")
+        raise host.plugins.contract.SchemaError("cannot describe it")
 
-    monkeypatch.setattr(host.contract, "game_schema", broken)
+    monkeypatch.setattr(host.plugins.contract, "game_schema", broken)
     assert orjson.loads(schema_file(toy_registry())) == {"games": {}}
 
 
 async def test_workers_share_the_http_port(tmp_path):
-    from host.workers import reserve_port
+    from host.net.workers import reserve_port
 
     reserved = reserve_port("127.0.0.1", 0)  # held, not listening, as the supervisor does
     http = reserved.getsockname()[1]

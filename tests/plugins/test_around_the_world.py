@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import plugins.around_the_world as atw_module
-from host.engine import Engine, Record
 from host.game import IllegalAction, OptionError, Rng
-from host.local import play_local, roundtrip
-from host.registry import load_registry
+from host.plugins.registry import load_registry
+from host.table.engine import Engine, Record
+from host.table.local import play_local, roundtrip
 from plugins import cards
 from plugins.around_the_world import AroundTheWorld
 from plugins.around_the_world.model import (

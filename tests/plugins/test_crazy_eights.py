@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.codec import GameCodec
-from host.engine import Engine
 from host.game import Game, IllegalAction, OptionError, Rng
-from host.local import play_local, roundtrip
-from host.registry import load_registry
+from host.plugins.codec import GameCodec
+from host.plugins.registry import load_registry
+from host.table.engine import Engine
+from host.table.local import play_local, roundtrip
 from plugins import cards
 from plugins import crazy_eights as ce
 from plugins.crazy_eights import CrazyEights, rules

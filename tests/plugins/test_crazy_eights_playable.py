@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host.local import play_local
-from host.registry import load_registry
+from host.plugins.registry import load_registry
+from host.table.local import play_local
 from plugins.crazy_eights import rules
 
 ENGINE = load_registry().engines["crazy-eights"]

@@ -6,8 +6,8 @@ import re
 
 import orjson
 
-from host.local import play_local
-from host.registry import load_registry
+from host.plugins.registry import load_registry
+from host.table.local import play_local
 
 ENGINE = load_registry().engines["seven-twenty-seven"]
 GAME = ENGINE.game

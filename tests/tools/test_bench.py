@@ -14,7 +14,7 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host.registry import load_registry
+from host.plugins.registry import load_registry
 from tools.baseline import Baseline
 from tools.bench import CountingStream, Counts, _progress, cpu_seconds, percentile
 from tools.client import Client

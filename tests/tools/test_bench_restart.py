@@ -10,10 +10,10 @@ import pytest
 import trio
 
 import tools.bench
-from host.engine import Record
-from host.registry import load_registry
-from host.session import hash_token
-from host.store import Conflict, FileStore, fold_log
+from host.net.session import hash_token
+from host.plugins.registry import load_registry
+from host.store.file import Conflict, FileStore, fold_log
+from host.table.engine import Record
 from tests.tools.test_bench import bench_json
 from tools.bench import RestartSeat, make_restart_data, run_restart
 

@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from host.registry import load_registry
-from host.store import FileStore
+from host.plugins.registry import load_registry
+from host.store.file import FileStore
 from tools.cli import main
 
 

@@ -13,9 +13,9 @@ import psycopg
 import pytest
 import trio
 
-from host.local import play_local
-from host.registry import load_registry
-from host.store import FileStore
+from host.plugins.registry import load_registry
+from host.store.file import FileStore
+from host.table.local import play_local
 from tests import pg
 from tests.conftest import start_host
 from tests.host.test_server import new_session, watch_to_end

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from host.contract import game_schema
-from host.registry import load_registry
+from host.plugins.contract import game_schema
+from host.plugins.registry import load_registry
 from tests.conftest import start_host
 
 NODE = shutil.which("node")

@@ -9,8 +9,8 @@ import pytest
 import trio
 
 from host.game import IllegalAction, Rng
-from host.local import play_local
-from host.registry import load_registry
+from host.plugins.registry import load_registry
+from host.table.local import play_local
 from tests.conftest import start_host
 from tools import play
 from tools.client import Client, HostError

@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from host.local import play_local
-from host.registry import load_registry
+from host.plugins.registry import load_registry
+from host.table.local import play_local
 from tools.cli import main
 
 REGISTRY = load_registry()

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tools.replay
-from host.engine import BadRecord, GameFault, Record
-from host.local import play_local
-from host.registry import load_registry
-from host.store import CorruptLog, fold_log, read_log
+from host.plugins.registry import load_registry
+from host.store.file import CorruptLog, fold_log, read_log
+from host.table.engine import BadRecord, GameFault, Record
+from host.table.local import play_local
 from tools.cli import main
 
 REGISTRY = load_registry()

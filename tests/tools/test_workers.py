@@ -13,8 +13,8 @@ import orjson
 import pytest
 import trio
 
-from host import workers
-from host.workers import reserve_port, reuse_port_listeners
+from host.net import workers
+from host.net.workers import reserve_port, reuse_port_listeners
 from tools.cli import main
 from tools.client import Client
 
@@ -171,7 +171,7 @@ def test_a_worker_stops_when_its_supervisor_dies(tmp_path) -> None:
     """A worker whose supervisor is SIGKILLed stops by itself, cleanly."""
     argv = _worker_argv() + ["--data-dir", str(tmp_path), "--log-format", "json"]
     middle = (
-        "import subprocess, sys; from host import workers; "
+        "import subprocess, sys; from host.net import workers; "
         f"p = subprocess.Popen({argv!r}, env=workers.worker_env(__import__('os').getpid())); "
         "print(p.pid, flush=True); p.wait()"
     )

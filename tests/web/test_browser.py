@@ -23,9 +23,9 @@ import orjson
 import pytest
 import trio
 
-from host.engine import Record
-from host.registry import load_registry
-from host.store import read_log
+from host.plugins.registry import load_registry
+from host.store.file import read_log
+from host.table.engine import Record
 from tools.client import Client
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -443,7 +443,7 @@ def test_the_debugger_steps_through_a_finished_seven_twenty_seven_log(host, brow
 def toy_web() -> Iterator[str]:
     """An in-process host (in its own thread) with only the test game, High Card, which has no
     table of its own in the web client; yields the page's base address."""
-    from host.server import HostConfig, run_host
+    from host.net.server import HostConfig, run_host
     from tests.conftest import toy_registry
 
     ready: queue.Queue = queue.Queue()

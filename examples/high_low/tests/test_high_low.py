@@ -9,8 +9,8 @@ import orjson
 from high_low import HighLow
 from high_low.model import GameOver, Guess, Guessed, Options, State
 
-from host.engine import Engine, Record
 from host.game import Rng
+from host.table.engine import Engine, Record
 from host.testing import check_game, installed_registry
 
 GAME = HighLow()

@@ -1,8 +1,9 @@
 """``gamehost serve --workers N``: N host processes on one machine sharing one port.
 
 One host process runs on one trio thread, so it uses one core. With a store several hosts can
-share (PostgreSQL: see ``host.feed``), ``--workers N`` starts N host processes that listen on the
-same address and port with ``SO_REUSEPORT``: the kernel spreads new connections over them, and
+share (PostgreSQL: see ``host.store.feed``), ``--workers N`` starts N host processes that listen
+on the same address and port with ``SO_REUSEPORT``: the kernel spreads new connections over them,
+and
 each serves any session (it follows the log of the sessions it has live).
 
 The parent process only supervises: it picks the port (with ``--port 0`` it binds a socket of

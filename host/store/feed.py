@@ -49,7 +49,7 @@ import orjson
 import structlog
 import trio
 
-from host.stores import MemoryStore
+from host.store.memory import MemoryStore
 
 __all__ = [
     "LEASE_POLL",
@@ -156,7 +156,7 @@ class MemoryHub:
 
 
 class PublishingMemoryStore(MemoryStore):
-    """A :class:`~host.stores.MemoryStore` that tells its hub of every create and append (as
+    """A :class:`~host.store.memory.MemoryStore` that tells its hub of every create and append (as
     the PostgreSQL store's ``pg_notify`` does, once the records are stored)."""
 
     def __init__(self, hub: MemoryHub, logs: dict[str, list[bytes]]) -> None:
@@ -199,7 +199,7 @@ class PublishingMemoryStore(MemoryStore):
         self._next[session] = next_seq
 
     async def append(self, session: str, expected_seq: int, records: list[dict[str, Any]]) -> None:
-        """See :meth:`host.stores.Store.append` (``create`` goes through it too); then a
+        """See :meth:`host.store.memory.Store.append` (``create`` goes through it too); then a
         notice, if anything was written."""
         await super().append(session, expected_seq, records)
         if records:
@@ -491,7 +491,7 @@ class PostgresFeed:
 
 # -- the host's side ---------------------------------------------------------------------------
 class Followed(Protocol):
-    """What :class:`Follower` needs of a live session (``host.session.Session``)."""
+    """What :class:`Follower` needs of a live session (``host.net.session.Session``)."""
 
     id: str
 

@@ -1,17 +1,17 @@
 """The store interface every session log goes through, and the in-memory store.
 
 A store keeps one append-only log per session: records (JSON objects) with a gapless ``seq``
-from 0, the first a header (see ``host.engine`` for the record types). The host, ``replay``'s
+from 0, the first a header (see ``host.table.engine`` for the record types). The host, ``replay``'s
 fork and every other tool write logs only through a :class:`Store`; nothing else writes log files.
 
 Implementations:
 
-- :class:`host.store.FileStore`: the embedded default, one JSON-lines file per session, durable
+- :class:`host.store.file.FileStore`: the embedded default, one JSON-lines file per session, durable
   (per its ``fsync`` mode) and group-committed by one writer thread;
 - :class:`MemoryStore`: the same rules in memory, for tests and tools; nothing survives the
   process. Records are kept as the JSON lines a file would hold, so what is read back is a fresh
-  copy, equal to what a :class:`~host.store.FileStore` would return;
-- :class:`host.pgstore.PostgresStore`: every log as rows of one PostgreSQL database, which many
+  copy, equal to what a :class:`~host.store.file.FileStore` would return;
+- :class:`host.store.pg.PostgresStore`: every log as rows of one PostgreSQL database, which many
   hosts can share;
 - :func:`open_store` picks one from a ``--store`` value. ``tests/host/test_store_contract.py``
   runs one suite against every store; a new store passes it by being added to that suite's list.
@@ -55,7 +55,7 @@ import orjson
 import trio
 
 from host.errors import BadSessionId
-from host.store import (
+from host.store.file import (
     _SESSION_ID,
     Conflict,
     CorruptLog,
@@ -129,7 +129,7 @@ class Store(Protocol):
         Raises:
             Conflict: the session exists, or the seqs are not 0, 1, ...
             ValueError: a bad session id, no records, or a first record that is not a valid
-                header (``host.store.creation_records``). TypeError: not JSON-encodable.
+                header (``host.store.file.creation_records``). TypeError: not JSON-encodable.
             StoreClosed: the store is closing. OSError: the medium failed.
         """
         ...
@@ -281,8 +281,8 @@ class MemoryStore:
 
 def open_store(spec: str | Path, *, fsync: FsyncMode = "batch", exclusive: bool = False) -> Store:
     """The store a ``--store`` value names: a ``postgresql://`` or ``postgres://`` URL is a
-    :class:`host.pgstore.PostgresStore` (nothing connects yet: see its ``check``); anything
-    else is a data dir for a :class:`~host.store.FileStore` (``fsync`` and ``exclusive`` are
+    :class:`host.store.pg.PostgresStore` (nothing connects yet: see its ``check``); anything
+    else is a data dir for a :class:`~host.store.file.FileStore` (``fsync`` and ``exclusive`` are
     its arguments, ignored for a database).
 
     Raises:
@@ -291,7 +291,7 @@ def open_store(spec: str | Path, *, fsync: FsyncMode = "batch", exclusive: bool 
     """
     text = str(spec)
     if text.startswith(("postgresql://", "postgres://")):
-        from host.pgstore import PostgresStore  # psycopg loads only where a database is used
+        from host.store.pg import PostgresStore  # psycopg loads only where a database is used
 
         return PostgresStore(text)
     if "://" in text:

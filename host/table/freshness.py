@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from host.engine import Engine, Record
 from host.game import Seat
+from host.table.engine import Engine, Record
 
 __all__ = ["stale_reason"]
 

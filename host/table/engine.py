@@ -1,7 +1,7 @@
 """The pure session machine: log records in, session state out; causes in, new records out.
 
-No I/O, no trio. The session actor (``host.session``), the replay debugger (``tools.replay``) and
-the tests all drive a game through this module, so live play and replay cannot drift apart.
+No I/O, no trio. The session actor (``host.net.session``), the replay debugger (``tools.replay``)
+and the tests all drive a game through this module, so live play and replay cannot drift apart.
 
 Log records (one JSON object per line in the event log; ``ts`` is added by the store):
 
@@ -53,9 +53,7 @@ import attrs
 import orjson
 
 from host import __version__
-from host.codec import GameCodec
 from host.errors import ActionError, LogError, SeatError, SeatTaken
-from host.faults import GameFault
 from host.game import (
     NOT_YOUR_TURN,
     Emitter,
@@ -67,6 +65,8 @@ from host.game import (
     seed_commitment,
     tag_of,
 )
+from host.plugins.codec import GameCodec
+from host.plugins.faults import GameFault
 
 LOG_FORMAT = 1
 _SCALARS = frozenset({str, int, bool, float, type(None)})

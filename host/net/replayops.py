@@ -32,8 +32,8 @@ import orjson
 import structlog
 import trio
 
-from host.engine import BadRecord, Engine, Record, SessionState
-from host.store import CorruptLog, UnknownSession
+from host.store.file import CorruptLog, UnknownSession
+from host.table.engine import BadRecord, Engine, Record, SessionState
 from protocol.framing import MAX_LINE
 from protocol.messages import MAX_LOG_PAGE, ErrorCode, ProtocolError, Request
 from protocol.replies import Forked, LogPage, ReplayState, SeatInfo, Verified

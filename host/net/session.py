@@ -1,8 +1,8 @@
 """The session actor: one trio task owns a live session's state.
 
-Connections submit typed commands (:mod:`host.commands`) over a bounded memory channel, each
+Connections submit typed commands (:mod:`host.table.commands`) over a bounded memory channel, each
 with the requester and the request id; the actor runs them one at a time: ``decide`` (through
-:class:`host.engine.Engine`), append durably, ``evolve``, answer the requester with a typed
+:class:`host.table.engine.Engine`), append durably, ``evolve``, answer the requester with a typed
 outcome (:mod:`protocol.replies`: the op's result or ``Refused``), then publish each new record,
 redacted per viewer, to every subscriber as a typed push, and send a ``turn`` push to each seat
 in ``to_act``. Observer hooks run last, each on its own. The actor builds no JSON: each
@@ -48,13 +48,13 @@ import attrs
 import structlog
 import trio
 
-from host.commands import Act, Command, Join, Leave, Resume, View, Watch
-from host.engine import BadRecord, Engine, Record, SessionState
 from host.errors import GamehostError
-from host.faults import GameFault, notify_isolated, refusal
-from host.freshness import stale_reason
 from host.game import Seat, Viewer
-from host.store import Conflict, CorruptLog, FileStore, UnknownSession
+from host.plugins.faults import GameFault, notify_isolated, refusal
+from host.store.file import Conflict, CorruptLog, FileStore, UnknownSession
+from host.table.commands import Act, Command, Join, Leave, Resume, View, Watch
+from host.table.engine import BadRecord, Engine, Record, SessionState
+from host.table.freshness import stale_reason
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import (
     Accepted,
@@ -189,7 +189,7 @@ class Session:
         unobserved: records already durable that observers have not been told of yet.
         driver: run host-driven steps (bots, turn timers, abandonment). A host sharing its
             store with others starts a session with False and lets the holder of its lease
-            drive it (:meth:`set_driver`; see ``host.feed``).
+            drive it (:meth:`set_driver`; see ``host.store.feed``).
     """
 
     def __init__(
@@ -214,7 +214,7 @@ class Session:
         self.store = store
         self._tail: deque[Record] = deque(records[-TAIL:], maxlen=TAIL)
         self._turns: tuple[int, dict[Seat, TurnPush]] = (-1, {})  # seq, the turn push per seat
-        # the turn pushes of earlier seqs (for an act naming one: host.freshness)
+        # the turn pushes of earlier seqs (for an act naming one: host.table.freshness)
         self._past_turns: deque[tuple[int, dict[Seat, TurnPush]]] = deque(maxlen=TAIL)
         self.state: SessionState = state if state is not None else engine.rebuild(records)
         self.hooks = hooks
@@ -1121,7 +1121,7 @@ class Session:
 
     def _stale(self, seat: Seat, expected: int) -> str | None:
         """Why an act of ``seat`` naming seq ``expected`` (not the session's) is refused, or
-        None when it still holds (the rule: :mod:`host.freshness`).
+        None when it still holds (the rule: :mod:`host.table.freshness`).
 
         Raises:
             GameFault: the game's ``redact`` or ``legal_actions`` failed.

@@ -2,7 +2,7 @@
 
 Each connection has a reader (lines -> requests) and a writer draining a bounded outbound channel.
 Lobby ops (``hello``, ``games``, ``create``, ``sessions``, ``ping``) are answered by the
-connection's own task; session ops become typed commands (:mod:`host.commands`) submitted to
+connection's own task; session ops become typed commands (:mod:`host.table.commands`) submitted to
 the session's actor, which answers them. Every reply and push is a typed message
 (:mod:`protocol.replies`) until the connection encodes it (:meth:`Connection.answer`,
 :meth:`Connection.send`): nothing else in the host builds a line.
@@ -32,7 +32,7 @@ Limits, so that no client can exhaust the host (all in :class:`HostConfig`):
 
 Start: the host lists the session logs (reading none), listens, then loads the unfinished
 sessions one at a time in the background, answering requests in between; each log is read once
-and folded once (:meth:`host.engine.Engine.load`), and progress goes to the host log
+and folded once (:meth:`host.table.engine.Engine.load`), and progress goes to the host log
 (``sessions_loading``, ``sessions_load_progress`` about once a second, ``sessions_loaded``). A
 request naming a listed session not loaded yet loads it first (or waits while the loader does).
 
@@ -60,16 +60,18 @@ import orjson
 import structlog
 import trio
 
-from host import __version__, commands, replayops
-from host.engine import BadRecord, Engine, Record
+from host import __version__
 from host.errors import GamehostError
-from host.faults import notify_isolated, refusal
-from host.feed import Feed, Follower, PostgresFeed
-from host.registry import Registry
-from host.session import Session, seat_bots_step
-from host.store import MAX_OPEN, CorruptLog, FileStore, FsyncMode, UnknownSession, read_log
-from host.stores import open_store
-from host.workers import reuse_port_listeners
+from host.net import replayops
+from host.net.session import Session, seat_bots_step
+from host.net.workers import reuse_port_listeners
+from host.plugins.faults import notify_isolated, refusal
+from host.plugins.registry import Registry
+from host.store.feed import Feed, Follower, PostgresFeed
+from host.store.file import MAX_OPEN, CorruptLog, FileStore, FsyncMode, UnknownSession, read_log
+from host.store.memory import open_store
+from host.table import commands
+from host.table.engine import BadRecord, Engine, Record
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import (
     HOST_DEFAULT,
@@ -153,15 +155,15 @@ class HostConfig:
             ``aborted: "abandoned"`` (None or 0: never).
         reuse_port: listen with ``SO_REUSEPORT``, so other processes (``serve --workers``)
             can listen on the same port.
-        store: a ``postgresql://`` URL: the logs live in that database (``host.pgstore``;
+        store: a ``postgresql://`` URL: the logs live in that database (``host.store.pg``;
             ``data_dir`` and ``fsync`` are then unused); None: files in ``data_dir``.
         http_port: serve the web client and protocol v1 over a WebSocket on this port too
-            (None: no HTTP; 0: any free port, see ``Host.http_port``); see :mod:`host.web`.
+            (None: no HTTP; 0: any free port, see ``Host.http_port``); see :mod:`host.net.web`.
         http_bind: the address the HTTP listener binds.
         allow_origins: origins (``scheme://host[:port]``) besides the host's own whose pages
             may open the WebSocket.
         debug_replay: the replay ops show every seat's view and the full truth of live
-            sessions too, and fork them (development only; see :mod:`host.replayops`).
+            sessions too, and fork them (development only; see :mod:`host.net.replayops`).
     """
 
     data_dir: Path
@@ -277,7 +279,7 @@ def _is_loopback(address: str) -> bool:
 
 
 class Connection:
-    """One client connection. Implements :class:`host.session.Subscriber`."""
+    """One client connection. Implements :class:`host.net.session.Subscriber`."""
 
     def __init__(
         self,
@@ -567,7 +569,7 @@ class Host:
         self.http_port: int | None = None
         """The port the web client and WebSocket are served on (``serve --http``), or None."""
         self.follower: Follower | None = None
-        """Set when this host shares its store with others (``host.feed``): its sessions
+        """Set when this host shares its store with others (``host.store.feed``): its sessions
         follow the log, and only the holder of a session's lease drives it."""
         self._creating: set[str] = set()  # ids of sessions this host is creating
 
@@ -728,7 +730,7 @@ class Host:
 
     async def dispatch(self, conn: Connection, req: Request) -> Result | None:
         """Answer a request; returns the typed result for lobby ops, None when a session (or
-        ``create``) answers it on ``conn``. Session ops become :mod:`host.commands` for the
+        ``create``) answers it on ``conn``. Session ops become :mod:`host.table.commands` for the
         session's actor.
 
         Raises:
@@ -1216,9 +1218,9 @@ async def run_host(
     is before the sessions in the store are loaded: they load in the background (a request for
     one not loaded yet loads it first; ``host.loaded`` is set once all are).
 
-    ``store``: the store to use (a ``host.stores.Store``, not started yet; default: a file
+    ``store``: the store to use (a ``host.store.memory.Store``, not started yet; default: a file
     store on ``config.data_dir``). ``feed``: given when other hosts share ``store`` (see
-    ``host.feed``; not started yet): sessions then follow the log and only the holder of a
+    ``host.store.feed``; not started yet): sessions then follow the log and only the holder of a
     session's lease runs its bots and timers."""
     fd_limit = raise_fd_limit()
     if config.max_connections is None:
@@ -1254,7 +1256,7 @@ async def run_host(
                         fsync=config.fsync,
                     )
                     if config.http_port is not None:
-                        from host.web import serve_http
+                        from host.net.web import serve_http
 
                         web = await conns.start(
                             serve_http,

@@ -9,7 +9,7 @@ of request, told apart by their head (read with h11, at most :data:`MAX_HEAD` by
   answered with the file, a strict Content-Security-Policy (scripts and styles only from the
   host itself, no inline script) and ``Connection: close``. Anything else is 404 or 405.
 - a WebSocket upgrade on ``/ws`` (wsproto): once accepted, the socket is wrapped in a
-  :class:`WebSocketStream` and handed to :meth:`host.server.Host.handle`, exactly as a TCP
+  :class:`WebSocketStream` and handed to :meth:`host.net.server.Host.handle`, exactly as a TCP
   connection is. The stream turns each incoming message into the bytes of one line (its text,
   with any newline read as a space, then ``\\n``) and each line the host writes into one text
   message, so the connection limits (``--max-connections``, idle and line timeouts, the
@@ -252,10 +252,11 @@ class WebSocketStream(trio.abc.HalfCloseableStream):
 
 def schema_file(registry: Any) -> bytes:
     """``/schema.json``: ``{"games": {id: contract}}``, each installed game's published contract
-    (:func:`host.contract.game_schema`, as ``gamehost schema`` prints it); the lobby builds its
-    option forms from it. A game whose types the generator cannot describe is left out (the
+    (:func:`host.plugins.contract.game_schema`, as ``gamehost schema`` prints it); the lobby
+    builds its option forms from it. A game whose types the generator cannot describe is left out
+    (the
     lobby then falls back on what ``games`` says of its options)."""
-    from host.contract import game_schema
+    from host.plugins.contract import game_schema
 
     out: dict[str, Any] = {}
     for gid in sorted(registry.games):
@@ -431,7 +432,7 @@ async def serve_http(
     front = WebFront(host, bind, allow_origins)
     async with trio.open_nursery() as nursery:
         if getattr(host.config, "reuse_port", False):  # one of several workers on one port
-            from host.workers import reuse_port_listeners
+            from host.net.workers import reuse_port_listeners
 
             serve: Any = functools.partial(
                 trio.serve_listeners,

@@ -20,8 +20,8 @@ import attrs
 import cattrs
 
 from host.errors import ActionError
-from host.faults import GameFault
 from host.game import Game, OptionError, tag_of
+from host.plugins.faults import GameFault
 from protocol.convert import error_text, make_converter
 
 __all__ = ["BadAction", "GameCodec", "make_converter"]

@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from host.engine import Engine, Record, SessionState
 from host.game import Game
+from host.table.engine import Engine, Record, SessionState
 
 
 class DidNotEnd(RuntimeError):

@@ -4,7 +4,7 @@ Schema (made and migrated by :func:`migrate`, i.e. ``gamehost db init --store UR
 ``gamehost_schema``, one row per migration applied):
 
 - ``gamehost_records(session_id, seq, line)``, primary key ``(session_id, seq)``: one row per
-  record; ``line`` is the exact JSON line a :class:`~host.store.FileStore` would write for it,
+  record; ``line`` is the exact JSON line a :class:`~host.store.file.FileStore` would write for it,
   without its newline, so a log exported to a file is byte-equal to one the file store wrote.
 - ``gamehost_sessions(session_id, game, header, last_seq, ended, created_at, updated_at)``: one
   row per session, changed in the same transaction as its records. ``last_seq`` is the seq of
@@ -19,7 +19,7 @@ transaction (group commit), then acknowledges the batch back in trio with one
 inserts its records only if the session row says the log ends just before them (an append) or
 does not exist yet (a create), and moves the row on: the optimistic-concurrency check across
 hosts. A host whose copy is behind finds the row moved on by another host (it waits for that
-host's transaction first, as row locks do) and gets :class:`~host.store.Conflict`; the primary
+host's transaction first, as row locks do) and gets :class:`~host.store.file.Conflict`; the primary
 key refuses a duplicate seq even if the session row were wrong (a unique violation is a
 ``Conflict`` too). Sessions are written in id order within a batch, so two hosts' batches never
 wait for each other in a cycle. Every session written also runs ``pg_notify('gamehost_log',
@@ -68,7 +68,7 @@ import structlog
 import trio
 
 from host.errors import BadSessionId
-from host.store import (
+from host.store.file import (
     _SESSION_ID,
     _STOP,
     Conflict,
@@ -479,7 +479,7 @@ def parse_lines(where: Path, lines: list[str], first: int = 0) -> list[dict[str,
 
 
 class PostgresStore(WriterThreadStore):
-    """A :class:`host.stores.Store` in a PostgreSQL database (see the module docstring).
+    """A :class:`host.store.memory.Store` in a PostgreSQL database (see the module docstring).
 
     Args:
         url: a ``postgresql://`` URL (libpq's URL form; its query may carry any libpq
@@ -610,7 +610,7 @@ class PostgresStore(WriterThreadStore):
         return self._conns.run(exists)
 
     def load(self, session: str) -> list[dict[str, Any]]:
-        """See :meth:`host.stores.Store.load` (no torn tail here: a transaction is whole).
+        """See :meth:`host.store.memory.Store.load` (no torn tail here: a transaction is whole).
 
         Raises:
             Conflict: appends of it are in progress. UnknownSession: no such session.
@@ -625,7 +625,7 @@ class PostgresStore(WriterThreadStore):
         return records
 
     async def read(self, session: str, after: int | None = None) -> list[dict[str, Any]]:
-        """See :meth:`host.stores.Store.read`; in a worker thread.
+        """See :meth:`host.store.memory.Store.read`; in a worker thread.
 
         Raises:
             UnknownSession, CorruptLog, ValueError, StoreUnavailable: as :meth:`load`.
@@ -636,8 +636,8 @@ class PostgresStore(WriterThreadStore):
         return parse_lines(self.path(session), lines, start + 1)
 
     def truncate(self, session: str, keep: int) -> None:
-        """See :meth:`host.stores.Store.truncate`: one transaction deletes the later records and
-        moves the session row back (notifying as an append does).
+        """See :meth:`host.store.memory.Store.truncate`: one transaction deletes the later records
+        and moves the session row back (notifying as an append does).
 
         Raises:
             Conflict: appends of it are in progress. UnknownSession: no such session.
@@ -721,12 +721,12 @@ class PostgresStore(WriterThreadStore):
             raise job.error
 
     async def create(self, session: str, records: dict[str, Any] | list[dict[str, Any]]) -> None:
-        """See :meth:`host.stores.Store.create`: one row per record and the session row, in one
-        transaction of the writer's batch.
+        """See :meth:`host.store.memory.Store.create`: one row per record and the session row, in
+        one transaction of the writer's batch.
 
         Raises:
             Conflict: the session exists (here or made by another host), or bad seqs.
-            ValueError: see :func:`host.store.creation_records`. TypeError: not JSON.
+            ValueError: see :func:`host.store.file.creation_records`. TypeError: not JSON.
             StoreClosed: the store is closing. StoreUnavailable: the database failed (the
                 session may or may not exist: ``load`` tells).
         """
@@ -748,7 +748,7 @@ class PostgresStore(WriterThreadStore):
         self._held.add(session)
 
     async def append(self, session: str, expected_seq: int, records: list[dict[str, Any]]) -> None:
-        """See :meth:`host.stores.Store.append`; returns once the writer's transaction with
+        """See :meth:`host.store.memory.Store.append`; returns once the writer's transaction with
         these records has committed.
 
         Raises:
@@ -774,7 +774,7 @@ class PostgresStore(WriterThreadStore):
     def follow(self, session: str, next_seq: int) -> None:
         """Open ``session`` for appends at ``next_seq`` without reading it: the caller has
         read (``read``) and folded the records before it, which another host appended (see
-        ``host.feed``). The database still refuses an append if the log has moved on.
+        ``host.store.feed``). The database still refuses an append if the log has moved on.
 
         Raises:
             Conflict: appends of it are in progress here. ValueError: a bad session id.

@@ -10,8 +10,9 @@ A plugin implements some of them with :data:`host.game.hookimpl` and is register
 The observer hooks (``gamehost_session_created``, ``gamehost_event_appended``,
 ``gamehost_session_ended``) are told of a change only after it is durable, answered and pushed
 to every subscriber, and each implementation is called on its own
-(:func:`host.faults.notify_isolated`): one that raises is logged as ``observer_failed`` with its
-plugin's name and changes nothing, neither the change nor what the other observers see. Their
+(:func:`host.plugins.faults.notify_isolated`): one that raises is logged as ``observer_failed``
+with its plugin's name and changes nothing, neither the change nor what the other observers see.
+Their
 return values are ignored.
 """
 

@@ -1,7 +1,8 @@
 """Game plugins are third-party code: the host's two guards against them.
 
-:class:`GameFault` is what :class:`host.engine.Engine` raises when a game's own code misbehaves
-(raises, refuses an action its bot chose, returns an event it never registered or that does not
+:class:`GameFault` is what :class:`host.table.engine.Engine` raises when a game's own code
+misbehaves (raises, refuses an action its bot chose, returns an event it never registered or that
+does not
 survive its codec). What the host does with one depends on who drove the step: a client's
 command fails (``internal``, nothing appended); a step the host drives itself (a bot move,
 a turn timer) ends the session as ``aborted: "game_error"``.

@@ -21,10 +21,10 @@ import attrs
 import pluggy
 import structlog
 
-from host import hookspecs
-from host.codec import GameCodec, make_converter
-from host.engine import Engine
 from host.game import Game, GameInfo, tag_of
+from host.plugins import hookspecs
+from host.plugins.codec import GameCodec, make_converter
+from host.table.engine import Engine
 
 __all__ = ["BadGame", "DuplicateGame", "Registry", "check_game", "load_registry"]
 

@@ -3,7 +3,7 @@
 Layout: ``<data-dir>/sessions/<session>.jsonl``, mode 0600 (logs hold hands and the seed), in a
 ``sessions`` folder of mode 0700 (set on every start, also when the folder existed before). Each
 line is one record ``{"seq": n, "ts": "2026-11-30T10:00:00.123Z", "type": ..., ...}`` with a
-gapless ``seq`` from 0 (see ``host.engine`` for the record types).
+gapless ``seq`` from 0 (see ``host.table.engine`` for the record types).
 
 Durability: :meth:`FileStore.append` returns only once its records are written, flushed and (per
 ``fsync``) synced. One long-lived writer thread, started by :meth:`FileStore.run` and fed by a
@@ -88,7 +88,7 @@ from host.errors import BadHeader, BadSessionId, LogError
 from host.game import seed_commitment
 
 if TYPE_CHECKING:
-    from host.engine import Engine, Record, SessionState
+    from host.table.engine import Engine, Record, SessionState
 
 __all__ = [
     "Conflict",
@@ -112,7 +112,7 @@ SYNC_THREADS = 16
 log = structlog.get_logger("gamehost.store")
 _SESSION_ID = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
 HEADER_FIELDS = ("game", "options", "seats", "seed", "seed_commitment")
-"""Fields every header record must have (``host.engine`` writes more)."""
+"""Fields every header record must have (``host.table.engine`` writes more)."""
 
 
 class Conflict(LogError):
@@ -434,7 +434,7 @@ def creation_records(
 
 def fold_log(path: Path | str, engine: Engine, records: Sequence[Record]) -> SessionState:
     """Fold a log's records (header first, as :func:`read_log` returns them, made
-    :class:`~host.engine.Record`) with the game's engine, and decode every ``action`` record's
+    :class:`~host.table.engine.Record`) with the game's engine, and decode every ``action`` record's
     action, so a log whose records read but do not make sense is told as damage.
 
     Any exception the engine, codec or game plugin raises while folding a record (a ``KeyError``,
