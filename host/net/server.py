@@ -61,18 +61,18 @@ import structlog
 import trio
 
 from host import __version__
-from host.errors import GamehostError
 from host.net import replayops
+from host.net.connection import Connection
 from host.net.session import Session, seat_bots_step
 from host.net.workers import reuse_port_listeners
-from host.plugins.faults import notify_isolated, refusal
+from host.plugins.faults import notify_isolated
 from host.plugins.registry import Registry
 from host.store.feed import Feed, Follower, PostgresFeed
 from host.store.file import MAX_OPEN, CorruptLog, FileStore, FsyncMode, UnknownSession, read_log
 from host.store.memory import open_store
 from host.table import commands
 from host.table.engine import BadRecord, Engine, Record
-from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
+from protocol.framing import MAX_LINE
 from protocol.messages import (
     HOST_DEFAULT,
     MAX_SESSIONS_PAGE,
@@ -81,7 +81,6 @@ from protocol.messages import (
     ErrorCode,
     ProtocolError,
     Request,
-    parse_request,
 )
 from protocol.replies import (
     Capabilities,
@@ -89,15 +88,10 @@ from protocol.replies import (
     Created,
     GamesResult,
     HelloResult,
-    Outcome,
     Pong,
-    Push,
-    Refused,
     Result,
     SessionsPage,
     SessionSummary,
-    encode_reply,
-    reply_id,
 )
 
 __all__ = ["Connection", "Host", "HostConfig", "run_host"]
@@ -196,9 +190,6 @@ class HostConfig:
 FD_RESERVE = 64
 """Descriptors kept free for listeners, stdio, trio's own and the store beyond its cache."""
 
-LINGER_REASONS = frozenset({"idle", "line_timeout"})
-"""``closed`` reasons after which the host drains the client's input briefly before closing."""
-
 MAX_CONNECTIONS = 10_000
 """The most connections the default cap allows, however high the descriptor limit."""
 
@@ -278,254 +269,6 @@ def _is_loopback(address: str) -> bool:
         return False
 
 
-class Connection:
-    """One client connection. Implements :class:`host.net.session.Subscriber`."""
-
-    def __init__(
-        self,
-        host: Host,
-        stream: trio.abc.Stream,
-        peer: str,
-        outbox: int,
-        outbox_bytes: int = 8 * 1024 * 1024,
-    ) -> None:
-        self.host = host
-        self.stream = stream
-        self.peer = peer
-        self.address = peer.rpartition(":")[0] or peer  # the IP, without the port
-        self._send, self._recv = trio.open_memory_channel[bytes](outbox)
-        self.outbox_bytes = outbox_bytes
-        self.queued = 0  # bytes queued and not yet written to the socket
-        self.queued_peak = 0
-        self.created: set[Session] = set()  # sessions this connection created
-        self.sessions: set[Session] = set()
-        self.dead = False
-        self.reason: str | None = None
-        self.scope = trio.CancelScope()
-        self._mid_send = False
-        self._waiting = 0  # requests submitted to sessions and not answered yet
-        self._answered = trio.Event()
-        self._answered.set()
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def send_nowait(self, line: bytes) -> bool:
-        """Queue a line for the writer; past ``outbox`` lines or ``outbox_bytes`` bytes queued,
-        drop the connection as ``slow_consumer`` (False)."""
-        if self.dead:
-            return False
-        try:
-            if self.queued + len(line) > self.outbox_bytes:
-                raise trio.WouldBlock
-            self._send.send_nowait(line)
-            self.queued += len(line)
-            self.queued_peak = max(self.queued_peak, self.queued)
-            return True
-        except trio.WouldBlock:
-            log.warning("slow_consumer_dropped", peer=self.peer)
-            self.kill("slow_consumer")
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            self.dead = True
-        return False
-
-    def send(self, push: Push) -> bool:
-        """Queue a push (encoded here: the only place besides :meth:`answer` where host
-        messages become bytes); False as :meth:`send_nowait`."""
-        return self.send_nowait(push.line())
-
-    def send_many(self, pushes: list[Push]) -> bool:
-        """Queue pushes as one chunk (one line of the ``outbox`` budget, all their bytes of
-        ``outbox_bytes``); False as :meth:`send_nowait`."""
-        return self.send_nowait(b"".join([p.line() for p in pushes]))
-
-    def answer(self, rid: Any, outcome: Outcome) -> None:
-        """Queue the reply to request ``rid``: ``outcome``, a result or :class:`Refused`."""
-        self.send_nowait(encode_reply(rid, outcome))
-
-    def submit(self, session: Session, rid: Any, command: commands.Command) -> None:
-        """Hand a command to a session's actor, which answers it (see :meth:`Session.submit`).
-
-        Raises:
-            ProtocolError: ``overloaded`` or ``unavailable`` (the session takes no more now).
-        """
-        session.submit(self, rid, command)
-        if not self._waiting:
-            self._answered = trio.Event()
-        self._waiting += 1
-
-    def settled(self) -> None:
-        """A session answered one of this connection's requests."""
-        self._waiting -= 1
-        if not self._waiting:
-            self._answered.set()
-
-    def kill(self, reason: str) -> None:
-        """Hang up now (the writer stops; a ``closed`` push is attempted)."""
-        self.dead = True
-        self.reason = reason
-        self.scope.cancel()
-
-    def close_gracefully(self, reason: str) -> None:
-        """Queue a ``closed`` push and let the writer drain, then hang up."""
-        if not self.dead:
-            self.send(ClosedPush(reason))
-            self.dead = True
-            self.reason = reason
-            self._send.close()
-
-    async def run(self) -> None:
-        """Serve the connection until EOF, a kill, or shutdown."""
-        structlog.contextvars.bind_contextvars(peer=self.peer)
-        log.info("connected")
-        try:
-            with self.scope:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._writer)
-                    await self._reader()
-                    if not self.dead:
-                        # the client closed its side: answer what it asked first (at most 5 s)
-                        with trio.move_on_after(5):
-                            await self._answered.wait()
-                        self._send.close()
-            if self.reason in LINGER_REASONS:
-                with trio.move_on_after(1):
-                    await self._linger()
-            if self.reason == "slow_consumer" and not self._mid_send:
-                # best effort: a send cut off by the kill leaves the stream unusable
-                with trio.move_on_after(1):
-                    await self.stream.send_all(ClosedPush(self.reason).line())
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            self.dead = True
-            for session in self.sessions:
-                session.drop(self)
-            self.host.forget(self)
-            with trio.move_on_after(1) as cleanup:
-                cleanup.shield = True
-                await self.stream.aclose()
-            log.info("disconnected", reason=self.reason)
-
-    async def _linger(self) -> None:
-        """Half-close, then read and drop what the client still sends until it closes too
-        (within the caller's deadline; host shutdown cancels it): closing a socket with unread
-        input resets it, and the reset can destroy the ``closed`` push before the client reads
-        it."""
-        try:
-            await self.stream.send_eof()  # type: ignore[attr-defined]
-            while await self.stream.receive_some(65536):
-                pass
-        except (trio.BrokenResourceError, trio.ClosedResourceError, AttributeError, OSError):
-            pass
-
-    async def _writer(self) -> None:
-        try:
-            async with self._recv:
-                async for line in self._recv:
-                    # coalesce what is queued already into one send (fewer syscalls)
-                    chunk = [line]
-                    size = len(line)
-                    while size < 256 * 1024:
-                        try:
-                            more = self._recv.receive_nowait()
-                        except (trio.WouldBlock, trio.EndOfChannel):
-                            break
-                        chunk.append(more)
-                        size += len(more)
-                    if self.scope.cancel_called:  # killed: what is queued is not sent
-                        break
-                    self._mid_send = True
-                    await self.stream.send_all(b"".join(chunk) if len(chunk) > 1 else line)
-                    self._mid_send = False
-                    self.queued -= size
-            if self.dead:  # closed gracefully: everything queued is sent, stop reading too
-                self.scope.cancel()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self.kill("gone")
-
-    def _watching(self) -> bool:
-        """Whether this connection plays or watches a live session (then it may stay silent,
-        as may one whose requests a session has not answered yet)."""
-        live = self.host.sessions
-        if any(live.get(s.id) is not s for s in self.sessions):  # forget the ones gone by
-            self.sessions = {s for s in self.sessions if live.get(s.id) is s}
-        return any(self in s.subscribers for s in self.sessions)
-
-    def _timed_out(self, reason: str) -> None:
-        log.info("connection_timed_out", reason=reason)
-        self.close_gracefully(reason)
-        # a client that does not read either must not hold the connection open
-        self.scope.deadline = min(self.scope.deadline, trio.current_time() + 5)
-
-    async def _reader(self) -> None:
-        framer = LineBuffer(MAX_LINE)
-        cfg = self.host.config
-        last_line = trio.current_time()  # when the last complete line was handled (or connect)
-        line_began: float | None = None  # when an unfinished line was first seen
-        while not self.dead:
-            now = trio.current_time()
-            deadline, reason = math.inf, None
-            if line_began is not None and cfg.line_timeout is not None:
-                deadline, reason = line_began + cfg.line_timeout, "line_timeout"
-            elif cfg.idle_timeout is not None:
-                if self._waiting or self._watching():  # not idle: look again later
-                    deadline = now + cfg.idle_timeout
-                else:
-                    deadline, reason = last_line + cfg.idle_timeout, "idle"
-            with trio.move_on_at(deadline) as waited:
-                try:
-                    data = await self.stream.receive_some(65536)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    return
-            if waited.cancelled_caught:
-                if reason is not None:
-                    self._timed_out(reason)
-                    return
-                continue
-            ended = b"\n" in data  # a line ended (and what follows, if anything, began)
-            partial = bool(data) and not data.endswith(b"\n")
-            if not data:  # end of input: a last line without its newline still counts
-                data = b"\n" if framer.pending else b""
-                if not data:
-                    return
-            for item in framer.feed(data):
-                if self.dead:
-                    return
-                if isinstance(item, LineTooLong):
-                    self.answer(
-                        None,
-                        Refused(
-                            ErrorCode.LINE_TOO_LONG, f"a line may hold at most {MAX_LINE} bytes"
-                        ),
-                    )
-                    continue
-                await self._handle(item)
-                await trio.lowlevel.checkpoint()  # one busy client must not starve the others
-            # timed from when the lines were handled, not from when they came
-            now = trio.current_time()
-            if ended:
-                last_line = now
-            if not partial:
-                line_began = None
-            elif line_began is None or ended:
-                line_began = now
-
-    async def _handle(self, line: bytes) -> None:
-        rid: Any = None
-        try:
-            req = parse_request(line)
-            rid = req.id
-            result = await self.host.dispatch(self, req)
-            if result is not None:
-                self.answer(rid, result)
-        except (ProtocolError, GamehostError) as exc:  # a typed refusal: each knows its reply
-            self.answer(reply_id(rid, exc), refusal(exc))
-        except Exception:
-            log.exception("request_failed")
-            self.answer(rid, Refused(ErrorCode.INTERNAL, "internal error"))
-
-
 class Host:
     """The lobby and the live sessions.
 
@@ -550,10 +293,18 @@ class Host:
             else config.max_connections
         )
         self._refusing = 0  # connections over the cap being told so
+        self.instance = secrets.token_hex(4)
+        """This host process's id: the first part of every connection's key (a seat's holder
+        in the log), so other hosts, and this one after a restart, can tell its connections'
+        seats from those of a host that is still running."""
+        self._connections_made = 0
         self.create_limiter = CreateLimiter(
             config.create_burst, config.create_rate, config.create_limit_loopback
         )
-        self._created_by: dict[str, set[Session]] = {}  # peer address -> sessions it created
+        # peer address -> ids of the live sessions created from it (each id is forgotten when
+        # its session leaves memory, whoever created it: see _run_session)
+        self._created_by: dict[str, set[str]] = {}
+        self._creator: dict[str, str] = {}  # live session id -> the address that created it
         self.sessions: dict[str, Session] = {}
         self.connections: set[Connection] = set()
         self.shutdown = trio.Event()
@@ -770,8 +521,9 @@ class Host:
             made = await self.create(
                 conn, req.id, p.game, p.options, p.seats, p.bots, p.turn_timeout
             )
-            conn.created.add(made)
-            self._created_by.setdefault(conn.address, set()).add(made)
+            conn.created.add(made.id)
+            self._created_by.setdefault(conn.address, set()).add(made.id)
+            self._creator[made.id] = conn.address
             return None
         if req.op in replayops.OPS:  # log, replay, verify, fork: read the log, not the actor
             return await replayops.dispatch(self, conn, req)
@@ -907,10 +659,21 @@ class Host:
         finally:
             if self.sessions.get(session.id) is session:
                 del self.sessions[session.id]
+                self._forget_creator(session.id)
             self.store.release(session.id)
             if session.state.ended:  # still answers resume/view/watch for a while
                 session.retire()
                 self._remember_ended(session)
+
+    def _forget_creator(self, sid: str) -> None:
+        """Drop a session that left memory from the per-address ``create`` bookkeeping (for
+        every peer, loopback included: nothing of a finished session stays there)."""
+        address = self._creator.pop(sid, None)
+        mine = self._created_by.get(address) if address is not None else None
+        if mine is not None:
+            mine.discard(sid)
+            if not mine:
+                del self._created_by[address]  # type: ignore[arg-type]
 
     def _remember_ended(self, session: Session) -> None:
         self._ended[session.id] = session
@@ -1047,11 +810,12 @@ class Host:
         """
         c = self.config
 
-        def waiting(sessions: set[Session]) -> set[Session]:
+        def waiting(ids: set[str]) -> set[str]:
+            live = self.sessions
             return {
-                s
-                for s in sessions
-                if self.sessions.get(s.id) is s and not s.state.started and not s.state.ended
+                sid
+                for sid in ids
+                if sid in live and not live[sid].state.started and not live[sid].state.ended
             }
 
         conn.created = waiting(conn.created)
@@ -1121,7 +885,15 @@ class Host:
             peer = f"{addr[0]}:{addr[1]}"
         except OSError:
             peer = "?"
-        conn = Connection(self, stream, peer, self.config.outbox, self.config.outbox_bytes)
+        self._connections_made += 1
+        conn = Connection(
+            self,
+            stream,
+            peer,
+            self.config.outbox,
+            self.config.outbox_bytes,
+            key=f"{self.instance}.{self._connections_made}",
+        )
         if self.shutdown.is_set():
             await stream.aclose()
             return

@@ -814,6 +814,9 @@ class Session:
         if not self.live or getattr(conn, "dead", False):
             return  # a connection that went away while its join/watch/resume was under way
         self.subscribers[conn] = viewer
+        told = getattr(conn, "attached", None)
+        if told is not None:
+            told(self.id, viewer)
         if view:
             self._viewing.add(conn)
         else:
@@ -824,6 +827,9 @@ class Session:
 
     def _detach(self, conn: Subscriber) -> None:
         self.subscribers.pop(conn, None)
+        told = getattr(conn, "detached", None)
+        if told is not None:
+            told(self.id)
         self._viewing.discard(conn)
         self._check_attended()
 

@@ -11,8 +11,8 @@ import pytest
 import trio
 import trio.testing
 
-from host.store.file import FileStore, StoreClosed, read_log
 from host.store import file as store_module
+from host.store.file import FileStore, StoreClosed, read_log
 from tests.host.test_store import rec
 from tests.host.test_store_descriptors import REAL_WRITE, make_logs
 

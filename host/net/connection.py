@@ -1,0 +1,303 @@
+"""One client connection: a reader (lines to typed requests) and a writer (a bounded outbox).
+
+A :class:`Connection` serves TCP and WebSocket clients alike (``host.net.web`` hands it a
+stream that presents messages as lines). Lobby ops are answered by the host on the reader's
+task; session ops are typed commands the host submits to the session's driver, which answers
+them on this connection (:meth:`Connection.answer`) and pushes to it (:meth:`Connection.send`):
+those two methods are where host messages become bytes.
+
+What the connection knows of the sessions it plays or watches comes from the sessions
+themselves, through :meth:`Connection.attached` and :meth:`Connection.detached`: it never reads
+a session's state. Each connection has a :attr:`Connection.key`, unique among every host's
+connections (``<host instance>.<n>``), which a session writes into its log as a seat's holder.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import structlog
+import trio
+
+from host.errors import GamehostError
+from host.plugins.faults import refusal
+from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
+from protocol.messages import ErrorCode, ProtocolError, parse_request
+from protocol.replies import ClosedPush, Outcome, Push, Refused, encode_reply, reply_id
+
+if TYPE_CHECKING:
+    from host.net.server import Host
+    from host.net.session import Session
+    from host.table import commands
+
+__all__ = ["LINGER_REASONS", "Connection"]
+
+log = structlog.get_logger("gamehost.server")
+
+LINGER_REASONS = frozenset({"idle", "line_timeout"})
+"""``closed`` reasons after which the host drains the client's input briefly before closing."""
+
+
+class Connection:
+    """One client connection. Implements :class:`host.net.session.Subscriber`."""
+
+    def __init__(
+        self,
+        host: Host,
+        stream: trio.abc.Stream,
+        peer: str,
+        outbox: int,
+        outbox_bytes: int = 8 * 1024 * 1024,
+        key: str = "",
+    ) -> None:
+        self.host = host
+        self.stream = stream
+        self.peer = peer
+        self.key = key
+        self.address = peer.rpartition(":")[0] or peer  # the IP, without the port
+        self._send, self._recv = trio.open_memory_channel[bytes](outbox)
+        self.outbox_bytes = outbox_bytes
+        self.queued = 0  # bytes queued and not yet written to the socket
+        self.queued_peak = 0
+        self.created: set[str] = set()  # ids of sessions this connection created, not started
+        self.sessions: set[Session] = set()  # sessions it sent commands to (told when it goes)
+        self.roles: dict[str, int | None] = {}  # session id -> seat played (None: watched)
+        self.input_ended = False  # the client closed its sending side
+        self.dead = False
+        self.reason: str | None = None
+        self.scope = trio.CancelScope()
+        self._mid_send = False
+        self._waiting = 0  # requests submitted to sessions and not answered yet
+        self._answered = trio.Event()
+        self._answered.set()
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def send_nowait(self, line: bytes) -> bool:
+        """Queue a line for the writer; past ``outbox`` lines or ``outbox_bytes`` bytes queued,
+        drop the connection as ``slow_consumer`` (False)."""
+        if self.dead:
+            return False
+        try:
+            if self.queued + len(line) > self.outbox_bytes:
+                raise trio.WouldBlock
+            self._send.send_nowait(line)
+            self.queued += len(line)
+            self.queued_peak = max(self.queued_peak, self.queued)
+            return True
+        except trio.WouldBlock:
+            log.warning("slow_consumer_dropped", peer=self.peer)
+            self.kill("slow_consumer")
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            self.dead = True
+        return False
+
+    def send(self, push: Push) -> bool:
+        """Queue a push (encoded here: the only place besides :meth:`answer` where host
+        messages become bytes); False as :meth:`send_nowait`."""
+        return self.send_nowait(push.line())
+
+    def send_many(self, pushes: list[Push]) -> bool:
+        """Queue pushes as one chunk (one line of the ``outbox`` budget, all their bytes of
+        ``outbox_bytes``); False as :meth:`send_nowait`."""
+        return self.send_nowait(b"".join([p.line() for p in pushes]))
+
+    def answer(self, rid: Any, outcome: Outcome) -> None:
+        """Queue the reply to request ``rid``: ``outcome``, a result or :class:`Refused`."""
+        self.send_nowait(encode_reply(rid, outcome))
+
+    def submit(self, session: Session, rid: Any, command: commands.Command) -> None:
+        """Hand a command to a session's actor, which answers it (see :meth:`Session.submit`).
+
+        Raises:
+            ProtocolError: ``overloaded`` or ``unavailable`` (the session takes no more now).
+        """
+        session.submit(self, rid, command)
+        if not self._waiting:
+            self._answered = trio.Event()
+        self._waiting += 1
+
+    def settled(self) -> None:
+        """A session answered one of this connection's requests."""
+        self._waiting -= 1
+        if not self._waiting:
+            self._answered.set()
+
+    def kill(self, reason: str) -> None:
+        """Hang up now (the writer stops; a ``closed`` push is attempted)."""
+        self.dead = True
+        self.reason = reason
+        self.scope.cancel()
+
+    def close_gracefully(self, reason: str) -> None:
+        """Queue a ``closed`` push and let the writer drain, then hang up."""
+        if not self.dead:
+            self.send(ClosedPush(reason))
+            self.dead = True
+            self.reason = reason
+            self._send.close()
+
+    async def run(self) -> None:
+        """Serve the connection until EOF, a kill, or shutdown."""
+        structlog.contextvars.bind_contextvars(peer=self.peer)
+        log.info("connected")
+        try:
+            with self.scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._writer)
+                    await self._reader()
+                    if not self.dead:
+                        # the client closed its side: answer what it asked first (at most 5 s)
+                        with trio.move_on_after(5):
+                            await self._answered.wait()
+                        self._send.close()
+            if self.reason in LINGER_REASONS:
+                with trio.move_on_after(1):
+                    await self._linger()
+            if self.reason == "slow_consumer" and not self._mid_send:
+                # best effort: a send cut off by the kill leaves the stream unusable
+                with trio.move_on_after(1):
+                    await self.stream.send_all(ClosedPush(self.reason).line())
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self.dead = True
+            for session in self.sessions:
+                session.drop(self)
+            self.host.forget(self)
+            with trio.move_on_after(1) as cleanup:
+                cleanup.shield = True
+                await self.stream.aclose()
+            log.info("disconnected", reason=self.reason)
+
+    async def _linger(self) -> None:
+        """Half-close, then read and drop what the client still sends until it closes too
+        (within the caller's deadline; host shutdown cancels it): closing a socket with unread
+        input resets it, and the reset can destroy the ``closed`` push before the client reads
+        it."""
+        try:
+            await self.stream.send_eof()  # type: ignore[attr-defined]
+            while await self.stream.receive_some(65536):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError, AttributeError, OSError):
+            pass
+
+    async def _writer(self) -> None:
+        try:
+            async with self._recv:
+                async for line in self._recv:
+                    # coalesce what is queued already into one send (fewer syscalls)
+                    chunk = [line]
+                    size = len(line)
+                    while size < 256 * 1024:
+                        try:
+                            more = self._recv.receive_nowait()
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                        chunk.append(more)
+                        size += len(more)
+                    if self.scope.cancel_called:  # killed: what is queued is not sent
+                        break
+                    self._mid_send = True
+                    await self.stream.send_all(b"".join(chunk) if len(chunk) > 1 else line)
+                    self._mid_send = False
+                    self.queued -= size
+            if self.dead:  # closed gracefully: everything queued is sent, stop reading too
+                self.scope.cancel()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.kill("gone")
+
+    def attached(self, session: str, viewer: int | None) -> None:
+        """A session took this connection as ``viewer`` (a seat, or None: a spectator)."""
+        self.roles[session] = viewer
+
+    def detached(self, session: str) -> None:
+        """A session no longer counts this connection as playing or watching it."""
+        self.roles.pop(session, None)
+
+    @property
+    def closing(self) -> bool:
+        """The connection is going: the client closed its side (its requests are still
+        answered), or the connection was dropped or closed."""
+        return self.dead or self.input_ended
+
+    def _watching(self) -> bool:
+        """Whether this connection plays or watches a live session (then it may stay silent,
+        as may one whose requests a session has not answered yet)."""
+        return bool(self.roles)
+
+    def _timed_out(self, reason: str) -> None:
+        log.info("connection_timed_out", reason=reason)
+        self.close_gracefully(reason)
+        # a client that does not read either must not hold the connection open
+        self.scope.deadline = min(self.scope.deadline, trio.current_time() + 5)
+
+    async def _reader(self) -> None:
+        framer = LineBuffer(MAX_LINE)
+        cfg = self.host.config
+        last_line = trio.current_time()  # when the last complete line was handled (or connect)
+        line_began: float | None = None  # when an unfinished line was first seen
+        while not self.dead:
+            now = trio.current_time()
+            deadline, reason = math.inf, None
+            if line_began is not None and cfg.line_timeout is not None:
+                deadline, reason = line_began + cfg.line_timeout, "line_timeout"
+            elif cfg.idle_timeout is not None:
+                if self._waiting or self._watching():  # not idle: look again later
+                    deadline = now + cfg.idle_timeout
+                else:
+                    deadline, reason = last_line + cfg.idle_timeout, "idle"
+            with trio.move_on_at(deadline) as waited:
+                try:
+                    data = await self.stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return
+            if waited.cancelled_caught:
+                if reason is not None:
+                    self._timed_out(reason)
+                    return
+                continue
+            ended = b"\n" in data  # a line ended (and what follows, if anything, began)
+            partial = bool(data) and not data.endswith(b"\n")
+            if not data:  # end of input: a last line without its newline still counts
+                self.input_ended = True
+                data = b"\n" if framer.pending else b""
+                if not data:
+                    return
+            for item in framer.feed(data):
+                if self.dead:
+                    return
+                if isinstance(item, LineTooLong):
+                    self.answer(
+                        None,
+                        Refused(
+                            ErrorCode.LINE_TOO_LONG, f"a line may hold at most {MAX_LINE} bytes"
+                        ),
+                    )
+                    continue
+                await self._handle(item)
+                await trio.lowlevel.checkpoint()  # one busy client must not starve the others
+            # timed from when the lines were handled, not from when they came
+            now = trio.current_time()
+            if ended:
+                last_line = now
+            if not partial:
+                line_began = None
+            elif line_began is None or ended:
+                line_began = now
+
+    async def _handle(self, line: bytes) -> None:
+        rid: Any = None
+        try:
+            req = parse_request(line)
+            rid = req.id
+            result = await self.host.dispatch(self, req)
+            if result is not None:
+                self.answer(rid, result)
+        except (ProtocolError, GamehostError) as exc:  # a typed refusal: each knows its reply
+            self.answer(reply_id(rid, exc), refusal(exc))
+        except Exception:
+            log.exception("request_failed")
+            self.answer(rid, Refused(ErrorCode.INTERNAL, "internal error"))
