@@ -16,7 +16,7 @@ from host import logs
 from host.net import workers
 from host.net.server import HostConfig, run_host
 from host.plugins.registry import load_registry
-from host.store.memory import open_store
+from host.store import open_store
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 

@@ -16,13 +16,13 @@ class                                       wire code            raised for
 ======================================
 ``GamehostError``                           ``internal``         (the base; not raised on its own)
 ``LogError``                                ``unavailable``      a log that cannot be used now
-``host.store.file.Conflict``                ``unavailable``      an append expecting another seq, a
+``host.store.base.Conflict``                ``unavailable``      an append expecting another seq, a
                                                                  create of an existing session
-``host.store.file.StoreClosed``             ``unavailable``      an append after the store closed
-``host.store.file.CorruptLog``              ``session_damaged``  a log that cannot be read as a
+``host.store.base.StoreClosed``             ``unavailable``      an append after the store closed
+``host.store.base.CorruptLog``              ``session_damaged``  a log that cannot be read as a
 session
 ``host.table.engine.BadRecord``             ``session_damaged``  a record that does not fold
-``host.store.file.UnknownSession``          ``unknown_session``  no log of that session
+``host.store.base.UnknownSession``          ``unknown_session``  no log of that session
 ``BadSessionId``                            ``unknown_session``  a name that cannot be a session id
 ``BadHeader``                               ``internal``         a ``create`` without a valid header
 ``SeatError``                               ``bad_request``      a seat that does not exist

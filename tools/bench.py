@@ -82,7 +82,8 @@ import trio
 
 from host.net.session import hash_token
 from host.plugins.registry import load_registry
-from host.store.file import Conflict, FileStore
+from host.store.base import Conflict
+from host.store.file import FileStore
 from host.table.engine import Engine, Record
 from tools.autoplay import SeatResult, play_seat
 from tools.baseline import pad_for

@@ -67,7 +67,8 @@ import orjson
 import trio
 
 from host import logs
-from host.store.file import CorruptLog, read_log
+from host.store.base import CorruptLog
+from host.store.file import read_log
 from tools.bench import listening_port, serve_command
 from tools.client import Client
 

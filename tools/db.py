@@ -29,7 +29,8 @@ import orjson
 import trio
 
 from host.errors import BadSessionId, LogError
-from host.store.file import _SESSION_ID, FileStore, read_log
+from host.store.base import _SESSION_ID
+from host.store.file import FileStore, read_log
 from host.store.pg import PostgresStore, StoreUnavailable, check_url, migrate, parse_lines
 
 __all__ = ["add_parser", "export_sessions", "import_files"]

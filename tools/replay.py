@@ -13,7 +13,7 @@ of that session in a PostgreSQL store).
   A log written by another version of the game (the header's ``game_version`` is not the
   installed game's, or is missing) is still checked, but a ``warning:`` line says so and a log
   that otherwise verifies exits with status 3, so a script cannot take it for a clean pass;
-  a damaged log (one that does not read or fold, see ``host.store.file.CorruptLog``) is one line
+  a damaged log (one that does not read or fold, see ``host.store.base.CorruptLog``) is one line
   ``error: <file>: seq N: ...`` with exit status 2, in every mode. ``--stats`` adds a line with
   the records per CPU second (reading and checking the log; start-up excluded) and their ratio
   to orjson's parse rate of the same file, measured in the same run (CPU time of this process,
@@ -47,7 +47,8 @@ import trio
 from host.cli import count, non_negative_int
 from host.errors import LogError
 from host.plugins.registry import Registry, load_registry
-from host.store.file import CorruptLog, FileStore, fold_log, read_log
+from host.store.base import CorruptLog
+from host.store.file import FileStore, fold_log, read_log
 from host.table.engine import Engine, Record
 
 __all__ = [
@@ -91,7 +92,7 @@ def load_with_times(
 
     Raises:
         ReplayError: unreadable or damaged log (``"<file>: seq N: ..."``, see
-            :class:`~host.store.file.CorruptLog`), no such session, an unreachable database, or
+            :class:`~host.store.base.CorruptLog`), no such session, an unreachable database, or
             the game is not installed.
     """
     try:

@@ -32,7 +32,7 @@ import orjson
 import structlog
 import trio
 
-from host.store.file import CorruptLog, UnknownSession
+from host.store.base import CorruptLog, UnknownSession
 from host.table.engine import BadRecord, Engine, Record, SessionState
 from protocol.framing import MAX_LINE
 from protocol.messages import MAX_LOG_PAGE, ErrorCode, ProtocolError, Request

@@ -67,9 +67,10 @@ from host.net.session import Session, seat_bots_step
 from host.net.workers import reuse_port_listeners
 from host.plugins.faults import notify_isolated
 from host.plugins.registry import Registry
+from host.store import open_store
+from host.store.base import CorruptLog, UnknownSession
 from host.store.feed import Feed, Follower, PostgresFeed
-from host.store.file import MAX_OPEN, CorruptLog, FileStore, FsyncMode, UnknownSession, read_log
-from host.store.memory import open_store
+from host.store.file import MAX_OPEN, FileStore, FsyncMode, read_log
 from host.table import commands
 from host.table.engine import BadRecord, Engine, Record
 from protocol.framing import MAX_LINE

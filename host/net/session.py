@@ -51,7 +51,8 @@ import trio
 from host.errors import GamehostError
 from host.game import Seat, Viewer
 from host.plugins.faults import GameFault, notify_isolated, refusal
-from host.store.file import Conflict, CorruptLog, FileStore, UnknownSession
+from host.store.base import Conflict, CorruptLog, UnknownSession
+from host.store.file import FileStore
 from host.table.commands import Act, Command, Join, Leave, Resume, View, Watch
 from host.table.engine import BadRecord, Engine, Record, SessionState
 from host.table.freshness import stale_reason

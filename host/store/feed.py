@@ -199,7 +199,7 @@ class PublishingMemoryStore(MemoryStore):
         self._next[session] = next_seq
 
     async def append(self, session: str, expected_seq: int, records: list[dict[str, Any]]) -> None:
-        """See :meth:`host.store.memory.Store.append` (``create`` goes through it too); then a
+        """See :meth:`host.store.base.Store.append` (``create`` goes through it too); then a
         notice, if anything was written."""
         await super().append(session, expected_seq, records)
         if records:

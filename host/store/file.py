@@ -69,11 +69,9 @@ import errno
 import fcntl
 import os
 import queue
-import re
 import secrets
 import stat
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -84,21 +82,30 @@ import orjson
 import structlog
 import trio
 
-from host.errors import BadHeader, BadSessionId, LogError
-from host.game import seed_commitment
+from host.errors import BadSessionId
+from host.store.base import (
+    _SESSION_ID,
+    _STOP,
+    Conflict,
+    CorruptLog,
+    StoreClosed,
+    StoreStatistics,
+    UnknownSession,
+    WriterThreadStore,
+    _check_header,
+    check_append,
+    check_seqs,
+    creation_records,
+    encode_lines,
+)
 
 if TYPE_CHECKING:
     from host.table.engine import Engine, Record, SessionState
 
 __all__ = [
-    "Conflict",
-    "CorruptLog",
     "DataDirInUse",
     "FileStore",
     "FsyncMode",
-    "StoreClosed",
-    "StoreStatistics",
-    "UnknownSession",
     "fold_log",
     "read_log",
 ]
@@ -110,90 +117,6 @@ reopened when appended to."""
 SYNC_THREADS = 16
 """Threads that sync the files of one batch at once (see the module docstring)."""
 log = structlog.get_logger("gamehost.store")
-_SESSION_ID = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
-HEADER_FIELDS = ("game", "options", "seats", "seed", "seed_commitment")
-"""Fields every header record must have (``host.table.engine`` writes more)."""
-
-
-class Conflict(LogError):
-    """An append expected a different next seq, a create found the session already there, or the
-    session is not open (never loaded, or an earlier append of it failed: load it again).
-    Answered ``unavailable``: the session reloads its log."""
-
-
-class CorruptLog(LogError):
-    """A log that cannot be read as a session: damaged, not a regular file, or not foldable.
-
-    ``str()`` is ``"<path>: seq <seq>: <message>"``; the ``session_damaged`` reply says the seq
-    and the message, not the path.
-
-    Attributes:
-        path: the log file.
-        seq: the seq of the first record that is wrong (where it should be; 0 for the header
-            or a file that cannot be opened as a log).
-        message: what is wrong, in words.
-    """
-
-    code = "session_damaged"
-
-    def __init__(self, path: Path | str, seq: int, message: str) -> None:
-        super().__init__(message)
-        self.args = (path, seq, message)
-        self.path = Path(path)
-        self.seq = seq
-
-    def __str__(self) -> str:
-        return f"{self.path}: seq {self.seq}: {self.message}"
-
-    def reply(self) -> tuple[str, str, dict[str, Any]]:
-        """``session_damaged``, naming the seq and what is wrong (not the file)."""
-        return self.code, f"the session's log is damaged at seq {self.seq}: {self.message}", {}
-
-
-class StoreClosed(LogError):
-    """The store is shutting down: no new appends (answered ``unavailable``)."""
-
-
-class UnknownSession(LogError, LookupError):
-    """No log of that session in the store (``load``, ``read``, ``truncate``); answered
-    ``unknown_session``."""
-
-    code = "unknown_session"
-
-
-@attrs.frozen
-class StoreStatistics:
-    """Counters for ``bench`` and tests.
-
-    Attributes:
-        sessions_open: files held open.
-        appends: appends acknowledged.
-        records: records written.
-        batches: group commits done.
-        fsyncs: fsync calls made.
-        queued: appends waiting for the writer now.
-    """
-
-    sessions_open: int
-    appends: int
-    records: int
-    batches: int
-    fsyncs: int
-    queued: int
-
-
-_ts_cache: tuple[int, str] = (-1, "")
-
-
-def _now() -> str:
-    """The time now as ``2026-11-30T10:00:00.123Z`` (UTC, milliseconds); made once per ms."""
-    global _ts_cache
-    ms = time.time_ns() // 1_000_000
-    cached_ms, text = _ts_cache
-    if ms != cached_ms:
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
-        _ts_cache = (ms, text)
-    return text
 
 
 def _datasync(fd: int) -> None:
@@ -286,27 +209,6 @@ def _truncate(path: Path, size: int) -> None:
         os.close(fd)
 
 
-def _check_header(path: Path, rec: dict[str, Any]) -> None:
-    if rec["type"] != "header":
-        raise CorruptLog(path, 0, f"the first record is a {rec['type']!r}, not the header")
-    missing = [f for f in HEADER_FIELDS if f not in rec]
-    if missing:
-        raise CorruptLog(path, 0, f"the header lacks {', '.join(missing)}")
-    seed, commitment = rec["seed"], rec["seed_commitment"]
-    try:
-        if not isinstance(seed, str):
-            raise ValueError
-        raw = bytes.fromhex(seed)
-    except ValueError:
-        raise CorruptLog(path, 0, "the header's seed is not a hex string") from None
-    if not raw or seed_commitment(raw) != commitment:
-        raise CorruptLog(path, 0, "the header's seed does not match its seed_commitment")
-    if not isinstance(rec["game"], str):
-        raise CorruptLog(path, 0, "the header's game is not a string")
-    if type(rec["seats"]) is not int or rec["seats"] < 1:
-        raise CorruptLog(path, 0, "the header's seats is not a positive integer")
-
-
 def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
     """Read a session log, telling a torn tail from damage.
 
@@ -370,68 +272,6 @@ def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
     return records
 
 
-def check_append(
-    next_seq: int | None, session: str, expected_seq: int, records: list[dict[str, Any]]
-) -> None:
-    """The checks every store's append makes before it writes anything: the session is open
-    (``next_seq`` is its next seq, None if not), ``expected_seq`` is that seq, and the records'
-    seqs run on from it.
-
-    Raises:
-        Conflict: any of those does not hold.
-    """
-    if next_seq is None:
-        raise Conflict(f"session {session} is not open in this store")
-    if expected_seq != next_seq:
-        raise Conflict(f"session {session}: expected seq {expected_seq}, the log is at {next_seq}")
-    check_seqs(records, expected_seq)
-
-
-def check_seqs(records: list[dict[str, Any]], first: int) -> None:
-    """Raise :class:`Conflict` unless the records' seqs are ``first``, ``first + 1``, ..."""
-    for i, rec in enumerate(records):
-        if rec.get("seq") != first + i:
-            raise Conflict(f"record {i} has seq {rec.get('seq')}, wanted {first + i}")
-
-
-def encode_lines(records: list[dict[str, Any]]) -> list[bytes]:
-    """The log lines of records appended together: ``{"seq", "ts", **record}`` each, one
-    timestamp for all (a record's own ``ts`` wins).
-
-    Raises:
-        TypeError: a record JSON cannot hold.
-    """
-    ts = _now()
-    return [
-        orjson.dumps({"seq": r["seq"], "ts": ts, **r}, option=orjson.OPT_APPEND_NEWLINE)
-        for r in records
-    ]
-
-
-def creation_records(
-    session: str, records: dict[str, Any] | list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The records a store's ``create`` writes: one header dict, or a list of records from seq 0
-    with the header first (the stores check their seqs as any append's).
-
-    Raises:
-        BadSessionId: a bad session id.
-        BadHeader: no records, or a first record that is not a valid header (the checks
-            :func:`read_log` makes on load; the seed must match its commitment).
-        (Both are ``ValueError`` subclasses, as the errors they replace were.)
-    """
-    if not _SESSION_ID.match(session):
-        raise BadSessionId(f"bad session id {session!r}")
-    records = [records] if isinstance(records, dict) else list(records)
-    if not records or not isinstance(records[0], dict):
-        raise BadHeader(f"session {session}: create needs a header record first")
-    try:
-        _check_header(Path(session), {"type": None, **records[0]})
-    except CorruptLog as exc:
-        raise BadHeader(f"session {session}: {exc.message}") from None
-    return records
-
-
 def fold_log(path: Path | str, engine: Engine, records: Sequence[Record]) -> SessionState:
     """Fold a log's records (header first, as :func:`read_log` returns them, made
     :class:`~host.table.engine.Record`) with the game's engine, and decode every ``action`` record's
@@ -477,78 +317,11 @@ class _Append:
     error: BaseException | None = None
 
 
-_STOP = object()
-"""Put on the writer's queue, last: write what came before, close the files, end the thread."""
-
-
 def _not_open(session: str) -> Conflict:
     return Conflict(
         f"session {session} is not open in this store (an earlier append of it failed:"
         " load it again)"
     )
-
-
-class WriterThreadStore:
-    """The life of a store whose writes go through one writer thread fed by a queue (the file
-    store and the PostgreSQL store): :meth:`run` runs :meth:`_writer` in a trio worker thread
-    until :meth:`aclose` or cancellation puts ``_STOP`` on the queue; the writer then writes what
-    is queued before it and ends. A subclass sets ``_queue`` and calls :meth:`_init_lifecycle`
-    in its ``__init__``, implements ``_writer`` (sets ``_thread_started``, takes batches until
-    ``_STOP``) and may add to :meth:`_stop` and :meth:`_after_writer`."""
-
-    _thread_name = "gamehost store writer"
-    _queue: Any
-
-    def _init_lifecycle(self) -> None:
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._thread_started = False
-        self._closed = False
-        self._stop_sent = self._stop_taken = False
-        self._stopped = trio.Event()
-
-    def _writer(self) -> None:
-        raise NotImplementedError
-
-    def _after_writer(self) -> None:
-        """What to free once the writer has ended (files, connections)."""
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run the writer thread until :meth:`aclose` (or until cancelled), then let it write
-        what is queued and end; returns once it has ended."""
-        self._token = trio.lowlevel.current_trio_token()
-        task_status.started()
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._stop_when_cancelled)
-                await trio.to_thread.run_sync(
-                    self._writer, thread_name=self._thread_name, abandon_on_cancel=False
-                )
-                nursery.cancel_scope.cancel()
-        finally:
-            if not self._thread_started:  # cancelled before the thread began: drain it here
-                self._stop()
-                self._writer()
-            self._after_writer()
-            self._stopped.set()
-
-    async def _stop_when_cancelled(self) -> None:
-        try:
-            await trio.sleep_forever()
-        finally:
-            self._stop()
-
-    def _stop(self) -> None:
-        """Refuse new writes; the writer ends after those already queued."""
-        self._closed = True
-        if not self._stop_sent:
-            self._stop_sent = True
-            self._queue.put(_STOP)
-
-    async def aclose(self) -> None:
-        """Refuse new writes, let the writer write the queued ones and end; returns once
-        :meth:`run` has ended."""
-        self._stop()
-        await self._stopped.wait()
 
 
 class FileStore(WriterThreadStore):

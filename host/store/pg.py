@@ -19,7 +19,7 @@ transaction (group commit), then acknowledges the batch back in trio with one
 inserts its records only if the session row says the log ends just before them (an append) or
 does not exist yet (a create), and moves the row on: the optimistic-concurrency check across
 hosts. A host whose copy is behind finds the row moved on by another host (it waits for that
-host's transaction first, as row locks do) and gets :class:`~host.store.file.Conflict`; the primary
+host's transaction first, as row locks do) and gets :class:`~host.store.base.Conflict`; the primary
 key refuses a duplicate seq even if the session row were wrong (a unique violation is a
 ``Conflict`` too). Sessions are written in id order within a batch, so two hosts' batches never
 wait for each other in a cycle. Every session written also runs ``pg_notify('gamehost_log',
@@ -68,7 +68,7 @@ import structlog
 import trio
 
 from host.errors import BadSessionId
-from host.store.file import (
+from host.store.base import (
     _SESSION_ID,
     _STOP,
     Conflict,
@@ -479,7 +479,7 @@ def parse_lines(where: Path, lines: list[str], first: int = 0) -> list[dict[str,
 
 
 class PostgresStore(WriterThreadStore):
-    """A :class:`host.store.memory.Store` in a PostgreSQL database (see the module docstring).
+    """A :class:`host.store.base.Store` in a PostgreSQL database (see the module docstring).
 
     Args:
         url: a ``postgresql://`` URL (libpq's URL form; its query may carry any libpq
@@ -610,7 +610,7 @@ class PostgresStore(WriterThreadStore):
         return self._conns.run(exists)
 
     def load(self, session: str) -> list[dict[str, Any]]:
-        """See :meth:`host.store.memory.Store.load` (no torn tail here: a transaction is whole).
+        """See :meth:`host.store.base.Store.load` (no torn tail here: a transaction is whole).
 
         Raises:
             Conflict: appends of it are in progress. UnknownSession: no such session.
@@ -625,7 +625,7 @@ class PostgresStore(WriterThreadStore):
         return records
 
     async def read(self, session: str, after: int | None = None) -> list[dict[str, Any]]:
-        """See :meth:`host.store.memory.Store.read`; in a worker thread.
+        """See :meth:`host.store.base.Store.read`; in a worker thread.
 
         Raises:
             UnknownSession, CorruptLog, ValueError, StoreUnavailable: as :meth:`load`.
@@ -636,7 +636,7 @@ class PostgresStore(WriterThreadStore):
         return parse_lines(self.path(session), lines, start + 1)
 
     def truncate(self, session: str, keep: int) -> None:
-        """See :meth:`host.store.memory.Store.truncate`: one transaction deletes the later records
+        """See :meth:`host.store.base.Store.truncate`: one transaction deletes the later records
         and moves the session row back (notifying as an append does).
 
         Raises:
@@ -721,12 +721,12 @@ class PostgresStore(WriterThreadStore):
             raise job.error
 
     async def create(self, session: str, records: dict[str, Any] | list[dict[str, Any]]) -> None:
-        """See :meth:`host.store.memory.Store.create`: one row per record and the session row, in
+        """See :meth:`host.store.base.Store.create`: one row per record and the session row, in
         one transaction of the writer's batch.
 
         Raises:
             Conflict: the session exists (here or made by another host), or bad seqs.
-            ValueError: see :func:`host.store.file.creation_records`. TypeError: not JSON.
+            ValueError: see :func:`host.store.base.creation_records`. TypeError: not JSON.
             StoreClosed: the store is closing. StoreUnavailable: the database failed (the
                 session may or may not exist: ``load`` tells).
         """
@@ -748,7 +748,7 @@ class PostgresStore(WriterThreadStore):
         self._held.add(session)
 
     async def append(self, session: str, expected_seq: int, records: list[dict[str, Any]]) -> None:
-        """See :meth:`host.store.memory.Store.append`; returns once the writer's transaction with
+        """See :meth:`host.store.base.Store.append`; returns once the writer's transaction with
         these records has committed.
 
         Raises:

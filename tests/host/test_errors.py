@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import host.errors
 import host.plugins.codec
 import host.plugins.faults
-import host.store.file
+import host.store.base
 import host.table.engine
 from host.errors import (
     NOT_YOUR_TURN,
@@ -39,7 +39,7 @@ from host.game import Rng, hookimpl
 from host.plugins.codec import BadAction
 from host.plugins.faults import GameFault
 from host.plugins.registry import Registry, load_registry
-from host.store.file import Conflict, CorruptLog, StoreClosed, UnknownSession
+from host.store.base import Conflict, CorruptLog, StoreClosed, UnknownSession
 from host.table.engine import BadRecord, Engine
 from protocol.messages import ErrorCode, encode_protocol_error, extra_problems
 from protocol.replies import Refused, reply_id
@@ -181,9 +181,9 @@ def test_a_seat_that_does_not_exist_or_is_taken_is_a_seat_error() -> None:
 
 def test_store_errors_are_log_errors() -> None:
     with pytest.raises(BadSessionId):
-        host.store.file.creation_records("../etc", {})
+        host.store.base.creation_records("../etc", {})
     with pytest.raises(BadHeader):
-        host.store.file.creation_records("s1", [])
+        host.store.base.creation_records("s1", [])
 
 
 # -- games: their own refusals are typed, anything else is a fault ---------------------------

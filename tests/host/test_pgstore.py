@@ -10,8 +10,9 @@ import psycopg
 import pytest
 import trio
 
-from host.store.file import Conflict
-from host.store.memory import FileStore, open_store
+from host.store import open_store
+from host.store.base import Conflict
+from host.store.file import FileStore
 from host.store.pg import (
     LIVENESS,
     SCHEMA_VERSION,

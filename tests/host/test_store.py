@@ -6,7 +6,8 @@ import orjson
 import pytest
 import trio
 
-from host.store.file import Conflict, CorruptLog, FileStore, read_log
+from host.store.base import Conflict, CorruptLog
+from host.store.file import FileStore, read_log
 
 SEED = "5e" * 32
 HEADER = {

@@ -1,4 +1,4 @@
-"""One suite for every store: the rules of ``host.store.memory.Store``.
+"""One suite for every store: the rules of ``host.store.base.Store``.
 
 Each test runs once per entry of ``KINDS``. A new store joins by adding a kind to ``KINDS`` and a
 branch to :meth:`Backing.new_store` (a store object on the test's own data).
@@ -20,15 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from host.errors import BadHeader, BadSessionId
+from host.store.base import Conflict, CorruptLog, Store, StoreClosed, UnknownSession
 from host.store.file import FileStore
-from host.store.memory import (
-    Conflict,
-    CorruptLog,
-    MemoryStore,
-    Store,
-    StoreClosed,
-    UnknownSession,
-)
+from host.store.memory import MemoryStore
 from host.store.pg import PostgresStore
 from tests import pg
 from tests.host.test_store import rec

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from host.plugins.registry import load_registry
-from host.store.file import CorruptLog, FileStore, fold_log, read_log
+from host.store.base import CorruptLog
+from host.store.file import FileStore, fold_log, read_log
 from host.table.engine import Record
 from host.table.local import play_local
 from tests.host.test_store import rec

@@ -18,7 +18,8 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.store.file import Conflict, DataDirInUse, FileStore, read_log
+from host.store.base import Conflict
+from host.store.file import DataDirInUse, FileStore, read_log
 from tests.host.test_store import rec
 
 REAL_WRITE, REAL_FSYNC, REAL_OPEN = os.write, os.fsync, os.open

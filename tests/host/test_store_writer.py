@@ -11,8 +11,9 @@ import pytest
 import trio
 import trio.testing
 
-from host.store import file as store_module
-from host.store.file import FileStore, StoreClosed, read_log
+from host.store import base as store_base
+from host.store.base import StoreClosed
+from host.store.file import FileStore, read_log
 from tests.host.test_store import rec
 from tests.host.test_store_descriptors import REAL_WRITE, make_logs
 
@@ -124,21 +125,21 @@ TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 def test_the_timestamp_is_made_once_per_millisecond(monkeypatch):
     now = [1_764_496_800_123_456_789]  # 2025-11-30T10:00:00.123456789Z, in ns
     made = []
-    real_strftime = store_module.time.strftime
+    real_strftime = store_base.time.strftime
 
     def strftime(fmt, t):
         made.append(t)
         return real_strftime(fmt, t)
 
-    monkeypatch.setattr(store_module.time, "time_ns", lambda: now[0])
-    monkeypatch.setattr(store_module.time, "strftime", strftime)
-    first = [store_module._now() for _ in range(5)]
+    monkeypatch.setattr(store_base.time, "time_ns", lambda: now[0])
+    monkeypatch.setattr(store_base.time, "strftime", strftime)
+    first = [store_base.now_ts() for _ in range(5)]
     now[0] += 400_000  # still the same millisecond
-    same = store_module._now()
+    same = store_base.now_ts()
     now[0] += 600_000  # the next one
-    later = store_module._now()
+    later = store_base.now_ts()
     now[0] += 1_000_000_000
-    next_second = store_module._now()
+    next_second = store_base.now_ts()
     assert first == [first[0]] * 5 and same == first[0]
     assert first[0] == "2025-11-30T10:00:00.123Z"
     assert later == "2025-11-30T10:00:00.124Z"

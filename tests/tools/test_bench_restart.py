@@ -12,7 +12,8 @@ import trio
 import tools.bench
 from host.net.session import hash_token
 from host.plugins.registry import load_registry
-from host.store.file import Conflict, FileStore, fold_log
+from host.store.base import Conflict
+from host.store.file import FileStore, fold_log
 from host.table.engine import Record
 from tests.tools.test_bench import bench_json
 from tools.bench import RestartSeat, make_restart_data, run_restart

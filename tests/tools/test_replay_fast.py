@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import tools.replay
 from host.plugins.registry import load_registry
-from host.store.file import CorruptLog, fold_log, read_log
+from host.store.base import CorruptLog
+from host.store.file import fold_log, read_log
 from host.table.engine import BadRecord, GameFault, Record
 from host.table.local import play_local
 from tools.cli import main
