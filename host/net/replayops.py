@@ -34,6 +34,7 @@ import trio
 
 from host.store.file import CorruptLog, UnknownSession
 from host.table.engine import BadRecord, Engine, Record, SessionState
+from host.table.history import fork_records, verify_log, version_warning
 from protocol.framing import MAX_LINE
 from protocol.messages import MAX_LOG_PAGE, ErrorCode, ProtocolError, Request
 from protocol.replies import Forked, LogPage, ReplayState, SeatInfo, Verified
@@ -269,8 +270,6 @@ async def _state_at(
 
 
 async def _verify(host: Any, engine: Engine, records: list[Record], is_open: bool) -> Any:
-    from tools.replay import verify_log, version_warning
-
     limiter = _verifying.get(host)
     if limiter is None:
         limiter = _verifying[host] = trio.CapacityLimiter(1)
@@ -290,8 +289,6 @@ async def _verify(host: Any, engine: Engine, records: list[Record], is_open: boo
 
 
 async def _fork(host: Any, conn: Any, engine: Engine, records: list[Record], seq: int) -> Forked:
-    from tools.replay import fork_records
-
     sid = secrets.token_hex(8)
     try:
         lines = fork_records(records, seq, sid)
