@@ -80,13 +80,13 @@ import attrs
 import orjson
 import trio
 
+from host.net.client import Client
 from host.net.session import hash_token
 from host.plugins.registry import load_registry
 from host.store.file import Conflict, FileStore
 from host.table.engine import Engine, Record
 from tools.autoplay import SeatResult, play_seat
 from tools.baseline import pad_for
-from tools.client import Client
 
 __all__ = [
     "Counts",
