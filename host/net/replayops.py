@@ -237,8 +237,9 @@ def _record(
     if not truth:
         if rec.type == "header":
             data["seed"] = None
-        elif rec.type == "event":
+        elif rec.type == "event":  # as the current code reads it: upcast, then redacted
             data["event"] = engine.redacted_wire(rec, viewer)
+            data["v"] = engine.game.info.event_version
         elif rec.type == "ended":
             data["seed"] = seed
     return {"seq": rec.seq, "type": rec.type, **data}
