@@ -67,9 +67,9 @@ import orjson
 import trio
 
 from host import logs
-from host.net.client import Client
 from host.store.file import CorruptLog, read_log
 from tools.bench import listening_port, serve_command
+from tools.client import Client
 
 __all__ = [
     "GAMES",
