@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import trio
 
-from tools.client import Client
+from host.net.client import Client
 
 __all__ = ["SeatResult", "play_seat", "play_session"]
 

@@ -80,6 +80,7 @@ import attrs
 import orjson
 import trio
 
+from host.net.client import Client
 from host.net.session import hash_token
 from host.plugins.registry import load_registry
 from host.store.base import Conflict
@@ -87,7 +88,6 @@ from host.store.file import FileStore
 from host.table.engine import Engine, Record
 from tools.autoplay import SeatResult, play_seat
 from tools.baseline import pad_for
-from tools.client import Client
 
 __all__ = [
     "Counts",

@@ -24,8 +24,9 @@ from host import logs
 from host.cli import count, port_number
 from host.net.server import HostConfig, run_host
 from host.plugins.registry import load_registry
+from host.table.history import verify_log
 from tools.autoplay import play_session
-from tools.replay import load, verify_log
+from tools.replay import load
 
 __all__ = ["add_parser", "main"]
 

@@ -32,8 +32,8 @@ import orjson
 import trio
 
 from host.cli import count, non_negative_int, port_number
+from host.net.client import Client, HostError
 from host.plugins.registry import load_registry
-from tools.client import Client, HostError
 
 __all__ = ["Form", "add_parser", "forms", "main", "parse_choice", "resume_command"]
 

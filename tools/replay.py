@@ -33,7 +33,6 @@ The game comes from the installed plugins (the header names it).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
 import secrets
 import sys
@@ -50,6 +49,7 @@ from host.plugins.registry import Registry, load_registry
 from host.store.base import CorruptLog
 from host.store.file import FileStore, fold_log, read_log
 from host.table.engine import Engine, Record
+from host.table.history import fork_records, verify_log, version_warning  # re-exported here
 
 __all__ = [
     "ReplayError",
@@ -216,40 +216,7 @@ def stats_line(records: int, seconds: float, orjson_rate: float | None) -> str:
     )
 
 
-def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
-    """Check a log: the seed matches its commitment and the current code re-produces every record.
-
-    Returns:
-        None when it all holds, else ``(seq, explanation)`` of the first difference.
-    """
-    header = records[0].data
-    for rec in records:
-        if rec.type == "ended":
-            try:
-                seed = bytes.fromhex(rec.data["seed"])
-            except (KeyError, TypeError, ValueError):
-                seed = None
-            if seed is None or hashlib.sha256(seed).hexdigest() != header["seed_commitment"]:
-                return (rec.seq, "the revealed seed does not match the header's commitment")
-    return engine.verify(records)
-
-
 TIMED_OUT = "[timed out: played by the host]"
-
-
-def version_warning(engine: Engine, records: list[Record]) -> str | None:
-    """A warning when the log's header names another game version than the installed one (or
-    none at all), else None."""
-    logged = records[0].data.get("game_version")
-    installed = engine.game.info.version
-    if logged is None:
-        return f"the header names no game_version; checked against installed version {installed}"
-    if str(logged) != str(installed):
-        return (
-            f"the log was written by {engine.game.info.id} version {logged};"
-            f" the installed version is {installed}"
-        )
-    return None
 
 
 def _summary(engine: Engine, rec: Record) -> str:
@@ -312,38 +279,6 @@ def _inline(v: Any) -> str:
 
 def _state_at(engine: Engine, records: list[Record], seq: int) -> Any:
     return engine.rebuild(r for r in records if r.seq <= seq)
-
-
-def fork_records(records: list[Record], n: int, new_id: str) -> list[dict[str, Any]]:
-    """The records 0..``n`` of a log as the records of a new session ``new_id`` (its header
-    names it and says ``forked_from``; an ``ended`` record is left out), ready for a store's
-    ``create``. The fork keeps the seed, so it replays.
-
-    Raises:
-        ValueError: ``n`` is not a seq of the log, or ends inside a cause (the next record is
-            not a ``seat_taken`` or an ``action``): the message says where to fork instead.
-    """
-    last = records[-1].seq
-    if not 0 <= n <= last:
-        raise ValueError(f"the seq must be 0..{last}")
-    after = records[n + 1] if n < last else None
-    if after is not None and after.type not in ("seat_taken", "action"):
-        ends = [r.seq - 1 for r in records[1:] if r.type in ("seat_taken", "action")]
-        before = max((e for e in ends if e < n), default=0)
-        raise ValueError(
-            f"seq {n} is inside a cause (record {n + 1} is its {after.type});"
-            f" fork at {before} or at the end of that cause"
-        )
-    lines = []
-    for r in records[: n + 1]:
-        if r.type == "ended":
-            continue
-        data = dict(r.data)
-        if r.type == "header":
-            data["session"] = new_id
-            data["forked_from"] = {"session": r.data["session"], "seq": n}
-        lines.append({"seq": r.seq, "type": r.type, **data})
-    return lines
 
 
 def _fork(args: argparse.Namespace, records: list[Record]) -> int:

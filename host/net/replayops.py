@@ -34,6 +34,7 @@ import trio
 
 from host.store.base import CorruptLog, UnknownSession
 from host.table.engine import BadRecord, Engine, Record, SessionState
+from host.table.history import fork_records, verify_log, version_warning
 from protocol.framing import MAX_LINE
 from protocol.messages import MAX_LOG_PAGE, ErrorCode, ProtocolError, Request
 from protocol.replies import Forked, LogPage, ReplayState, SeatInfo, Verified
@@ -236,8 +237,9 @@ def _record(
     if not truth:
         if rec.type == "header":
             data["seed"] = None
-        elif rec.type == "event":
+        elif rec.type == "event":  # as the current code reads it: upcast, then redacted
             data["event"] = engine.redacted_wire(rec, viewer)
+            data["v"] = engine.game.info.event_version
         elif rec.type == "ended":
             data["seed"] = seed
     return {"seq": rec.seq, "type": rec.type, **data}
@@ -269,8 +271,6 @@ async def _state_at(
 
 
 async def _verify(host: Any, engine: Engine, records: list[Record], is_open: bool) -> Any:
-    from tools.replay import verify_log, version_warning
-
     limiter = _verifying.get(host)
     if limiter is None:
         limiter = _verifying[host] = trio.CapacityLimiter(1)
@@ -290,8 +290,6 @@ async def _verify(host: Any, engine: Engine, records: list[Record], is_open: boo
 
 
 async def _fork(host: Any, conn: Any, engine: Engine, records: list[Record], seq: int) -> Forked:
-    from tools.replay import fork_records
-
     sid = secrets.token_hex(8)
     try:
         lines = fork_records(records, seq, sid)

@@ -791,9 +791,15 @@ class Engine:
     def verify(self, records: list[Record]) -> tuple[int, str] | None:
         """Re-run every cause in a log on the current code.
 
+        A recorded event is compared with the produced one as the current code reads it: one
+        written under another event schema version (its ``v`` is not ``event_version``) is
+        first upcast by the game's ``upcast`` (see :meth:`_compare`), so a log that spans a
+        schema bump verifies; the ``v`` itself is no difference. Records equal as they are
+        (the common case) are taken without any decoding.
+
         Never raises on a bad log: a record the code cannot read, fold or re-produce (an
-        unregistered or undecodable event, a game that faults on replay) is reported like a
-        difference.
+        unregistered or undecodable event, an upcast that fails, a game that faults on replay)
+        is reported like a difference.
 
         Returns:
             ``None`` if every recorded event is what the current code produces, else
@@ -822,14 +828,12 @@ class Engine:
                     got = records[i + j]
                     if got.seq == want.seq and got.type == want.type and got.data == want.data:
                         continue  # equal as they are (the common case): no JSON round trip
-                    want_data = orjson.loads(orjson.dumps(want.data))
-                    if (got.seq, got.type, got.data) != (want.seq, want.type, want_data):
-                        return (
-                            got.seq,
-                            f"recorded {got.to_json()} but the code produces {want.to_json()}",
-                        )
-                # the recorded records equal the produced ones, whose events read back equal
-                # to themselves: the state they fold to is the one the cause produced
+                    diff = self._compare(got, want)
+                    if diff is not None:
+                        return diff
+                # the recorded records equal the produced ones (an older event once upcast),
+                # whose events read back equal to themselves: the state they fold to is the
+                # one the cause produced
                 state = after
                 i += len(produced)
         except BadRecord as exc:
@@ -838,6 +842,42 @@ class Engine:
             return (exc.seq or at, f"the game faults on replay: {exc.message}")
         except Exception as exc:  # noqa: BLE001 - a verifier reports, it does not crash
             return (at, f"replay failed: {type(exc).__name__}: {exc}")
+        return None
+
+    def _compare(self, got: Record, want: Record) -> tuple[int, str] | None:
+        """:meth:`verify`'s comparison of a recorded record ``got`` with the record ``want`` the
+        current code produces for it, once they are not equal as they are: ``None`` if they are
+        the same record, else ``(seq, explanation)``.
+
+        Both are compared as JSON (a produced tuple is a list, as the log holds it). An event
+        recorded under another event schema version (its ``v`` is not the game's
+        ``event_version``) is first read as the current code reads it, by the codec with the
+        game's ``upcast``, and compared in its current wire form: the version it was written
+        under is no difference, what it says is. One the current code cannot read is a
+        difference (never an exception: the game's ``upcast`` is third-party code).
+        """
+        want_data = orjson.loads(orjson.dumps(want.data))
+        got_data = got.data
+        note = ""
+        version = got_data.get("v") if got.type == "event" else None
+        if version is not None and version != self.game.info.event_version:
+            try:
+                event = self.codec.event_from_wire(got_data["event"], version)
+                upcast = orjson.loads(orjson.dumps(self.codec.event_to_wire(event)))
+            except Exception as exc:  # noqa: BLE001 - the game's upcast may raise anything
+                return (
+                    got.seq,
+                    f"recorded {got.to_json()}, which the code cannot read as an event of"
+                    f" schema v{version} ({type(exc).__name__}: {exc}); the code produces"
+                    f" {want.to_json()}",
+                )
+            got_data = {**got_data, "v": self.game.info.event_version, "event": upcast}
+            note = f" (v{version}, read as {upcast})"
+        if (got.seq, got.type, got_data) != (want.seq, want.type, want_data):
+            return (
+                got.seq,
+                f"recorded {got.to_json()}{note} but the code produces {want.to_json()}",
+            )
         return None
 
     def _recorded_action(self, wire: Any, seen: dict[tuple[Any, ...], Any]) -> Any:

@@ -1,7 +1,7 @@
 """An in-process host for tests: a real TCP server on 127.0.0.1, port 0, in the test's nursery.
 
 A plugin's own tests start one with the games they want (:func:`registry_of`) and talk to it
-with :class:`tools.client.Client` exactly as a remote client would::
+with :class:`host.net.client.Client` exactly as a remote client would::
 
     async def test_a_session(tmp_path):
         async with trio.open_nursery() as nursery:
@@ -45,8 +45,8 @@ class RunningHost:
     nursery: trio.Nursery
 
     async def client(self) -> Any:
-        """A connected :class:`tools.client.Client` whose reader runs in :attr:`nursery`."""
-        from tools.client import Client  # the CLI's client; imported here, host never needs it
+        """A connected :class:`host.net.client.Client` whose reader runs in :attr:`nursery`."""
+        from host.net.client import Client  # the clients' side: the host itself never needs it
 
         c = await Client.connect("127.0.0.1", self.port)
         c.start(self.nursery)

@@ -22,11 +22,11 @@ from host.plugins.registry import Registry, load_registry
 from host.store.file import read_log
 from host.table import commands
 from host.table.engine import Record
+from host.table.history import verify_log
 from tests import broken_games
 from tests.conftest import start_host
 from tests.toy import HighCard, Plugin, Swap
 from tools.client import Client
-from tools.replay import verify_log
 
 
 # -- helpers --------------------------------------------------------------------------------------

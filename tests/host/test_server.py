@@ -241,7 +241,7 @@ async def test_shutdown_tells_clients_why_they_are_closed(tmp_path):
 async def test_a_turn_timer_plays_for_a_seat_that_does_not_act(tmp_path, autojump_clock):
     from host.store.file import read_log
     from host.table.engine import Record
-    from tools.replay import verify_log
+    from host.table.history import verify_log
 
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path, turn_timeout=30.0)
@@ -319,7 +319,7 @@ async def test_a_half_written_last_cause_is_dropped_on_restart(tmp_path):
 async def test_the_host_ends_a_session_that_reaches_its_record_limit(tmp_path):
     from host.store.file import read_log
     from host.table.engine import Record
-    from tools.replay import verify_log
+    from host.table.history import verify_log
 
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path, max_records=12)
