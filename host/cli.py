@@ -186,6 +186,31 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         help="seconds a begun line may take to end (0: any)",
     )
     p.add_argument(
+        "--keepalive",
+        type=_timeout,
+        default=30.0,
+        metavar="SECONDS",
+        help="TCP keepalive on every connection: seconds without traffic before the first probe"
+        " (then one every 10 s at most; 3 lost probes end it), so a dead network path is found"
+        " (0: off)",
+    )
+    p.add_argument(
+        "--ping-after",
+        type=_timeout,
+        default=30.0,
+        metavar="SECONDS",
+        help="seconds a connection that plays or watches a session may stay silent before the"
+        " host pings it (a WebSocket Ping frame in a browser; 0: no pings)",
+    )
+    p.add_argument(
+        "--ping-timeout",
+        type=_timeout,
+        default=30.0,
+        metavar="SECONDS",
+        help="seconds a pinged connection has to send anything before it is closed as"
+        " unresponsive, so a frozen or vanished client does not hold its seat (0: no pings)",
+    )
+    p.add_argument(
         "--outbox-bytes",
         type=_outbox_bytes,
         default=8 * 1024 * 1024,
@@ -270,6 +295,9 @@ def serve_main(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         idle_timeout=args.idle_timeout,
         line_timeout=args.line_timeout,
+        keepalive=args.keepalive,
+        ping_after=args.ping_after,
+        ping_timeout=args.ping_timeout,
         outbox_bytes=args.outbox_bytes,
         create_burst=args.create_burst,
         create_rate=args.create_rate,

@@ -14,7 +14,7 @@ Messages:
   replay ops' :class:`LogPage`, :class:`ReplayState`, :class:`Verified`, :class:`Forked`) or
   :class:`Refused` (``ok: false``, an error code, its message and extra fields).
 - pushes ``{"push": ..., ...}``: :class:`EventPush`, :class:`TurnPush`, :class:`EndedPush`,
-  :class:`StalledPush`, :class:`ClosedPush`.
+  :class:`StalledPush`, :class:`ClosedPush`, :class:`PingPush`.
 
 A push's encoded line is kept on the object once made, so one push sent to many connections
 (all the spectators of a table) is encoded once.
@@ -47,6 +47,7 @@ __all__ = [
     "Message",
     "OptionDescription",
     "Outcome",
+    "PingPush",
     "Pong",
     "Push",
     "PUSHES",
@@ -863,7 +864,7 @@ class StalledPush(_Push):
 @attrs.frozen
 class ClosedPush(_Push):
     """The host hangs up (``reason``: ``shutdown``, ``too_many_connections``, ``idle``,
-    ``line_timeout``, ``slow_consumer``)."""
+    ``line_timeout``, ``slow_consumer``, ``unresponsive``)."""
 
     name: ClassVar[str] = "closed"
     reason: str
@@ -875,6 +876,25 @@ class ClosedPush(_Push):
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> ClosedPush:
         return cls(obj["reason"])
+
+
+@attrs.frozen
+class PingPush(_Push):
+    """The host asks a connection that plays or watches a session, and has been silent for
+    ``serve --ping-after`` seconds, whether it is still there: any complete line answers it (a
+    ``ping`` request will do); silence for ``serve --ping-timeout`` seconds more and the host
+    hangs up (``closed``, ``unresponsive``). Over a WebSocket the host sends a Ping frame
+    instead, which the browser answers by itself."""
+
+    name: ClassVar[str] = "ping"
+    _line: bytes | None = _line_field()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"push": "ping"}
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> PingPush:
+        return cls()
 
 
 @attrs.frozen
@@ -896,11 +916,11 @@ class ViewPush(_Push):
         return cls(obj["session"], obj["seq"], obj["view"])
 
 
-Push = EventPush | TurnPush | ViewPush | EndedPush | StalledPush | ClosedPush
+Push = EventPush | TurnPush | ViewPush | EndedPush | StalledPush | ClosedPush | PingPush
 Message = Reply | Push
 
 PUSHES: dict[str, type[Any]] = {
-    c.name: c for c in (EventPush, TurnPush, ViewPush, EndedPush, StalledPush, ClosedPush)
+    c.name: c for c in (EventPush, TurnPush, ViewPush, EndedPush, StalledPush, ClosedPush, PingPush)
 }
 """push name -> its class."""
 

@@ -97,8 +97,14 @@ export function validate(schema, value, path = '$') {
 }
 
 // -- a connection: requests with ids, replies matched by id, pushes to a handler ------------------
+//
+// The host pings a connection that plays or watches a session once it has been silent for a
+// while (`serve --ping-after`) and hangs up on it (`closed`, `unresponsive`) if nothing comes
+// back in time: every `ping` push is answered here with a `ping` request, and not passed on.
 
 class Conn {
+  static pingsAnswered = 0;
+
   constructor(host, port, label, onPush) {
     this.label = label;
     this.onPush = onPush;
@@ -128,7 +134,10 @@ class Conn {
     for (const line of lines) {
       if (!line.trim()) continue;
       const msg = JSON.parse(line);
-      if (Object.hasOwn(msg, 'ok')) {
+      if (msg.push === 'ping') {
+        Conn.pingsAnswered++;
+        this.request('ping').catch(() => {}); // any request answers; its reply is dropped
+      } else if (Object.hasOwn(msg, 'ok')) {
         const w = this.waiting.get(msg.id);
         if (!w) throw new Error(`${this.label}: a reply to no request: ${line}`);
         this.waiting.delete(msg.id);
@@ -248,7 +257,9 @@ class Viewer {
       this.ended = true;
       this.finish();
     } else if (p.push === 'closed') {
-      // the host hangs up (shutdown, slow_consumer): the drop handler resumes if it can
+      // the host hangs up (shutdown, slow_consumer): the drop handler resumes if it can; but
+      // `unresponsive` means a ping went unanswered, which this client never lets happen
+      if (p.reason === 'unresponsive') this.fail('closed by the host as unresponsive');
     } else if (p.push !== 'stalled') {
       this.fail(`an unknown push ${JSON.stringify(p)}`);
     }
@@ -443,7 +454,7 @@ async function main() {
   for (const n of notes) console.log(`note: ${n}`);
   const summary = `${ctx.sessions} sessions, ${ctx.actions} actions, ${ctx.pushes} pushes in gapless order,`
     + ` ${ctx.checked} values checked against the contract, ${ctx.resumes} resumes after a dropped`
-    + ` connection, ${ctx.conflicts} conflicts`
+    + ` connection, ${ctx.conflicts} conflicts, ${Conn.pingsAnswered} pings answered`
     + (values['view-pushes'] ? `, ${ctx.views} view pushes` : '');
   if (problems.length) {
     for (const p of problems) console.error(`problem: ${p}`);

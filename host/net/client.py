@@ -10,6 +10,12 @@ op's typed result, :meth:`Client.reply` the whole typed reply, :meth:`Client.nex
 next typed push); or the JSON objects as they came (:meth:`Client.request`, :meth:`Client.call`,
 :meth:`Client.next_push`), for tests of the exact wire shape and for tools that only look at a
 field or two.
+
+The host pings a connection that plays or watches a session when it has been silent for a
+while (``serve --ping-after``) and hangs up on it if it does not answer. The client answers
+each ``ping`` push by itself with a ``ping`` request (whose reply it drops), so a player that
+thinks for long keeps its seat; those pushes are not queued for the caller. Tests of an
+unresponsive client turn that off (``answer_pings=False``): the pushes are then queued as any.
 """
 
 from __future__ import annotations
@@ -25,7 +31,11 @@ from protocol.framing import LineBuffer, LineTooLong
 from protocol.messages import encode
 from protocol.replies import Push, Refused, Reply, Result, decode_message
 
-__all__ = ["Client", "HostError"]
+__all__ = ["PING_ID", "Client", "HostError"]
+
+PING_ID = "ping"
+"""The ``id`` of the ``ping`` requests that answer the host's pings (never one of the integer
+ids of the caller's requests, so their replies are told apart and dropped)."""
 
 
 class HostError(Exception):
@@ -45,27 +55,45 @@ class Client:
 
     Args:
         stream: a connected trio stream.
+        answer_pings: answer the host's ``ping`` pushes with a ``ping`` request (their count
+            is ``pings_answered``); False: queue them as other pushes, unanswered.
     """
 
-    def __init__(self, stream: trio.abc.Stream) -> None:
+    def __init__(self, stream: trio.abc.Stream, *, answer_pings: bool = True) -> None:
         self.stream = stream
+        self.answer_pings = answer_pings
+        self.pings_answered = 0
+        self._send_lock = trio.Lock()  # one send at a time: the reader answers pings too
         self._ids = itertools.count(1)
         self._waiting: dict[Any, trio.MemorySendChannel[dict[str, Any]]] = {}
         self._push_send, self.pushes = trio.open_memory_channel[dict[str, Any]](math.inf)
         self._nursery: trio.Nursery | None = None
+        self._tasks: trio.Nursery | None = None  # where the reader runs (and answers pings)
         self._cm: Any = None
         self._closed = False
 
     @classmethod
-    async def connect(cls, host: str, port: int) -> Client:
-        """Open a TCP connection."""
-        return cls(await trio.open_tcp_stream(host, port))
+    async def connect(cls, host: str, port: int, *, answer_pings: bool = True) -> Client:
+        """Open a TCP connection (``answer_pings``: see :class:`Client`)."""
+        return cls(await trio.open_tcp_stream(host, port), answer_pings=answer_pings)
 
     async def __aenter__(self) -> Client:
         self._cm = trio.open_nursery()
-        self._nursery = await self._cm.__aenter__()
+        self._nursery = self._tasks = await self._cm.__aenter__()
         self._nursery.start_soon(self._reader)
         return self
+
+    async def _send(self, data: bytes) -> None:
+        async with self._send_lock:
+            await self.stream.send_all(data)
+
+    async def _answer_ping(self) -> None:
+        """Answer one ``ping`` push (a write that fails means the connection is going)."""
+        try:
+            await self._send(encode({"id": PING_ID, "op": "ping"}))
+            self.pings_answered += 1
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
 
     async def __aexit__(self, *exc: Any) -> bool | None:
         assert self._nursery is not None
@@ -86,7 +114,9 @@ class Client:
                     if isinstance(line, LineTooLong):
                         continue
                     msg = orjson.loads(line)
-                    if "push" in msg:
+                    if msg.get("push") == "ping" and self.answer_pings and self._tasks:
+                        self._tasks.start_soon(self._answer_ping)
+                    elif "push" in msg:
                         self._push_send.send_nowait(msg)
                     else:
                         waiter = self._waiting.pop(msg.get("id"), None)
@@ -101,11 +131,14 @@ class Client:
                 waiter.close()
 
     async def send_raw(self, data: bytes) -> None:
-        """Send bytes as they are (tests of bad input)."""
-        await self.stream.send_all(data)
+        """Send bytes as they are (tests of bad input; a ping's answer may come between two
+        calls, so send a partial line only with ``answer_pings`` off)."""
+        await self._send(data)
 
     def start(self, nursery: trio.Nursery) -> None:
-        """Run the reader in ``nursery`` instead of using ``async with``."""
+        """Run the reader (and the answers to pings) in ``nursery`` instead of using
+        ``async with``."""
+        self._tasks = nursery
         nursery.start_soon(self._reader)
 
     async def aclose(self) -> None:
@@ -119,7 +152,7 @@ class Client:
         rid = next(self._ids)
         send, recv = trio.open_memory_channel[dict[str, Any]](1)
         self._waiting[rid] = send
-        await self.stream.send_all(encode({"id": rid, "op": op, **params}))
+        await self._send(encode({"id": rid, "op": op, **params}))
         try:
             return await recv.receive()
         except trio.EndOfChannel:

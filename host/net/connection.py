@@ -10,11 +10,23 @@ What the connection knows of the sessions it plays or watches comes from the ses
 themselves, through :meth:`Connection.attached` and :meth:`Connection.detached`: it never reads
 a session's state. Each connection has a :attr:`Connection.key`, unique among every host's
 connections (``<host instance>.<n>``), which a session writes into its log as a seat's holder.
+
+Liveness: a frozen or vanished client must not hold its seat. The reader's deadlines close a
+lobby connection that stays silent (``idle_timeout``) and one that never ends a line
+(``line_timeout``). A connection that plays or watches a live session may stay silent, so it is
+asked instead: after ``ping_after`` seconds without a complete line the host sends it a
+``ping`` (:class:`protocol.replies.PingPush`; a WebSocket Ping frame over a WebSocket, see
+:class:`host.net.web.WebSocketStream`), and if nothing at all comes in ``ping_timeout``
+seconds more (a line, or over a WebSocket a Pong) it is closed as ``unresponsive``. A process
+that is frozen (its kernel still acknowledges every segment) is found so; TCP keepalive
+(:func:`set_keepalive`, on every accepted socket) finds a network path that died without a FIN.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import socket
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -24,19 +36,67 @@ from host.errors import GamehostError
 from host.plugins.faults import refusal
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import ErrorCode, ProtocolError, parse_request
-from protocol.replies import ClosedPush, Outcome, Push, Refused, encode_reply, reply_id
+from protocol.replies import (
+    ClosedPush,
+    Outcome,
+    PingPush,
+    Push,
+    Refused,
+    encode_reply,
+    reply_id,
+)
 
 if TYPE_CHECKING:
     from host.net.server import Host
     from host.net.session import Session
     from host.table import commands
 
-__all__ = ["LINGER_REASONS", "Connection"]
+__all__ = ["KEEPALIVE_COUNT", "KEEPALIVE_INTERVAL", "LINGER_REASONS", "Connection", "set_keepalive"]
 
 log = structlog.get_logger("gamehost.server")
 
 LINGER_REASONS = frozenset({"idle", "line_timeout"})
 """``closed`` reasons after which the host drains the client's input briefly before closing."""
+
+PING = PingPush()
+"""The one ``ping`` push (its line is encoded once)."""
+
+KEEPALIVE_INTERVAL = 10
+"""Seconds between TCP keepalive probes once they begin (at most the idle time)."""
+
+KEEPALIVE_COUNT = 3
+"""Unanswered TCP keepalive probes after which the kernel resets the connection."""
+
+
+def set_keepalive(sock: Any, idle: float | None) -> bool:
+    """Turn TCP keepalive on for ``sock`` (a stdlib or trio socket): the first probe after
+    ``idle`` seconds without traffic (rounded, at least 1), then one every
+    :data:`KEEPALIVE_INTERVAL` seconds (at most ``idle``), the connection reset by the kernel
+    after :data:`KEEPALIVE_COUNT` unanswered ones. ``idle`` None or 0: nothing is set. The
+    per-socket timings are set where the OS has them (``TCP_KEEPIDLE``, or ``TCP_KEEPALIVE``
+    on macOS; ``TCP_KEEPINTVL``; ``TCP_KEEPCNT``), else the system's defaults hold.
+
+    Returns whether ``SO_KEEPALIVE`` was set. Never raises: a socket that refuses an option
+    (not TCP, closed, an OS without it) keeps working without it.
+    """
+    if not idle:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    except (OSError, AttributeError, TypeError):
+        return False
+    seconds = max(1, round(idle))
+    keepidle = getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None)
+    for option, value in (
+        (keepidle, seconds),
+        (getattr(socket, "TCP_KEEPINTVL", None), min(KEEPALIVE_INTERVAL, seconds)),
+        (getattr(socket, "TCP_KEEPCNT", None), KEEPALIVE_COUNT),
+    ):
+        if option is None:
+            continue
+        with contextlib.suppress(OSError, AttributeError, TypeError):
+            sock.setsockopt(socket.IPPROTO_TCP, option, value)
+    return True
 
 
 class Connection:
@@ -71,6 +131,11 @@ class Connection:
         self._waiting = 0  # requests submitted to sessions and not answered yet
         self._answered = trio.Event()
         self._answered.set()
+        self._wait: trio.CancelScope | None = None  # the reader's wait for input, while it waits
+        if hasattr(stream, "on_pong"):  # a WebSocket: a Pong answers a ping as a line does
+            stream.on_pong = self._rearm
+        self.pinged: float | None = None
+        """When the host sent the ping not answered yet (``trio.current_time()``), or None."""
 
     def __hash__(self) -> int:
         return id(self)
@@ -212,10 +277,18 @@ class Connection:
     def attached(self, session: str, viewer: int | None) -> None:
         """A session took this connection as ``viewer`` (a seat, or None: a spectator)."""
         self.roles[session] = viewer
+        self._rearm()
 
     def detached(self, session: str) -> None:
         """A session no longer counts this connection as playing or watching it."""
         self.roles.pop(session, None)
+        self._rearm()
+
+    def _rearm(self) -> None:
+        """Have the reader work out its deadline again (its roles changed, and with them
+        whether silence is idleness or calls for a ping; or a Pong answered its ping)."""
+        if self._wait is not None:
+            self._wait.cancel()
 
     @property
     def closing(self) -> bool:
@@ -227,6 +300,25 @@ class Connection:
         """Whether this connection plays or watches a live session (then it may stay silent,
         as may one whose requests a session has not answered yet)."""
         return bool(self.roles)
+
+    def _pinged_deadline(self, last_line: float) -> tuple[float, str | None]:
+        """When the ping timer next acts and what it does then: ``"ping"`` (send one) or
+        ``"unresponsive"`` (close); ``(inf, None)`` when this connection is not pinged (it
+        neither plays nor watches, or ``ping_after``/``ping_timeout`` is off).
+
+        What counts as life: the last complete line (``last_line``), and over a WebSocket the
+        last Pong (the stream's ``last_pong``). Once heard from after a ping, the ping is
+        answered and the next one is due ``ping_after`` seconds after that."""
+        cfg = self.host.config
+        if not (cfg.ping_after and cfg.ping_timeout and self._watching()):
+            self.pinged = None
+            return math.inf, None
+        heard = max(last_line, getattr(self.stream, "last_pong", -math.inf))
+        if self.pinged is not None and heard >= self.pinged:
+            self.pinged = None  # answered
+        if self.pinged is None:
+            return heard + cfg.ping_after, "ping"
+        return self.pinged + cfg.ping_timeout, "unresponsive"
 
     def _timed_out(self, reason: str) -> None:
         log.info("connection_timed_out", reason=reason)
@@ -249,13 +341,26 @@ class Connection:
                     deadline = now + cfg.idle_timeout
                 else:
                     deadline, reason = last_line + cfg.idle_timeout, "idle"
+            due, why = self._pinged_deadline(last_line)
+            if due < deadline:
+                deadline, reason = due, why
             with trio.move_on_at(deadline) as waited:
+                self._wait = waited  # attached/detached cancel it: the deadline is worked out anew
                 try:
                     data = await self.stream.receive_some(65536)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     return
+                finally:
+                    self._wait = None
             if waited.cancelled_caught:
-                if reason is not None:
+                if trio.current_time() < deadline:  # woken: roles changed, or a Pong came
+                    continue
+                if reason == "ping":
+                    self.pinged = trio.current_time()
+                    self.send(PING)
+                elif reason == "unresponsive" and self._pinged_deadline(last_line)[1] == "ping":
+                    pass  # answered meanwhile by something that is not a line (a Pong)
+                elif reason is not None:
                     self._timed_out(reason)
                     return
                 continue

@@ -20,7 +20,11 @@ Limits, so that no client can exhaust the host (all in :class:`HostConfig`):
 - time: a line once begun must end within ``line_timeout`` seconds (a client trickling bytes is
   closed, reason ``line_timeout``), and a connection that neither plays nor watches a live session
   and sent no complete line for ``idle_timeout`` seconds is closed (reason ``idle``). A seated
-  player waiting for its turn is never cut for silence.
+  player waiting for its turn is never cut for silence, but it is asked: after ``ping_after``
+  seconds of it the host sends a ``ping`` and closes the connection (reason ``unresponsive``)
+  when nothing comes within ``ping_timeout`` seconds more, so a frozen or vanished client does
+  not hold its seat; every accepted socket has TCP keepalive (``keepalive``), which finds a dead
+  network path (see :mod:`host.net.connection`).
 - memory: every connection's queued outbound bytes are counted from the moment a line is queued
   until the writer has sent it; past ``outbox_bytes`` (or ``outbox`` lines) the connection is
   dropped as ``slow_consumer``. The budget is strict: a ``resume`` whose missed events alone pass
@@ -62,7 +66,7 @@ import trio
 
 from host import __version__
 from host.net import replayops
-from host.net.connection import Connection
+from host.net.connection import Connection, set_keepalive
 from host.net.session import Session, seat_bots_step
 from host.net.workers import reuse_port_listeners
 from host.plugins.faults import notify_isolated
@@ -135,6 +139,15 @@ class HostConfig:
             without sending a complete line before it is closed (``idle``); None: never.
         line_timeout: seconds a begun line may take to end before the connection is closed
             (``line_timeout``); None: never.
+        keepalive: seconds an accepted socket (TCP or WebSocket) may carry no traffic before the
+            kernel sends its first TCP keepalive probe (then one every 10 s at most; 3 lost
+            probes reset it); None or 0: no keepalive.
+        ping_after: seconds a connection that plays or watches a live session may send no
+            complete line before the host sends it a ``ping`` (a Ping frame over a WebSocket);
+            None or 0: no pings.
+        ping_timeout: seconds after a ping within which the connection must send something (any
+            line; over a WebSocket a Pong too) before it is closed (``unresponsive``); None or
+            0: no pings.
         outbox_bytes: bytes a connection may have queued (sent to it but not yet written to its
             socket) before it is dropped as too slow.
         create_burst: ``create`` requests a peer address may make at once (token bucket size).
@@ -174,6 +187,9 @@ class HostConfig:
     max_connections: int | None = None
     idle_timeout: float | None = 300.0
     line_timeout: float | None = 30.0
+    keepalive: float | None = 30.0
+    ping_after: float | None = 30.0
+    ping_timeout: float | None = 30.0
     outbox_bytes: int = 8 * 1024 * 1024
     create_burst: int = 20
     create_rate: float = 0.5
@@ -886,6 +902,7 @@ class Host:
             peer = f"{addr[0]}:{addr[1]}"
         except OSError:
             peer = "?"
+        set_keepalive(stream.socket, self.config.keepalive)
         self._connections_made += 1
         conn = Connection(
             self,

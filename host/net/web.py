@@ -14,7 +14,10 @@ of request, told apart by their head (read with h11, at most :data:`MAX_HEAD` by
   with any newline read as a space, then ``\\n``) and each line the host writes into one text
   message, so the connection limits (``--max-connections``, idle and line timeouts, the
   outbox budget), the 64 KiB line limit, every error and the redaction are those of TCP: the
-  same code runs. A binary message is read the same way as a text one.
+  same code runs. A binary message is read the same way as a text one. The one line that is
+  not sent as a message is the host's ``ping`` push: over a WebSocket it is a Ping frame, which
+  a browser answers with a Pong by itself, and a Pong counts as life as a line does
+  (``WebSocketStream.last_pong``; the ping timer is :mod:`host.net.connection`'s).
 
 Who may open the WebSocket: a request without ``Origin`` (not a browser), one whose ``Origin``
 is this host's own (``http://`` + its ``Host`` header), or one that ``--allow-origin`` names.
@@ -27,7 +30,9 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import math
 import mimetypes
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -41,12 +46,15 @@ from wsproto.events import (
     BytesMessage,
     CloseConnection,
     Ping,
+    Pong,
     RejectConnection,
     RejectData,
     Request,
     TextMessage,
 )
 from wsproto.utilities import LocalProtocolError
+
+from protocol.replies import PingPush
 
 __all__ = [
     "MAX_HEAD",
@@ -72,6 +80,9 @@ heads and never ends them (slowloris) cannot take every slot; more from it are c
 unanswered while the others are served."""
 
 WS_PATH = "/ws"
+
+PING_LINE = PingPush().line().rstrip(b"\n")
+"""The ``ping`` push's line, which :meth:`WebSocketStream.send_all` sends as a Ping frame."""
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
@@ -152,9 +163,13 @@ class WebSocketStream(trio.abc.HalfCloseableStream):
     ``receive_some`` returns the bytes of incoming messages, each message followed by ``\\n``
     (newlines inside a message become spaces, so one message is one line; partial frames are
     passed on as they arrive, so an over-long message is cut by the same line limit as on TCP).
-    ``send_all`` takes whole lines and sends each as one text message. ``send_eof`` sends a
-    close frame; ``receive_some`` returns ``b""`` once the peer's close (or EOF) arrives.
-    ``socket`` is the underlying socket (for the peer address).
+    ``send_all`` takes whole lines and sends each as one text message, except the ``ping``
+    push (:data:`PING_LINE`), sent as a WebSocket Ping frame: a browser answers that with a Pong
+    by itself, and ``last_pong`` (``trio.current_time()`` seconds, ``-inf`` until the first)
+    says when the last Pong was read (the connection counts it as life; ``on_pong`` tells it
+    at once). ``send_eof`` sends a close frame; ``receive_some`` returns ``b""`` once the
+    peer's close (or EOF) arrives. ``socket`` is the underlying socket (for the peer address
+    and its options).
     """
 
     def __init__(self, stream: trio.SocketStream, ws: WSConnection) -> None:
@@ -165,6 +180,10 @@ class WebSocketStream(trio.abc.HalfCloseableStream):
         self._outgoing = bytearray()  # a line not finished by the last send_all
         self._eof = False
         self._lock = trio.StrictFIFOLock()
+        self.last_pong = -math.inf
+        self.on_pong: Callable[[], None] | None = None
+        """Called (from the reading task) after each Pong: the connection's reader then works
+        out its ping deadline again at once."""
 
     def _read_events(self) -> bytes:
         """Take wsproto's events: message bytes into ``_incoming``; control replies returned."""
@@ -177,6 +196,10 @@ class WebSocketStream(trio.abc.HalfCloseableStream):
                     self._incoming += b"\n"
             elif isinstance(event, Ping):
                 reply += self._ws.send(event.response())
+            elif isinstance(event, Pong):
+                self.last_pong = trio.current_time()
+                if self.on_pong is not None:
+                    self.on_pong()
             elif isinstance(event, CloseConnection):
                 self._eof = True
                 try:
@@ -223,7 +246,11 @@ class WebSocketStream(trio.abc.HalfCloseableStream):
         del self._outgoing[: end + 1]
         try:
             frames = b"".join(
-                self._ws.send(TextMessage(data=line.decode("utf-8", "replace")))
+                self._ws.send(
+                    Ping()
+                    if line == PING_LINE
+                    else TextMessage(data=line.decode("utf-8", "replace"))
+                )
                 for line in lines
                 if line
             )

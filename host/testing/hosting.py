@@ -44,11 +44,12 @@ class RunningHost:
     data_dir: Path
     nursery: trio.Nursery
 
-    async def client(self) -> Any:
-        """A connected :class:`host.net.client.Client` whose reader runs in :attr:`nursery`."""
+    async def client(self, *, answer_pings: bool = True) -> Any:
+        """A connected :class:`host.net.client.Client` whose reader runs in :attr:`nursery`
+        (``answer_pings``: see :class:`~host.net.client.Client`)."""
         from host.net.client import Client  # the clients' side: the host itself never needs it
 
-        c = await Client.connect("127.0.0.1", self.port)
+        c = await Client.connect("127.0.0.1", self.port, answer_pings=answer_pings)
         c.start(self.nursery)
         return c
 
@@ -94,11 +95,12 @@ async def start_host(
         data_dir: the host's data directory.
         registry: the games (default: every installed game, :func:`installed_registry`).
         wait_loaded: wait until the sessions on disk are loaded.
-        **config: any :class:`~host.net.server.HostConfig` field. Connection timeouts are off unless
-            given: under ``autojump_clock`` virtual time leaps while the store's thread works,
-            and idle test clients would be hung up on.
+        **config: any :class:`~host.net.server.HostConfig` field. Connection timeouts, and the
+            ping of seated connections (``ping_after``), are off unless given: under
+            ``autojump_clock`` virtual time leaps while the store's thread works, and idle test
+            clients would be hung up on.
     """
-    config = {"idle_timeout": None, "line_timeout": None, **config}
+    config = {"idle_timeout": None, "line_timeout": None, "ping_after": None, **config}
     cfg = HostConfig(data_dir=data_dir, port=0, **config)  # type: ignore[arg-type]
     registry = registry or installed_registry()
     host, port = await nursery.start(

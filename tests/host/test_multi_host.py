@@ -65,7 +65,7 @@ async def start_shared(
 ) -> RunningHost:
     """A host on the shared store (its own store object and feed), like one of several hosts
     on one database."""
-    config = {"idle_timeout": None, "line_timeout": None, **config}
+    config = {"idle_timeout": None, "line_timeout": None, "ping_after": None, **config}
     cfg = HostConfig(data_dir=data_dir, port=0, **config)  # type: ignore[arg-type]
     registry = toy_registry()
     host, port = await nursery.start(

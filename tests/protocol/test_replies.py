@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from protocol.messages import ERRORS, ErrorCode, encode, encode_error, encode_ok, push
 from protocol.replies import (
+    PUSHES,
     RESULTS,
     Accepted,
     Capabilities,
@@ -35,6 +36,7 @@ from protocol.replies import (
     Left,
     LogPage,
     OptionDescription,
+    PingPush,
     Pong,
     Refused,
     ReplayState,
@@ -195,7 +197,8 @@ pushes = st.one_of(
     st.builds(ViewPush, text, ints, json_values),
     st.builds(EndedPush, text, ints, json_values, st.none() | text),
     st.builds(StalledPush, text, st.just("store_error")),
-    st.builds(ClosedPush, st.sampled_from(["shutdown", "idle", "slow_consumer"])),
+    st.builds(ClosedPush, st.sampled_from(["shutdown", "idle", "slow_consumer", "unresponsive"])),
+    st.builds(PingPush),
 )
 
 
@@ -277,7 +280,19 @@ def documented_pushes() -> dict[str, list[str]]:
 
 
 def test_protocol_md_lists_every_push():
-    assert set(documented_pushes()) == {"event", "turn", "view", "ended", "stalled", "closed"}
+    assert (
+        set(documented_pushes())
+        == set(PUSHES)
+        == {
+            "event",
+            "turn",
+            "view",
+            "ended",
+            "stalled",
+            "closed",
+            "ping",
+        }
+    )
 
 
 @given(pushes)

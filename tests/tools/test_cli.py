@@ -24,6 +24,9 @@ from tools.cli import main
         (["serve", "--turn-timeout", "-1"], "argument --turn-timeout: seconds must be"),
         (["serve", "--abandon-after", "-5"], "argument --abandon-after: seconds must be"),
         (["serve", "--idle-timeout", "x"], "argument --idle-timeout: not a number"),
+        (["serve", "--keepalive", "-1"], "argument --keepalive: seconds must be"),
+        (["serve", "--ping-after", "x"], "argument --ping-after: not a number"),
+        (["serve", "--ping-timeout", "inf"], "argument --ping-timeout: seconds must be"),
         (["serve", "--create-burst", "-1"], "argument --create-burst: must be at least 1"),
         (["serve", "--max-sessions", "0"], "argument --max-sessions: must be at least 1"),
         (["serve", "--outbox-bytes", "1"], "argument --outbox-bytes: must be at least 262144"),
@@ -119,3 +122,21 @@ def test_serve_starts_without_importing_the_tools():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], (30.0, 30.0, 30.0)),
+        (["--keepalive", "12", "--ping-after", "5", "--ping-timeout", "7.5"], (12.0, 5.0, 7.5)),
+        (["--keepalive", "0", "--ping-after", "0", "--ping-timeout", "0"], (None, None, None)),
+    ],
+)
+def test_the_liveness_flags_reach_the_host_config(argv, expected, tmp_path, monkeypatch):
+    """``--keepalive``, ``--ping-after`` and ``--ping-timeout`` (0: off, None in the config)."""
+    monkeypatch.setattr("host.cli.logs.configure", lambda *args, **kw: None)
+    ran = []
+    monkeypatch.setattr("host.cli.trio.run", lambda fn, config, registry: ran.append(config))
+    assert main(["serve", "--port", "0", "--data-dir", str(tmp_path), *argv]) == 0
+    (config,) = ran
+    assert (config.keepalive, config.ping_after, config.ping_timeout) == expected

@@ -32,9 +32,11 @@ def contract_file(tmp_path: Path) -> Path:
     return path
 
 
-async def run_client(tmp_path: Path, schema: Path, *args: str) -> trio.CompletedProcess:
+async def run_client(
+    tmp_path: Path, schema: Path, *args: str, **config: object
+) -> trio.CompletedProcess:
     async with trio.open_nursery() as n:
-        host = await start_host(n, tmp_path / "data", REGISTRY)
+        host = await start_host(n, tmp_path / "data", REGISTRY, **config)
         assert NODE is not None
         cmd = [NODE, str(CLIENT), "--port", str(host.port), "--schema", str(schema), *args]
         done = await trio.run_process(cmd, capture_stdout=True, capture_stderr=True, check=False)
@@ -69,6 +71,34 @@ async def test_the_js_client_fails_on_a_value_the_contract_does_not_allow(tmp_pa
     err = done.stderr.decode()
     assert done.returncode == 1
     assert "breaks the published contract: $.hand: not allowed" in err
+
+
+async def test_the_js_client_answers_the_hosts_pings(tmp_path: Path) -> None:
+    """Against a host that pings after 50 ms of silence and hangs up 0.4 s later: the spectator
+    says nothing after its ``watch`` while the bot takes 0.1 s a move through a whole deal (at
+    least 6 moves), so only answering every ping keeps it on the line (the client fails when
+    it is closed as ``unresponsive``)."""
+    schema = contract_file(tmp_path)
+    done = await run_client(
+        tmp_path,
+        schema,
+        "--game",
+        "crazy-eights",
+        "--seats",
+        "2",
+        "--options",
+        '{"target": 1}',
+        "--timeout",
+        "60",
+        ping_after=0.05,
+        ping_timeout=0.4,
+        bot_delay=0.1,
+    )
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, out + err
+    assert "ok: 1 sessions" in out
+    pings = re.search(r", (\d+) pings answered", out)
+    assert pings and int(pings.group(1)) > 0, out
 
 
 def test_the_js_client_prints_its_usage_for_help_and_for_a_bad_option() -> None:

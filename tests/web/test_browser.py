@@ -606,3 +606,65 @@ def test_the_other_games_are_played_to_the_end_on_their_tables(
     assert records[-1].type == "ended" and "aborted" not in records[-1].data
     assert any(r.type == "action" and r.data["seat"] == 0 for r in records)
     assert REGISTRY.engines[game].verify(records) is None
+
+
+# ---- liveness: the browser answers the host's Ping frames ------------------------------------
+def test_a_seated_page_answers_every_ping_frame_and_keeps_its_connection(browser):
+    """A host that pings after 0.2 s of silence and hangs up 1 s later: a page sitting at its
+    table (it sends nothing while it is its turn) keeps its one connection, because the browser
+    answers each Ping frame with a Pong by itself."""
+    from host.net.server import HostConfig, run_host
+
+    ready: queue.Queue = queue.Queue()
+    with tempfile.TemporaryDirectory() as data:
+
+        async def serve() -> None:
+            cfg = HostConfig(
+                data_dir=Path(data),
+                port=0,
+                http_port=0,
+                turn_timeout=None,
+                ping_after=0.2,
+                ping_timeout=1.0,
+            )
+            async with trio.open_nursery() as n:
+                running, _ = await n.start(
+                    lambda task_status: run_host(
+                        cfg, REGISTRY, handle_signals=False, task_status=task_status
+                    )
+                )
+                ready.put((running, trio.lowlevel.current_trio_token()))
+
+        thread = threading.Thread(target=trio.run, args=(serve,), daemon=True)
+        thread.start()
+        host, token = ready.get(timeout=WAIT)
+
+        def in_host(fn: Callable[[], Any]) -> Any:
+            return trio.from_thread.run_sync(fn, trio_token=token)
+
+        try:
+            d = browser
+            d.get(f"http://127.0.0.1:{host.http_port}/#/")
+            form = wait_for(d, lambda d: css(d, 'form[data-game="crazy-eights"]'), "the games")[0]
+            form.find_element("css selector", "button.create").click()
+            wait_for(d, lambda d: css(d, "#controls button"), "my first turn")
+            sid = d.current_url.rsplit("/", 1)[1]
+
+            def seat_zero() -> Any:
+                held = host.sessions[sid].subscribers
+                return next(c for c, seat in held.items() if seat == 0)
+
+            conn = in_host(seat_zero)
+            since = in_host(trio.current_time)
+            # five times past ping_after + ping_timeout, its Pongs still come
+            wait_for(
+                d,
+                lambda d: in_host(lambda: conn.stream.last_pong) > since + 6.0,
+                "Pongs for 6 s",
+            )
+            assert in_host(lambda: conn in host.connections and not conn.dead)
+            assert in_host(seat_zero) is conn  # the same connection, never closed and resumed
+            assert css(d, "#controls button")  # still its turn, nothing happened meanwhile
+        finally:
+            in_host(host.request_shutdown)
+            thread.join(WAIT)
