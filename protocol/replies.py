@@ -35,6 +35,7 @@ __all__ = [
     "Capabilities",
     "ClosedPush",
     "Created",
+    "DetachedPush",
     "EndedPush",
     "EventPush",
     "Forked",
@@ -898,6 +899,31 @@ class PingPush(_Push):
 
 
 @attrs.frozen
+class DetachedPush(_Push):
+    """This connection no longer holds ``seat`` of ``session`` (``reason``: ``resumed``, another
+    connection resumed the seat; ``released``, the host released it): no more pushes of that
+    session follow, ``act`` there is ``not_seated``, and ``resume`` takes the seat back."""
+
+    name: ClassVar[str] = "detached"
+    session: str
+    seat: int
+    reason: str
+    _line: bytes | None = _line_field()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "push": "detached",
+            "session": self.session,
+            "seat": self.seat,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> DetachedPush:
+        return cls(obj["session"], obj["seat"], obj["reason"])
+
+
+@attrs.frozen
 class ViewPush(_Push):
     """A state push: the viewer's whole ``view`` after the change that ended at ``seq`` (sent
     only to a connection that joined, watched or resumed with ``"view": true``)."""
@@ -916,11 +942,23 @@ class ViewPush(_Push):
         return cls(obj["session"], obj["seq"], obj["view"])
 
 
-Push = EventPush | TurnPush | ViewPush | EndedPush | StalledPush | ClosedPush | PingPush
+Push = (
+    EventPush | TurnPush | ViewPush | EndedPush | StalledPush | DetachedPush | ClosedPush | PingPush
+)
 Message = Reply | Push
 
 PUSHES: dict[str, type[Any]] = {
-    c.name: c for c in (EventPush, TurnPush, ViewPush, EndedPush, StalledPush, ClosedPush, PingPush)
+    c.name: c
+    for c in (
+        EventPush,
+        TurnPush,
+        ViewPush,
+        EndedPush,
+        StalledPush,
+        DetachedPush,
+        ClosedPush,
+        PingPush,
+    )
 }
 """push name -> its class."""
 

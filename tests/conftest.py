@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, settings
 
 from host import logs
 from host.plugins.registry import Registry, load_registry
+from host.store.file import read_log
+from host.table.engine import Record
 from host.testing import RunningHost
 from host.testing import hosting as testing
 from protocol import messages
@@ -103,3 +105,8 @@ def pg_store_url(pg_dsn: str) -> str:
 def gamehost_registry() -> Registry:
     """The registry of the kit's ``game_host`` fixture: the toy game only."""
     return toy_registry()
+
+
+def log_of(data_dir: Path, sid: str) -> list[Record]:
+    """A session's log in ``data_dir``, as records."""
+    return [Record.from_json(r) for r in read_log(data_dir / "sessions" / f"{sid}.jsonl")]

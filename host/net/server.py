@@ -55,6 +55,7 @@ import resource
 import secrets
 import signal
 import stat
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,7 @@ import trio
 from host import __version__
 from host.net import replayops
 from host.net.connection import Connection, set_keepalive
-from host.net.session import Session, seat_bots_step
+from host.net.session import Session
 from host.net.workers import reuse_port_listeners
 from host.plugins.faults import notify_isolated
 from host.plugins.registry import Registry
@@ -76,7 +77,8 @@ from host.store.base import CorruptLog, UnknownSession
 from host.store.feed import Feed, Follower, PostgresFeed
 from host.store.file import MAX_OPEN, FileStore, FsyncMode, read_log
 from host.table import commands
-from host.table.engine import BadRecord, Engine, Record
+from host.table.core import WINDOW, Table, TableSettings, format_ts
+from host.table.engine import BadRecord, Engine, Record, SessionState
 from protocol.framing import MAX_LINE
 from protocol.messages import (
     HOST_DEFAULT,
@@ -315,6 +317,14 @@ class Host:
         in the log), so other hosts, and this one after a restart, can tell its connections'
         seats from those of a host that is still running."""
         self._connections_made = 0
+        self.clock_base = time.time() - trio.current_time()
+        """The host clock is ``clock_base + trio.current_time()`` (:meth:`now`)."""
+        self.table_settings = TableSettings(
+            bot_delay=config.bot_delay,
+            turn_timeout=config.turn_timeout,
+            max_records=config.max_records,
+            abandon_after=config.abandon_after,
+        )
         self.create_limiter = CreateLimiter(
             config.create_burst, config.create_rate, config.create_limit_loopback
         )
@@ -354,21 +364,38 @@ class Host:
             return
         self.nursery.start_soon(self._live_session, sid)
 
-    def _session(self, sid: str, engine: Engine, records: list[Record], **kw: Any) -> Session:
-        c = self.config
-        return Session(
+    def now(self) -> float:
+        """The host clock: seconds since the epoch (follows trio's clock, so a test's
+        ``autojump_clock`` moves it too)."""
+        return self.clock_base + trio.current_time()
+
+    def _session(
+        self,
+        sid: str,
+        engine: Engine,
+        records: list[Record],
+        loaded: tuple[SessionState, list[SessionState]] | None = None,
+        live: bool = True,
+    ) -> Session:
+        """A session's driver around its table, built from its (whole) log."""
+        table = Table(
             sid,
             engine,
-            self.store,
             records,
-            self.registry.hook,
-            bot_delay=c.bot_delay,
-            turn_timeout=c.turn_timeout,
-            max_records=c.max_records,
-            abandon_after=c.abandon_after,
+            self.table_settings,
+            now=self.now(),
+            instance=self.instance,
             driver=self.follower is None,
-            **kw,
+            shared=self.follower is not None,
+            live=live,
+            loaded=loaded,
         )
+        if self.follower is not None:
+            table.host_alive = self.follower.host_alive
+        session = Session(table, self.store, self.registry.hook, clock_base=self.clock_base)
+        if not live:
+            session.retire()
+        return session
 
     async def wait_disconnected(self) -> None:
         """Wait until no connection is open."""
@@ -459,13 +486,13 @@ class Host:
         try:
             records = []
             for raw in self.store.load(sid):  # fresh dicts of ours: made into records in place
-                raw.pop("ts", None)
-                records.append(Record(raw.pop("seq"), raw.pop("type"), raw))
+                ts = raw.pop("ts", None)
+                records.append(Record(raw.pop("seq"), raw.pop("type"), raw, ts=ts))
             engine = self.registry.engines.get(records[0].data.get("game", ""))
             if engine is None:
                 log.warning("session_game_missing", session=sid, game=records[0].data.get("game"))
                 return False
-            whole, state = engine.load(records)
+            whole, state, states = engine.load_tail(records, WINDOW)
             if whole < len(records):
                 log.warning(
                     "half_written_cause_dropped",
@@ -477,7 +504,7 @@ class Host:
                 records = records[:whole]
             if state.ended:
                 return False
-            session = self._session(sid, engine, records, state=state)
+            session = self._session(sid, engine, records, loaded=(state, states))
         except UnknownSession:
             return False
         except CorruptLog as exc:
@@ -617,17 +644,23 @@ class Host:
         bot_seats = list(range(n - bots, n))
         header = engine.header(sid, opts, n, bot_seats, secrets.token_bytes(32))
         header.data["turn_timeout"] = turn_timeout or None
-        try:
-            seated, state = seat_bots_step(engine, engine.initial(header), bot_seats)
+        try:  # each event folded once: the states after each seat become the table's
+            state = engine.initial(header)
+            seated, states = [], [state]
+            for seat in bot_seats:
+                new, state = engine.seat_step(state, seat, f"bot{seat}", True, None)
+                seated += new
+                states.append(state)
         except Exception:
             log.exception("game_fault", step="create", game=game_id)
             raise ProtocolError(
                 ErrorCode.INTERNAL, "internal error: the game failed to start"
             ) from None
-        records = [header, *seated]
+        ts = format_ts(self.now())
+        records = [attrs.evolve(r, ts=ts) for r in (header, *seated)]
         self._creating.add(sid)
         try:
-            await self.store.create(sid, [r.to_json() for r in records])
+            await self.store.create(sid, [{"ts": ts, **r.to_json()} for r in records])
         except OSError as exc:
             log.error("create_failed", error=str(exc))
             raise ProtocolError(
@@ -635,7 +668,7 @@ class Host:
             ) from None
         finally:
             self._creating.discard(sid)
-        session = self._session(sid, engine, records, unobserved=seated, state=state)
+        session = self._session(sid, engine, records, loaded=(state, states))
         self.sessions[sid] = session
         st = session.state
         conn.answer(
@@ -660,6 +693,7 @@ class Host:
             header=header.to_json(),
         )
         await self.nursery.start(self._run_session, session)
+        session._observe(seated)  # the bots' records: durable, answered
         return session
 
     def _running(self) -> int:
@@ -743,7 +777,8 @@ class Host:
             engine = self.registry.engines.get(records[0].data.get("game", "")) if records else None
             if engine is None:
                 return None
-            return engine, records, engine.rebuild(records)
+            whole, state, states = engine.load_tail(records, WINDOW)
+            return engine, records[:whole], (state, states)
 
         try:
             raw = None if isinstance(self.store, FileStore) else await self.store.read(sid)
@@ -759,11 +794,10 @@ class Host:
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, f"the log of session {sid!r} cannot be read"
             ) from None
-        if got is None or not got[2].ended or sid in self.sessions:
+        if got is None or not got[2][0].ended or sid in self.sessions:
             return None
-        engine, records, state = got
-        session = Session(sid, engine, self.store, records, state=state)
-        session.retire()
+        engine, records, loaded = got
+        session = self._session(sid, engine, records, loaded=loaded, live=False)
         self._remember_ended(session)
         return session
 
@@ -1063,6 +1097,8 @@ async def run_host(
                     await host.shutdown.wait()
                     log.info("shutting_down", connections=len(host.connections))
                     accepting.cancel()
+                    for session in host.sessions.values():  # the host goes, not its players:
+                        session.stopping = True  # their seats are released when it is back
                     for conn in list(host.connections):
                         conn.close_gracefully("shutdown")
                     with trio.move_on_after(1):

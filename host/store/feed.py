@@ -533,6 +533,11 @@ class Follower:
         self.poll = poll
         self._held: set[str] = set()  # leases taken (as far as the last round knows)
 
+    def host_alive(self, instance: str) -> bool:
+        """Whether the host whose instance id is ``instance`` still runs (so the seats its
+        connections hold are held)."""
+        return True
+
     async def adopt(self, session: Followed) -> None:
         """A session went live here: try its lease at once."""
         got = await self.feed.try_leases([session.id])

@@ -9,11 +9,19 @@ Log records (one JSON object per line in the event log; ``ts`` is added by the s
 ``header``      seq 0: ``format``, ``host_version``, ``session``, ``game``, ``game_version``,
                 ``event_version``, ``options``, ``seats``, ``bots`` (seat list), ``seed`` (hex,
                 secret) and ``seed_commitment`` (sha256 of the seed, public)
-``seat_taken``  ``seat``, ``name``, ``bot`` and ``token_hash`` (sha256 of the seat token)
+``seat_taken``  ``seat``, ``name``, ``bot``, ``token_hash`` (sha256 of the seat token) and, for a
+                seat a connection joined, ``holder`` (that connection's key)
 ``action``      ``seat`` and ``action`` (the wire form): an accepted action, followed by its events
 ``event``       ``v`` (event schema version) and ``event`` (the wire form)
+``seat_held``   ``seat`` and ``holder``: a connection resumed the seat (it holds it from here on)
+``seat_released`` ``seat`` and ``reason`` (``left``, ``gone``, ``unresponsive``, ``host_gone``): no
+                connection holds the seat any more
 ``ended``       ``outcome`` and ``seed`` (hex): the commit-reveal, always the last record
 ==============  ===================================================================================
+
+``seat_held`` and ``seat_released`` are *presence* records: who holds a seat is the log's to say,
+so every host (and a host after a restart) agrees on it. They change nothing of the game; each is
+a cause of its own, appended alone.
 
 A cause (a seat being taken, an action) yields the records it produces. ``start`` runs as soon as
 the last seat is taken; ``ended`` follows the first event after which ``outcome`` is not ``None``.
@@ -69,6 +77,11 @@ from host.plugins.codec import GameCodec
 from host.plugins.faults import GameFault
 
 LOG_FORMAT = 1
+PRESENCE = frozenset({"seat_held", "seat_released"})
+"""The record types that say who holds a seat (no game state changes)."""
+CAUSES = frozenset({"seat_taken", "action"}) | PRESENCE
+"""The record types that begin a cause (an ``ended`` the host appends is one too)."""
+RELEASE_REASONS = frozenset({"left", "gone", "unresponsive", "host_gone"})
 _SCALARS = frozenset({str, int, bool, float, type(None)})
 
 KNOWN_GOOD_MAX = 4096
@@ -125,6 +138,9 @@ class Record:
             ``orjson.Fragment`` of ``orjson.dumps(data["event"])``, made once when the event
             was checked), so the log line and the event push splice it in instead of encoding
             the body again; None for records read from a log.
+        ts: the record's time as the log holds it (``2026-11-30T10:00:00.123Z``, UTC), for
+            records read from a log; None for records not written yet (their append gives
+            them one).
     """
 
     seq: int
@@ -132,6 +148,7 @@ class Record:
     data: dict[str, Any]
     obj: Any = attrs.field(default=None, eq=False)
     encoded: Any = attrs.field(default=None, eq=False, repr=False)
+    ts: str | None = attrs.field(default=None, eq=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         """``{"seq": ..., "type": ..., **data}`` (the store adds ``ts``)."""
@@ -139,11 +156,12 @@ class Record:
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Record:
-        """A record from a log line's object (``ts`` is dropped)."""
+        """A record from a log line's object (its ``ts`` kept apart from ``data``)."""
         return cls(
             raw["seq"],
             raw["type"],
             {k: v for k, v in raw.items() if k not in ("seq", "type", "ts")},
+            ts=raw.get("ts"),
         )
 
 
@@ -365,6 +383,8 @@ class Engine:
                 started = True
             elif kind == "seat_taken":
                 seats = self._seat_taken(seats, seq, rec.data)
+            elif kind in PRESENCE:
+                self._check_presence(seats, seq, rec)
             elif kind == "ended":
                 ended = True
             elif kind != "action":
@@ -392,6 +412,26 @@ class Engine:
         except (KeyError, ValueError) as exc:
             raise BadRecord(seq, f"a bad seat_taken record: {exc!r}") from exc
         return (*seats[:seat], info, *seats[seat + 1 :])
+
+    @staticmethod
+    def _check_presence(seats: tuple[SeatInfo | None, ...], seq: int, rec: Record) -> None:
+        """Check a ``seat_held`` or ``seat_released`` record against the seats.
+
+        Raises:
+            BadRecord: a missing field, no such seat, a free or bot seat, an unknown reason.
+        """
+        d = rec.data
+        seat = d.get("seat")
+        if type(seat) is not int or not 0 <= seat < len(seats):
+            raise BadRecord(seq, f"a {rec.type} record for no seat ({seat!r})")
+        info = seats[seat]
+        if info is None or info.bot:
+            raise BadRecord(seq, f"a {rec.type} record for seat {seat}, which no player took")
+        if rec.type == "seat_held":
+            if not isinstance(d.get("holder"), str):
+                raise BadRecord(seq, "a seat_held record without its holder")
+        elif d.get("reason") not in RELEASE_REASONS:
+            raise BadRecord(seq, f"a seat_released record with reason {d.get('reason')!r}")
 
     def rebuild(self, records: Iterable[Record]) -> SessionState:
         """Fold a whole log (header first).
@@ -421,11 +461,19 @@ class Engine:
         return self.seat_step(state, seat, name, bot, token_hash)[0]
 
     def seat_step(
-        self, state: SessionState, seat: Seat, name: str, bot: bool, token_hash: str | None
+        self,
+        state: SessionState,
+        seat: Seat,
+        name: str,
+        bot: bool,
+        token_hash: str | None,
+        holder: str | None = None,
     ) -> tuple[list[Record], SessionState]:
         """A seat being taken: its records (``seat_taken``, then the opening events and perhaps
         ``ended`` if it was the last free seat) and the state after them, each event folded
         exactly once (the state is what :meth:`apply_all` of the records gives).
+
+        ``holder``: the key of the connection that joined (recorded as the seat's holder).
 
         Raises:
             SeatError: the seat does not exist (:class:`~host.errors.SeatTaken`, with the free
@@ -436,11 +484,10 @@ class Engine:
             raise SeatError(f"seats are 0..{len(state.seats) - 1}, not {seat!r}")
         if state.seats[seat] is not None:
             raise SeatTaken(f"seat {seat} is not free", free=state.free_seats)
-        rec = Record(
-            state.seq + 1,
-            "seat_taken",
-            {"seat": seat, "name": name, "bot": bot, "token_hash": token_hash},
-        )
+        data = {"seat": seat, "name": name, "bot": bot, "token_hash": token_hash}
+        if holder is not None:
+            data["holder"] = holder
+        rec = Record(state.seq + 1, "seat_taken", data)
         after = self.apply(state, rec)
         if after.free_seats or after.started:
             return [rec], after
@@ -642,6 +689,28 @@ class Engine:
         except Exception as exc:
             raise self._fault(state.seq, f"view for viewer {viewer!r}", exc) from exc
 
+    def redact(self, rec: Record, event: Any, viewer: Viewer) -> Any:
+        """The game's ``redact`` of ``event`` (the event of ``rec``) for ``viewer``, guarded.
+
+        Raises:
+            GameFault: ``redact`` raised.
+        """
+        try:
+            return self.game.redact(event, viewer)
+        except Exception as exc:
+            raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
+
+    def event_wire(self, rec: Record, event: Any) -> dict[str, Any]:
+        """The wire form of ``event`` (``rec``'s, or a redaction of it), guarded.
+
+        Raises:
+            GameFault: the codec cannot write what the game's ``redact`` returned.
+        """
+        try:
+            return self.codec.event_to_wire(event)
+        except Exception as exc:
+            raise self._fault(rec.seq, f"writing the redacted event {event!r}", exc) from exc
+
     def redacted_wire(self, rec: Record, viewer: Viewer) -> dict[str, Any]:
         """What ``viewer`` may see of an ``event`` record: the redacted event's wire form.
 
@@ -759,33 +828,70 @@ class Engine:
         Raises:
             BadRecord: the log does not fold (see :meth:`rebuild`).
         """
+        whole, state, _ = self.load_tail(records, 0)
+        return whole, state
+
+    def load_tail(
+        self, records: list[Record], window: int
+    ) -> tuple[int, SessionState, list[SessionState]]:
+        """:meth:`load`, also giving the state after each cause that ends within the last
+        ``window`` records (and the one before them), oldest first: what the freshness rule
+        needs to judge an ``act`` naming an older seq. Still one fold of each record.
+
+        Returns:
+            ``(whole, state, states)``: the count of leading records that form whole causes,
+            the state they fold to (``states[-1]``), and the states after causes.
+
+        Raises:
+            BadRecord: the log does not fold (see :meth:`rebuild`).
+        """
         state = self.rebuild(records[:1])
-        last_cause = None
-        for i in range(len(records) - 1, 0, -1):
-            if records[i].type in ("seat_taken", "action"):
-                last_cause = i
-                break
-        if last_cause is None:
-            return len(records), self.apply_all(state, records[1:])
-        before = self.apply_all(state, records[1:last_cause])
+        n = len(records)
+        starts: list[int] = []  # cause starts of the window (and the last cause), newest first
+        for i in range(n - 1, 0, -1):
+            if records[i].type in CAUSES:
+                starts.append(i)
+                if records[i].seq <= records[-1].seq - window:
+                    break
+        starts.reverse()
+        if not starts:
+            state = self.apply_all(state, records[1:])
+            return n, state, [state]
+        state = self.apply_all(state, records[1 : starts[0]])
+        states = [state]
+        for a, b in zip(starts, starts[1:], strict=False):
+            state = self.apply_all(state, records[a:b])
+            states.append(state)
+        last_cause = starts[-1]
+        before = state
         after = self.apply_all(before, records[last_cause:])  # the rest must fold too
-        if records[0].data.get("game_version") != self.game.info.version:
-            # another version of the game wrote this log: its count of a cause's records is
-            # not ours to judge, and dropping records by it could drop acknowledged ones
-            return len(records), after
-        rec = records[last_cause]
-        d = rec.data
-        try:
-            if rec.type == "seat_taken":
-                want = self.take_seat(before, d["seat"], d["name"], d["bot"], d.get("token_hash"))
-            else:
-                action = self.codec.action_from_wire(d["action"])
-                want = self.act(before, d["seat"], action, d.get("timed_out", False))
-        except (ActionError, ValueError, GameFault):
-            return len(records), after  # not for this check to judge: verify reports it
-        if len(records) - last_cause >= len(want):
-            return len(records), after
-        return last_cause, before
+        whole = n
+        if records[last_cause].type not in PRESENCE and (
+            records[0].data.get("game_version") == self.game.info.version
+        ):  # another version's count of a cause's records is not ours to judge: kept whole
+            rec = records[last_cause]
+            d = rec.data
+            try:
+                if rec.type == "seat_taken":
+                    want = self.seat_step(
+                        before,
+                        d["seat"],
+                        d["name"],
+                        d["bot"],
+                        d.get("token_hash"),
+                        d.get("holder"),
+                    )[0]
+                else:
+                    action = self.codec.action_from_wire(d["action"])
+                    want = self.act(before, d["seat"], action, d.get("timed_out", False))
+            except (ActionError, ValueError, GameFault):
+                want = []  # not for this check to judge: verify reports it
+            if n - last_cause < len(want):
+                whole = last_cause
+        if whole == n:
+            states.append(after)
+            return n, after, states
+        return whole, before, states
 
     # -- replay checking -----------------------------------------------------------------------
     def verify(self, records: list[Record]) -> tuple[int, str] | None:
@@ -912,10 +1018,12 @@ class Engine:
         """What the current code produces for the cause ``rec`` records and the state after
         it, or why it refuses (``actions``: see :meth:`_recorded_action`)."""
         d = rec.data
+        if rec.type in PRESENCE:  # a presence record is its own cause: it must fold
+            return None, [rec], self.apply(state, rec)
         if rec.type == "seat_taken":
             try:
                 return None, *self.seat_step(
-                    state, d["seat"], d["name"], d["bot"], d.get("token_hash")
+                    state, d["seat"], d["name"], d["bot"], d.get("token_hash"), d.get("holder")
                 )
             except (KeyError, ValueError) as exc:
                 return (rec.seq, f"seat_taken refused on replay: {exc}"), [], state

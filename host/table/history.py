@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from host.table.engine import Engine, Record
+from host.table.engine import CAUSES, Engine, Record
 
 __all__ = ["fork_records", "verify_log", "version_warning"]
 
@@ -82,14 +82,17 @@ def fork_records(records: list[Record], n: int, new_id: str) -> list[dict[str, A
 
     Raises:
         ValueError: ``n`` is not a seq of the log, or ends inside a cause (the next record is
-            not a ``seat_taken`` or an ``action``): the message says where to fork instead.
+            not a ``seat_taken``, an ``action``, a ``seat_held`` or a ``seat_released``): the
+            message says where to fork instead. (Seats the original's connections held in the
+            copy are released by the host that serves the fork: those connections are not
+            the fork's.)
     """
     last = records[-1].seq
     if not 0 <= n <= last:
         raise ValueError(f"the seq must be 0..{last}")
     after = records[n + 1] if n < last else None
-    if after is not None and after.type not in ("seat_taken", "action"):
-        ends = [r.seq - 1 for r in records[1:] if r.type in ("seat_taken", "action")]
+    if after is not None and after.type not in CAUSES:
+        ends = [r.seq - 1 for r in records[1:] if r.type in CAUSES]
         before = max((e for e in ends if e < n), default=0)
         raise ValueError(
             f"seq {n} is inside a cause (record {n + 1} is its {after.type});"

@@ -3,6 +3,7 @@ out (host/table/commands.py, protocol/replies.py). Nothing here is JSON."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import attrs
@@ -22,12 +23,16 @@ from protocol.replies import (
     Watching,
 )
 
+_keys = itertools.count(1)
+
 
 @attrs.define(eq=False)
 class Inbox:
     """A :class:`host.net.session.Subscriber` that keeps what the actor gives it."""
 
     peer: str
+    key: str = ""  # made by ask(): a key of the host's own instance, as its connections have
+    roles: dict[str, Any] = attrs.Factory(dict)
     answers: dict[Any, Any] = attrs.Factory(dict)
     pushes: list[Any] = attrs.Factory(list)
     _settled: trio.Event = attrs.Factory(trio.Event)
@@ -46,9 +51,17 @@ class Inbox:
     def settled(self) -> None:
         self._settled.set()
 
+    def attached(self, session: str, viewer: Any) -> None:
+        self.roles[session] = viewer
+
+    def detached(self, session: str) -> None:
+        self.roles.pop(session, None)
+
     async def ask(self, session: Any, rid: Any, command: commands.Command) -> Any:
         """Submit a command and wait until the actor has answered it."""
         self._settled = trio.Event()
+        if not self.key:
+            self.key = f"{session.table.instance}.inbox{next(_keys)}"
         session.submit(self, rid, command)
         await self._settled.wait()
         return self.answers[rid]
@@ -86,10 +99,16 @@ async def test_the_actor_takes_typed_commands_and_answers_typed_outcomes(toy_hos
     view = await bob.ask(session, 3, commands.View())
     assert isinstance(view, ViewReply) and view.snapshot.to_act == [1]
     assert isinstance(await bob.ask(session, 4, commands.Leave()), Left)
+    assert bob.roles == {}  # told it holds nothing there any more
     again = Inbox("bob again")
     resumed = await again.ask(session, 1, commands.Resume(joined_b.token, after=turn.seq))
-    assert isinstance(resumed, Resumed) and resumed.seat == 1
-    assert [p.seq for p in again.pushes if isinstance(p, EventPush)] == [p.seq for p in mine]
+    assert isinstance(resumed, Resumed) and resumed.seat == 1 and again.roles == {sid: 1}
+    got = [p for p in again.pushes if isinstance(p, EventPush)]
+    assert [p.seq for p in got] == [p.seq for p in mine] + [turn.seq + 3, turn.seq + 4]
+    assert [(p.kind, p.event) for p in got[2:]] == [  # bob left, then took the seat back
+        ("seat_released", {"seat": 1}),
+        ("seat_held", {"seat": 1}),
+    ]
     assert isinstance(again.pushes[-1], TurnPush) and again.pushes[-1].seat == 1
     bad = await again.ask(session, 2, commands.Resume("no such token"))
     assert isinstance(bad, Refused) and bad.code is ErrorCode.BAD_TOKEN

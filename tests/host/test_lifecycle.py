@@ -550,7 +550,10 @@ async def test_an_absent_seat_is_played_at_once_after_three_timeouts_until_resum
         await a.call("join", session=sid)
         jb = await b.call("join", session=sid)
         await b.aclose()  # seat 1's player is gone (say its join reply was lost)
-        turn = (await pushes_until(a, "turn"))[-1]
+        pushes = await pushes_until(a, "turn")
+        while not any(p.get("kind") == "seat_released" for p in pushes):
+            pushes += await pushes_until(a, "turn")  # the turn push of the state after it
+        turn = pushes[-1]
 
         async def seat_1_turn() -> float:
             """Act for seat 0; how long seat 1's turn then took."""
@@ -566,6 +569,9 @@ async def test_an_absent_seat_is_played_at_once_after_three_timeouts_until_resum
         assert await seat_1_turn() < 10.0
         b2 = await running.client()
         await b2.call("resume", session=sid, token=jb["token"])
+        pushes = await pushes_until(a, "turn")  # the resume is a record: a new turn push
+        assert [p["kind"] for p in pushes if p["push"] == "event"] == ["seat_held"]
+        turn = pushes[-1]
         assert await seat_1_turn() >= 10.0  # resumed: its turns wait for it again
         running.host.request_shutdown()
     actions = [r.data for r in log_of(tmp_path, sid) if r.type == "action"]
@@ -625,6 +631,7 @@ class _GoneConnection:
     """A connection that went away while its request waited on the session."""
 
     peer: str = "gone"
+    key: str = ""
     dead: bool = True
     lines: list[bytes] = attrs.Factory(list)
 
@@ -640,6 +647,12 @@ class _GoneConnection:
     def settled(self) -> None:
         pass
 
+    def attached(self, session: str, viewer: Any) -> None:
+        pass
+
+    def detached(self, session: str) -> None:
+        pass
+
 
 async def test_a_connection_gone_before_its_join_is_answered_does_not_keep_the_session(tmp_path):
     """The seat is taken (it is in the log), but a dead connection is not attached: it would
@@ -649,7 +662,7 @@ async def test_a_connection_gone_before_its_join_is_answered_does_not_keep_the_s
         c = await running.client()
         sid = (await c.call("create", game="high-card", seats=3))["session"]
         session = running.host.sessions[sid]
-        gone = _GoneConnection()
+        gone = _GoneConnection(key=f"{running.host.instance}.gone")
         session.submit(gone, 1, commands.Join("x", None))
         await c.call("view", session=sid)  # answered after the join: the actor got there
         assert session.state.seats[0] is not None  # the join itself went through

@@ -7,7 +7,7 @@ import trio
 import trio.testing
 
 from host.net.server import Connection
-from tests.conftest import start_host
+from tests.conftest import log_of, start_host
 from tools.client import Client
 
 
@@ -162,22 +162,24 @@ async def test_resume_pushes_only_the_missed_events(toy_host):
     sid = await new_session(a)
     ja = await a.call("join", session=sid)
     jb = await b.call("join", session=sid)
-    await a.aclose()  # seat 0 drops
-    await b.call("view", session=sid)
+    await a.aclose()  # seat 0 drops: the log says so, and the others are told
+    while (p := await b.next_push())["push"] != "event" or p["kind"] != "seat_released":
+        pass
+    assert p["event"] == {"seat": 0} and p["seq"] == jb["seq"] + 1
     a2 = await toy_host.client()
     r = await a2.request("resume", session=sid, token="wrong")
     assert r["error"]["code"] == "bad_token"
     resumed = await a2.call("resume", session=sid, token=ja["token"], after=ja["seq"])
-    assert resumed["seat"] == 0 and resumed["seq"] == jb["seq"]
+    assert resumed["seat"] == 0 and resumed["seq"] == jb["seq"] + 2  # released, then held
     missed = []
     while True:
         p = await a2.next_push()
         missed.append(p)
         if p["push"] == "turn":
             break
-    assert [p["seq"] for p in missed if p["push"] == "event"] == list(
-        range(ja["seq"] + 1, jb["seq"] + 1)
-    )
+    events = [p for p in missed if p["push"] == "event"]
+    assert [p["seq"] for p in events] == list(range(ja["seq"] + 1, resumed["seq"] + 1))
+    assert [p["kind"] for p in events[-2:]] == ["seat_released", "seat_held"]
     await a2.call("act", session=sid, action={"type": "keep"}, seq=missed[-1]["seq"])
 
 
@@ -218,14 +220,23 @@ async def test_a_session_is_rebuilt_from_its_log_exactly_as_the_live_host_held_i
         await (await first.client()).call("join", session=sid)
         live = first.host.sessions[sid].state
         first.host.request_shutdown()
+    logged = log_of(tmp_path, sid)
+    assert logged[-1].seq == live.seq  # a host that stops releases no seat itself
     async with trio.open_nursery() as n:
         second = await start_host(n, tmp_path)
-        rebuilt = second.host.sessions[sid].state
-        assert rebuilt == live
+        engine = second.host.registry.engines["high-card"]
+        assert engine.rebuild(logged) == live
         c = await second.client()
         resumed = await c.call("resume", session=sid, token=ja["token"])
-        assert resumed["seq"] == live.seq
         second.host.request_shutdown()
+    # the new host released the seats the old one's connections held, then seat 0 was resumed
+    after = log_of(tmp_path, sid)[live.seq + 1 :]
+    assert [(r.type, r.data["seat"]) for r in after] == [
+        ("seat_released", 0),
+        ("seat_released", 1),
+        ("seat_held", 0),
+    ]
+    assert after[0].data["reason"] == "host_gone" and resumed["seq"] == after[-1].seq
 
 
 async def test_shutdown_tells_clients_why_they_are_closed(tmp_path):
@@ -306,13 +317,16 @@ async def test_a_half_written_last_cause_is_dropped_on_restart(tmp_path):
     path.write_bytes(b"".join(lines[:-1]))  # the crash lost the action's event
     async with trio.open_nursery() as n:
         second = await start_host(n, tmp_path)
-        state = second.host.sessions[sid].state
-        assert state.seq == jb["seq"]  # back to before the unacknowledged action
-        assert len(read_log(path)) == jb["seq"] + 1
         c = await second.client()
-        await c.call("resume", session=sid, token=ja["token"])
+        resumed = await c.call("resume", session=sid, token=ja["token"])
+        kept = read_log(path)  # back to before the unacknowledged action, then the releases
+        assert [r["type"] for r in kept[jb["seq"] + 1 :]] == [
+            "seat_released",
+            "seat_released",
+            "seat_held",
+        ]
         done = await c.call("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
-        assert done["seq"] == jb["seq"] + 2
+        assert done["seq"] == resumed["seq"] + 2
         second.host.request_shutdown()
 
 

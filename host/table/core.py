@@ -1,0 +1,1183 @@
+"""The table core: one session's decisions as a state machine that does no I/O.
+
+Like h11's ``Connection``, which a trio server only drives, a :class:`Table` is built from the
+records of a session's log and takes one input at a time:
+
+- a client's command (:meth:`Table.command`: ``join``, ``watch``, ``resume``, ``view``,
+  ``act``, ``leave``) or a connection going away (:meth:`Table.drop`);
+- a host-driven step that is due (:meth:`Table.due`, :meth:`Table.next_due`): a host bot's
+  move, a turn timer, a seat whose player is absent, abandonment, the end of a session whose
+  game faulted, bots a ``create`` cut short did not seat, seats held by connections that are
+  gone;
+- records appended by someone else (:meth:`Table.follow`): another host sharing the store, or
+  a failed append that reached the log after all.
+
+A command or a step gives a :class:`Step`: the records to append (with the seq the first must
+have) and, once the driver has made them durable, :meth:`Table.commit` gives the ordered
+effects — the reply, the pushes per connection, the connections attached or detached, the
+records to tell observers of. A step with no records carries its effects already. Nothing here
+imports trio, a store or a socket: the driver (``host.net.session``) carries the effects out
+in the order persist -> apply -> reply -> publish -> notify and owns the store's retries.
+
+**Everything that decides a later command is derived from the log**, so one host, the same host
+after a restart and several hosts on one database answer alike:
+
+- *Who holds a seat*: the ``holder`` of a ``seat_taken`` record (the joining connection's key),
+  then ``seat_held`` (a ``resume``) and ``seat_released`` records. A takeover is a record, so
+  every host sees it and the replaced connection, wherever it is, is told (``detached``). A
+  seat whose holder is gone (its connection closed, or its host died or restarted) is released
+  by a record too.
+- *What a stale seq may still do* (:mod:`host.table.freshness`): the state after each cause of
+  the last :data:`WINDOW` records, kept from folding them (or rebuilt from the log on load), and
+  the legal actions computed from those states.
+- *Timers*: every record has its time (``ts``, from the host clock of the append). A turn timer
+  and a bot's delay count from the last record of play (a seat taken, an action and its events;
+  presence records do not reset them, so a player cannot stall a table by reconnecting, except
+  ``seat_released`` for ``host_gone``: its players could not act meanwhile); abandonment counts
+  from the record after which no player held a human seat; a seat is *absent* after
+  :data:`ABSENT_AFTER` timed-out turns in a row while nobody held it.
+
+The rule for what a viewer may see of a record is :mod:`host.table.visibility`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import math
+import secrets
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+import structlog
+
+from host.errors import GamehostError
+from host.game import Seat, Viewer
+from host.plugins.faults import GameFault, refusal
+from host.table.commands import Act, Command, Join, Leave, Resume, View, Watch
+from host.table.engine import CAUSES, BadRecord, Engine, Record, SessionState
+from host.table.freshness import stale_reason
+from host.table.visibility import Visibility
+from protocol.messages import ErrorCode, ProtocolError
+from protocol.replies import (
+    Accepted,
+    DetachedPush,
+    EndedPush,
+    EventPush,
+    Joined,
+    Left,
+    Outcome,
+    Push,
+    Refused,
+    Resumed,
+    SeatInfo,
+    Snapshot,
+    TurnPush,
+    ViewPush,
+    ViewReply,
+    Watching,
+)
+
+__all__ = [
+    "ABSENT_AFTER",
+    "BOT_BATCH",
+    "TAIL",
+    "WINDOW",
+    "Attach",
+    "Backfill",
+    "Detach",
+    "Effect",
+    "Observe",
+    "Reply",
+    "Send",
+    "SendMany",
+    "Step",
+    "Table",
+    "TableSettings",
+    "format_ts",
+    "hash_token",
+    "parse_ts",
+]
+
+log = structlog.get_logger("gamehost.session")
+
+BOT_BATCH = 64
+"""The most records consecutive host-bot moves put into one append (one step)."""
+ABSENT_AFTER = 3
+"""Consecutive timed-out turns of a seat no connection holds after which the host plays that
+seat's turns at once (until a connection resumes it)."""
+WINDOW = 32
+"""How many records back an ``act`` may name its seq and still be judged by the freshness rule
+(older: ``conflict``). The table keeps the state after each cause of that many records."""
+TAIL = WINDOW
+"""The most recent records a table keeps in memory (a ``resume`` from further back reads the
+missed records from the store)."""
+
+
+def hash_token(token: str) -> str:
+    """sha256 of a seat token, hex (only hashes are stored)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+_ts_cache: tuple[int, str] = (-1, "")
+
+
+def format_ts(t: float) -> str:
+    """The time ``t`` (seconds since the epoch) as a record's ``ts``,
+    ``2026-11-30T10:00:00.123Z`` (UTC, milliseconds, rounded up so that a deadline counted from
+    it never falls before the time it stands for)."""
+    global _ts_cache
+    ms = math.ceil(round(t * 1000, 3))
+    cached, text = _ts_cache
+    if ms != cached:
+        sec, frac = divmod(ms, 1000)
+        stamp = datetime.datetime.fromtimestamp(sec, datetime.UTC)
+        text = stamp.strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:03d}Z"
+        _ts_cache = (ms, text)
+    return text
+
+
+def parse_ts(text: str | None, default: float = 0.0) -> float:
+    """A record's ``ts`` as seconds since the epoch (``default`` when absent or unreadable)."""
+    if not text:
+        return default
+    try:
+        return datetime.datetime.fromisoformat(text).timestamp()
+    except (TypeError, ValueError):
+        return default
+
+
+# -- effects ---------------------------------------------------------------------------------------
+@attrs.frozen
+class Reply:
+    """Answer request ``rid`` of connection ``conn`` with ``outcome``."""
+
+    conn: str
+    rid: Any
+    outcome: Outcome
+
+
+@attrs.frozen
+class Send:
+    """Push ``push`` to ``conn`` (if it is too slow, the driver drops it: :meth:`Table.drop`)."""
+
+    conn: str
+    push: Push
+
+
+@attrs.frozen
+class SendMany:
+    """Push ``pushes`` to ``conn`` as one chunk (the records a ``resume`` missed)."""
+
+    conn: str
+    pushes: tuple[Push, ...]
+
+
+@attrs.frozen
+class Backfill:
+    """Push ``conn`` the records ``after + 1 .. upto`` as ``viewer`` sees them, as one chunk,
+    before the effects that follow: older than the table keeps, so the driver reads them from
+    the store and makes the pushes with :meth:`Table.pushes_for`."""
+
+    conn: str
+    viewer: Viewer
+    after: int
+    upto: int
+
+
+@attrs.frozen
+class Attach:
+    """``conn`` now plays ``viewer``'s seat here (or watches: None): tell the connection."""
+
+    conn: str
+    viewer: Viewer
+
+
+@attrs.frozen
+class Detach:
+    """``conn`` no longer plays or watches here: tell the connection."""
+
+    conn: str
+
+
+@attrs.frozen
+class Observe:
+    """Tell the observer hooks of ``records`` (appended here, durable, replied and pushed)."""
+
+    records: tuple[Record, ...]
+
+
+Effect = Reply | Send | SendMany | Backfill | Attach | Detach | Observe
+
+
+@attrs.frozen
+class TableSettings:
+    """The host's settings for its tables.
+
+    Attributes:
+        bot_delay: seconds a host bot waits before acting (0: at once).
+        turn_timeout: seconds a human seat may take to act before the host plays the bot's
+            choice for it (None: wait for ever); a ``turn_timeout`` in the header wins.
+        max_records: records at most in a session: the host ends it there (``too_long``).
+        abandon_after: seconds a session may have no player holding a human seat before the
+            host ends it (``abandoned``); None: never. A session without human seats is never
+            abandoned (its bots end it).
+    """
+
+    bot_delay: float = 0.0
+    turn_timeout: float | None = None
+    max_records: int = 500_000
+    abandon_after: float | None = None
+
+
+@attrs.define
+class Step:
+    """What the table decided for one input.
+
+    Attributes:
+        records: to append, in one append whose first record has seq ``expected`` (empty: no
+            append; ``effects`` are the whole answer).
+        expected: the seq the first record must have.
+        ts: the append's time, to write into every record (``format_ts``).
+        effects: the effects when there is nothing to append.
+        follow_first: the driver must first read what the log holds past this table (another
+            host may have appended), fold it in (:meth:`Table.follow`) and ask again with
+            ``caught_up``.
+        conn, rid: the requester of a command (None for host-driven steps).
+        what: what it is, for logs (``act``, ``bot``, ``timeout``, ``abandon``, ...).
+    """
+
+    records: list[Record] = attrs.Factory(list)
+    expected: int = 0
+    ts: str = ""
+    effects: list[Effect] = attrs.Factory(list)
+    follow_first: bool = False
+    conn: str | None = None
+    rid: Any = None
+    what: str = ""
+    after: SessionState | None = None
+    states: list[SessionState] = attrs.Factory(list)  # after each cause of ``records``
+    then: Callable[[list[Effect]], None] | None = None
+    time: float = 0.0
+
+    def to_store(self) -> list[dict[str, Any]]:
+        """The records as the store takes them, each with the step's ``ts``; an event's body is
+        its JSON made once by the engine (``Record.encoded``), for stores that splice it."""
+        out = []
+        for r in self.records:
+            raw = {"seq": r.seq, "ts": self.ts, "type": r.type, **r.data}
+            if r.encoded is not None:
+                raw["event"] = r.encoded
+            out.append(raw)
+        return out
+
+
+@attrs.define
+class _Sub:
+    viewer: Viewer
+    views: bool = False
+
+
+class _Refuse(Exception):
+    """A command's typed refusal inside the table (carries the error to answer)."""
+
+    def __init__(self, exc: ProtocolError | GamehostError) -> None:
+        self.exc = exc
+
+
+def _protocol(code: ErrorCode, message: str, **extra: Any) -> _Refuse:
+    return _Refuse(ProtocolError(code, message, **extra))
+
+
+class Table:
+    """One session's table (see the module docstring).
+
+    Args:
+        sid: the session id.
+        engine: the game's engine.
+        records: the session's whole log (whole causes only: drop a half-written last one
+            first, see :meth:`Engine.load`), header first.
+        settings: the host's settings.
+        now: the host clock now (seconds since the epoch), the time of records without a
+            ``ts`` (not written yet).
+        instance: this host's id, the first part of each of its connections' keys.
+        driver: whether this host runs the session's host-driven steps (it holds its lease;
+            a host alone always does).
+        live: False for an ended session answered from its log (it keeps no subscribers).
+        loaded: ``(state, boundaries)`` if the caller folded ``records`` already
+            (:meth:`Engine.load_tail`).
+
+    Raises:
+        BadRecord: the records do not fold.
+    """
+
+    def __init__(
+        self,
+        sid: str,
+        engine: Engine,
+        records: Sequence[Record],
+        settings: TableSettings,
+        *,
+        now: float,
+        instance: str = "",
+        driver: bool = True,
+        shared: bool = False,
+        live: bool = True,
+        loaded: tuple[SessionState, list[SessionState]] | None = None,
+    ) -> None:
+        self.id = sid
+        self.engine = engine
+        self.game = engine.game
+        self.visible = Visibility(engine)
+        self.settings = settings
+        self.instance = instance
+        self.driver = driver
+        self.shared = shared
+        self.live = live
+        if loaded is None:
+            whole, state, bounds = engine.load_tail(list(records), WINDOW)
+            if whole != len(records):
+                raise BadRecord(whole, "the log ends inside a cause")
+        else:
+            state, bounds = loaded
+        self.state: SessionState = state
+        self._bounds: deque[SessionState] = deque(bounds)
+        self._tail: deque[Record] = deque(records[-TAIL:], maxlen=TAIL)
+        header = state.header
+        timeout = header.get("turn_timeout", settings.turn_timeout)
+        self.turn_timeout: float | None = timeout or None
+        self.host_alive: Callable[[str], bool] = lambda instance: False
+        """Whether the host of another instance is still running (a host alone: none is)."""
+        self.subs: dict[str, _Sub] = {}
+        self.actions = 0
+        self.faulted = False
+        self._lost_logged = False
+        # (id of a game state, seat) -> (that game state, its legal list): the states of the
+        # freshness window (each kept alive by the entry itself, so an id is never reused)
+        self._legal: dict[tuple[int, Seat], tuple[Any, list[Any]]] = {}
+        self._turns: dict[tuple[int, Seat], TurnPush] = {}
+        self._to_act: tuple[int, tuple[Seat, ...]] = (-1, ())
+        n = len(state.seats)
+        self.holders: list[str | None] = [None] * n
+        self.timeouts: list[int] = [0] * n
+        self._bots = frozenset(header.get("bots", ()))
+        self._humans = n > len(self._bots)
+        self.turn_started = now
+        self.unattended_since: float | None = None
+        self._fold_presence(records, now)
+
+    # -- what the log says beyond the game: holders, timers --------------------------------------
+    def _fold_presence(self, records: Iterable[Record], default: float) -> None:
+        """Fold seat holders, timed-out counts and the timers' starts over a whole log (each
+        record looked at once; only the two timestamps that matter are parsed). A record
+        without a ``ts`` (not written yet) counts as of ``default``."""
+        holders, timeouts = self.holders, self.timeouts
+        play_ts: str | None = None  # ts of the last record of play
+        since_ts: str | None = None  # ts of the record after which nobody held a seat
+        attended = False
+        for rec in records:
+            kind = rec.type
+            if kind == "event" or kind == "ended":
+                continue
+            d = rec.data
+            if kind == "action":
+                seat = d["seat"]
+                if d.get("timed_out"):
+                    timeouts[seat] = 0 if holders[seat] is not None else timeouts[seat] + 1
+                else:
+                    timeouts[seat] = 0
+                play_ts = rec.ts
+                continue
+            if kind == "header":
+                play_ts = since_ts = rec.ts
+                continue
+            if kind == "seat_taken":
+                if not d.get("bot"):
+                    holders[d["seat"]] = d.get("holder")
+                play_ts = rec.ts
+            elif kind == "seat_held":
+                holders[d["seat"]] = d["holder"]
+                timeouts[d["seat"]] = 0
+            elif kind == "seat_released":
+                holders[d["seat"]] = None
+                if d.get("reason") == "host_gone":
+                    play_ts = rec.ts
+            now_attended = any(h is not None for h in holders)
+            if attended and not now_attended:
+                since_ts = rec.ts
+            attended = now_attended
+        self.turn_started = parse_ts(play_ts, default)
+        self.unattended_since = None if attended else parse_ts(since_ts, default)
+
+    def _presence(self, rec: Record, at: float) -> None:
+        """Fold one new record (of time ``at``) into holders, counts and timers, as
+        :meth:`_fold_presence` does for a whole log."""
+        kind = rec.type
+        if kind == "event" or kind == "ended":
+            return
+        d = rec.data
+        if kind == "action":
+            seat = d["seat"]
+            if d.get("timed_out"):
+                held = self.holders[seat] is not None
+                self.timeouts[seat] = 0 if held else self.timeouts[seat] + 1
+            else:
+                self.timeouts[seat] = 0
+            self.turn_started = at
+            return
+        was = self._attended()
+        if kind == "seat_taken":
+            if not d.get("bot"):
+                self.holders[d["seat"]] = d.get("holder")
+            self.turn_started = at
+        elif kind == "seat_held":
+            self.holders[d["seat"]] = d["holder"]
+            self.timeouts[d["seat"]] = 0
+        elif kind == "seat_released":
+            self.holders[d["seat"]] = None
+            if d.get("reason") == "host_gone":
+                self.turn_started = at
+        if self._attended():
+            self.unattended_since = None
+        elif was:
+            self.unattended_since = at
+
+    def _attended(self) -> bool:
+        return any(h is not None for h in self.holders)
+
+    # -- reading -----------------------------------------------------------------------------
+    @property
+    def ended(self) -> bool:
+        """The session has ended."""
+        return self.state.ended
+
+    @property
+    def seq(self) -> int:
+        return self.state.seq
+
+    def seat_list(self, state: SessionState | None = None) -> list[SeatInfo | None]:
+        """The wire's ``seats``: one entry per seat, None while it is free."""
+        return [
+            None if s is None else SeatInfo(i, s.name, s.bot)
+            for i, s in enumerate((state or self.state).seats)
+        ]
+
+    def to_act(self) -> tuple[Seat, ...]:
+        """The seats whose input is awaited now (computed once per seq).
+
+        Raises:
+            GameFault: the game's ``to_act`` raised.
+        """
+        seq, seats = self._to_act
+        if seq != self.state.seq:
+            seats = self.engine.to_act(self.state)
+            self._to_act = (self.state.seq, seats)
+        return seats
+
+    def snapshot(self, viewer: Viewer, state: SessionState | None = None) -> Snapshot:
+        """The session as ``viewer`` sees it now (or as of ``state``, not committed yet).
+
+        Raises:
+            GameFault: the game's ``to_act`` or ``view`` failed.
+        """
+        st = self.state if state is None else state
+        end: dict[str, Any] = {}
+        if st.ended:
+            data = self._ended_data(st)
+            end = {
+                "outcome": data.get("outcome"),
+                "aborted": data.get("aborted"),
+                "seed": self.visible.public_seed(st.header),
+            }
+        return Snapshot(
+            self.id,
+            self.game.info.id,
+            st.seq,
+            self.seat_list(st),
+            st.started,
+            st.ended,
+            list(self.engine.to_act(st)),
+            self.engine.view_wire(st, viewer),
+            st.header["seed_commitment"],
+            **end,
+        )
+
+    def _ended_data(self, state: SessionState | None = None) -> dict[str, Any]:
+        for rec in reversed(self._tail):
+            if rec.type == "ended":
+                return rec.data
+        return {"outcome": None}
+
+    def _ended_push(self) -> EndedPush:
+        data = self._ended_data()
+        return EndedPush(self.id, self.state.seq, data.get("outcome"), data.get("aborted"))
+
+    def pushes_for(self, records: Iterable[Record], viewer: Viewer) -> list[Push]:
+        """The ``event`` pushes of ``records`` for ``viewer`` (for a :class:`Backfill`).
+
+        Raises:
+            GameFault: the game's ``redact`` failed.
+        """
+        header = self.state.header
+        out: list[Push] = []
+        for rec in records:
+            push = self.visible.push(self.id, rec, viewer, header)
+            if push is not None:
+                out.append(push)
+        return out
+
+    def holder_of(self, conn: str) -> Seat | None:
+        """The seat ``conn`` plays here, or None."""
+        sub = self.subs.get(conn)
+        return None if sub is None else sub.viewer
+
+    # -- inputs ------------------------------------------------------------------------------
+    def command(
+        self,
+        conn: str,
+        rid: Any,
+        cmd: Command,
+        now: float,
+        *,
+        closing: bool = False,
+        caught_up: bool = False,
+    ) -> Step:
+        """Decide ``cmd`` from connection ``conn`` (request ``rid``) at host time ``now``.
+
+        ``closing``: the connection is going (its client closed its side): a ``resume`` then
+        takes nothing, and a ``join`` takes its seat for the token it answers but no connection
+        holds it. ``caught_up``: the driver has just read the log's end (see
+        :attr:`Step.follow_first`).
+
+        Never raises: a refusal is the step's reply; a fault in the game's code is answered
+        ``internal`` (logged) and appends nothing.
+        """
+        try:
+            if isinstance(cmd, Act):
+                return self._act(conn, rid, cmd, now, caught_up)
+            if isinstance(cmd, Join):
+                return self._join(conn, rid, cmd, now, closing)
+            if isinstance(cmd, Resume):
+                return self._resume(conn, rid, cmd, now, closing, caught_up)
+            if isinstance(cmd, Watch):
+                return self._watch(conn, rid, cmd)
+            if isinstance(cmd, View):
+                return self._view(conn, rid)
+            if isinstance(cmd, Leave):
+                return self._leave(conn, rid, now)
+            raise TypeError(f"not a command: {cmd!r}")
+        except _Refuse as r:
+            return Step(effects=[Reply(conn, rid, refusal(r.exc))], conn=conn, rid=rid)
+        except (ProtocolError, GamehostError) as exc:  # a typed refusal: each knows its reply
+            return Step(effects=[Reply(conn, rid, refusal(exc))], conn=conn, rid=rid)
+        except Exception as exc:
+            event = "game_fault" if isinstance(exc, GameFault) else "command_failed"
+            log.exception(event, session=self.id, op=type(cmd).__name__.lower())
+            out: list[Effect] = [Reply(conn, rid, Refused(ErrorCode.INTERNAL, "internal error"))]
+            return Step(effects=out, conn=conn, rid=rid)
+
+    def drop(self, conn: str, now: float, reason: str = "gone") -> Step | None:
+        """Connection ``conn`` went away (``reason``: ``gone``, ``unresponsive``): it leaves
+        the subscribers at once; if the log says it holds a seat, the seat is released by a
+        ``seat_released`` record."""
+        sub = self.subs.pop(conn, None)
+        if sub is None or sub.viewer is None:
+            return None
+        seat = sub.viewer
+        if self.holders[seat] != conn or self.state.ended or not self.live:
+            return None
+        return self._release(seat, reason, now, "drop")
+
+    def follow(self, records: Sequence[Record], now: float) -> list[Effect]:
+        """Fold records someone else appended (another host, or an append whose failure
+        reached the log after all) and push them to this table's subscribers, as if appended
+        here (observers are not told: the appender tells its own).
+
+        Raises:
+            BadRecord: they do not fold (the driver stops the table: ``session_damaged``).
+        """
+        new = [r for r in records if r.seq > self.state.seq]
+        if not new:
+            return []
+        start = 0
+        state = self.state
+        states: list[SessionState] = []
+        for i in range(1, len(new) + 1):  # one state per cause, for the freshness window
+            if i == len(new) or new[i].type in CAUSES:
+                state = self.engine.apply_all(state, new[start:i])
+                states.append(state)
+                start = i
+        self._apply(new, states, now, parse=True)
+        out: list[Effect] = []
+        self._publish(new, out)
+        if self.state.ended:
+            log.info("session_ended", session=self.id, seq=self.state.seq, followed=True)
+        return out
+
+    def set_driver(self, driver: bool) -> None:
+        """Run host-driven steps from now on (this host holds the session's lease) or not."""
+        if driver != self.driver:
+            self.driver = driver
+            log.info("lease_taken" if driver else "lease_lost", session=self.id)
+
+    # -- committing ----------------------------------------------------------------------------
+    def commit(self, step: Step) -> list[Effect]:
+        """``step``'s records are durable: make them the table's state and give the effects
+        (reply, pushes, then the observers' records). A fault in the game's code while making
+        the pushes is logged; the session is then ended on the next step (``game_error``)."""
+        if not step.records:
+            return list(step.effects)
+        self._apply(step.records, step.states, step.time)
+        out: list[Effect] = []
+        try:
+            if step.then is not None:
+                step.then(out)
+        except Exception:
+            log.exception("game_fault", session=self.id, step="publish")
+            self.faulted = True
+        out.append(Observe(tuple(step.records)))
+        if self.state.ended:
+            data = self._ended_data()
+            fields = {"outcome": data.get("outcome")}
+            if "aborted" in data:
+                fields["aborted"] = data["aborted"]
+            log.info("session_ended", session=self.id, seq=self.state.seq, **fields)
+        return out
+
+    def failed(self, step: Step) -> list[Effect]:
+        """``step``'s append failed (the store could not write): the requester, if any, is
+        answered ``unavailable``; nothing changes."""
+        if step.conn is None:
+            return []
+        why = Refused(ErrorCode.UNAVAILABLE, "the session's log could not be written; retry")
+        return [Reply(step.conn, step.rid, why)]
+
+    def conflicted(self, step: Step) -> list[Effect]:
+        """``step`` lost the race for its seq twice (other hosts keep appending)."""
+        if step.conn is None:
+            return []
+        err = ProtocolError(
+            ErrorCode.CONFLICT,
+            "another host changed the session meanwhile; retry",
+            seq=self.state.seq,
+        )
+        return [Reply(step.conn, step.rid, refusal(err))]
+
+    def _apply(
+        self,
+        records: Sequence[Record],
+        states: Sequence[SessionState],
+        at: float,
+        parse: bool = False,
+    ) -> None:
+        """Make ``records`` (folded to ``states``, one per cause) the table's own."""
+        self.state = states[-1]
+        self._bounds.extend(states)
+        floor = self.state.seq - WINDOW
+        while len(self._bounds) > 1 and self._bounds[0].seq < floor:
+            self._bounds.popleft()
+        if len(self._legal) > 4 * len(self.state.seats) + 8:  # keep the window's states only
+            games = {id(s.game) for s in self._bounds} | {id(self.state.game)}
+            for key in [k for k in self._legal if k[0] not in games]:
+                del self._legal[key]
+        for key in [k for k in self._turns if k[0] < self.state.seq]:
+            del self._turns[key]
+        self._tail.extend(records)
+        for rec in records:
+            self._presence(rec, parse_ts(rec.ts, at) if parse else at)
+            if rec.type == "action":
+                self.actions += 1
+
+    def _finish(
+        self, step: Step, records: list[Record], states: list[SessionState], now: float
+    ) -> Step:
+        """Fill ``step`` with ``records`` (and the stop of a session that reaches the record
+        limit: both durable, or neither)."""
+        state = states[-1]
+        if not state.ended and state.seq + 1 >= self.settings.max_records:
+            stop, state = self.engine.abort_step(state, "too_long")
+            records = [*records, *stop]
+            states = [*states, state]
+            log.warning("session_aborted", session=self.id, reason="too_long", seq=state.seq)
+        step.records = records
+        step.states = states
+        step.after = state
+        step.expected = self.state.seq + 1
+        step.time = math.ceil(round(now * 1000, 3)) / 1000
+        step.ts = format_ts(now)
+        return step
+
+    # -- publishing ----------------------------------------------------------------------------
+    def _publish(self, new: Sequence[Record], out: list[Effect], skip: str | None = None) -> None:
+        """The pushes of ``new`` records: each record to every subscriber (one redaction per
+        distinct viewer; a connection whose seat another connection took is told ``detached``
+        and pushed nothing more), then the view pushes, then the ``ended`` push or the
+        ``turn`` pushes."""
+        header = self.state.header
+        visible = self.visible
+        subs = [(k, s) for k, s in self.subs.items() if k != skip]
+        for rec in new:
+            if rec.type == "seat_held" or rec.type == "seat_released":
+                seat = rec.data["seat"]
+                holder = rec.data.get("holder")
+                gone = [k for k, s in subs if s.viewer == seat and k != holder]
+                for key in gone:
+                    reason = "resumed" if rec.type == "seat_held" else "released"
+                    out.append(Send(key, DetachedPush(self.id, seat, reason)))
+                    self._unsubscribe(key, out)
+                if gone:
+                    subs = [(k, s) for k, s in subs if k not in gone]
+            cache: dict[Viewer, EventPush | None] = {}
+            shared: list[EventPush] = []
+            for key, sub in subs:
+                viewer = sub.viewer
+                if viewer not in cache:
+                    cache[viewer] = visible.push(self.id, rec, viewer, header, shared)
+                msg = cache[viewer]
+                if msg is not None:
+                    out.append(Send(key, msg))
+        if any(s.views for _, s in subs):
+            views: dict[Viewer, ViewPush] = {}
+            for key, sub in subs:
+                if sub.views:
+                    if sub.viewer not in views:
+                        wire = self.engine.view_wire(self.state, sub.viewer)
+                        views[sub.viewer] = ViewPush(self.id, self.state.seq, wire)
+                    out.append(Send(key, views[sub.viewer]))
+        if self.state.ended:
+            end = self._ended_push()
+            out.extend(Send(key, end) for key, _ in subs)
+            return
+        for key, sub in list(self.subs.items()):
+            if sub.viewer is not None:
+                turn = self._turn(sub.viewer)
+                if turn is not None:
+                    out.append(Send(key, turn))
+
+    def _turn(self, seat: Seat) -> TurnPush | None:
+        """The seat's ``turn`` push now, or None when it is not to act (made once per seq and
+        seat)."""
+        st = self.state
+        if not st.started or st.ended or seat not in self.to_act():
+            return None
+        key = (st.seq, seat)
+        turn = self._turns.get(key)
+        if turn is None:
+            turn = self._turns[key] = TurnPush(self.id, st.seq, seat, self._legal_at(st, seat))
+        return turn
+
+    def _legal_at(self, state: SessionState, seat: Seat) -> list[Any]:
+        """The seat's wire legal actions in ``state`` (a state of the window), made once per
+        game state and seat (a presence record moves the seq, not the game: same list)."""
+        key = (id(state.game), seat)
+        got = self._legal.get(key)
+        if got is not None and got[0] is state.game:
+            return got[1]
+        try:
+            actions = self.game.legal_actions(state.game, seat)
+            legal = [self.engine.codec.action_to_wire(a) for a in actions]
+        except Exception as exc:
+            raise GameFault(
+                f"game {self.game.info.id!r} at seq {state.seq}: legal_actions for seat"
+                f" {seat} raised {type(exc).__name__}: {exc}",
+                state.seq,
+            ) from exc
+        self._legal[key] = (state.game, legal)
+        return legal
+
+    # -- subscribers -------------------------------------------------------------------------
+    def _one_role(self, conn: str) -> None:
+        """The role rule: a connection plays one seat of a session or watches it, and changes
+        that only by ``leave`` first.
+
+        Raises:
+            _Refuse: ``already_attached`` with ``seat`` (the seat held; None: watching).
+        """
+        sub = self.subs.get(conn)
+        if sub is None:
+            return
+        held = sub.viewer
+        what = "watches this session" if held is None else f"holds seat {held} here"
+        raise _protocol(
+            ErrorCode.ALREADY_ATTACHED, f"this connection {what} already; leave first", seat=held
+        )
+
+    def _subscribe(self, conn: str, viewer: Viewer, views: bool, out: list[Effect]) -> None:
+        if not self.live:
+            return
+        self.subs[conn] = _Sub(viewer, views)
+        out.append(Attach(conn, viewer))
+
+    def _unsubscribe(self, conn: str, out: list[Effect]) -> None:
+        if self.subs.pop(conn, None) is not None:
+            out.append(Detach(conn))
+
+    # -- commands ------------------------------------------------------------------------------
+    def _join(self, conn: str, rid: Any, cmd: Join, now: float, closing: bool) -> Step:
+        if self.state.ended:
+            raise _protocol(ErrorCode.SESSION_ENDED, "the session is over")
+        self._one_role(conn)
+        name, seat = cmd.name, cmd.seat
+        free = self.state.free_seats
+        if seat is None:
+            if not free:
+                raise _protocol(ErrorCode.SESSION_FULL, "every seat is taken", free=free)
+            seat = free[0]
+        elif not 0 <= seat < len(self.state.seats):
+            raise _protocol(
+                ErrorCode.BAD_REQUEST, f"seats are 0..{len(self.state.seats) - 1}, not {seat}"
+            )
+        elif seat not in free:
+            raise _protocol(ErrorCode.SESSION_FULL, f"seat {seat} is not free", free=free)
+        token = secrets.token_urlsafe(24)
+        try:
+            new, after = self.engine.seat_step(
+                self.state, seat, name, False, hash_token(token), None if closing else conn
+            )
+        except GameFault:  # the game's start failed: a step of the host's, not the joiner's
+            log.exception("game_fault", session=self.id, step="start")
+            self.faulted = True  # the next step ends the session (game_error)
+            raise _protocol(
+                ErrorCode.INTERNAL, "internal error: the game failed to start"
+            ) from None
+        step = self._finish(Step(conn=conn, rid=rid, what="join"), new, [after], now)
+        # the reply's view is built before the append: a game fault there appends nothing
+        snap = self.snapshot(seat, step.after)
+
+        def then(out: list[Effect]) -> None:
+            if not closing:
+                self._subscribe(conn, seat, cmd.view, out)
+            log.info("seat_taken", session=self.id, seat=seat, conn=conn)
+            out.append(Reply(conn, rid, Joined(seat, token, snap)))
+            self._publish(step.records, out, skip=conn)
+
+        step.then = then
+        return step
+
+    def _watch(self, conn: str, rid: Any, cmd: Watch) -> Step:
+        self._one_role(conn)
+        snap = self.snapshot(None)
+        out: list[Effect] = []
+        self._subscribe(conn, None, cmd.view, out)
+        out.append(Reply(conn, rid, Watching(snap)))
+        if self.state.ended:
+            out.append(Send(conn, self._ended_push()))
+        return Step(effects=out, conn=conn, rid=rid)
+
+    def _view(self, conn: str, rid: Any) -> Step:
+        snap = self.snapshot(self.holder_of(conn))
+        return Step(effects=[Reply(conn, rid, ViewReply(snap))], conn=conn, rid=rid)
+
+    def _seat_of_token(self, token: str) -> Seat:
+        h = hash_token(token)
+        for i, s in enumerate(self.state.seats):
+            if s is not None and s.token_hash == h:
+                return i
+        raise _protocol(ErrorCode.BAD_TOKEN, "that token holds no seat in this session")
+
+    def _resume(
+        self, conn: str, rid: Any, cmd: Resume, now: float, closing: bool, caught_up: bool
+    ) -> Step:
+        after = cmd.after
+        if self.shared and not caught_up:  # the seat, and what the client saw, may be newer
+            return Step(follow_first=True, conn=conn, rid=rid, what="resume")
+        seat = self._seat_of_token(cmd.token)
+        seq = self.state.seq
+        if after is not None and after < 0:
+            raise _protocol(ErrorCode.BAD_REQUEST, f"'after' must be 0..{seq}, not {after}")
+        if after is not None and after > seq:
+            if not self._lost_logged:  # once per table: a client can repeat its resume
+                self._lost_logged = True
+                log.error("log_lost_records", session=self.id, seat=seat, after=after, seq=seq)
+            raise _protocol(
+                ErrorCode.RECORDS_LOST,
+                f"the client saw seq {after} but the log ends at {seq}: the log lost records",
+                seq=seq,
+            )
+        self._one_role(conn)
+        if self.state.ended or not self.live:  # nothing is appended after the end
+            out: list[Effect] = []
+            self._catch_up(conn, seat, after, seq, out)
+            out.append(Reply(conn, rid, Resumed(seat, self.snapshot(seat))))
+            out.append(Send(conn, self._ended_push()))
+            return Step(effects=out, conn=conn, rid=rid)
+        if closing:
+            raise _protocol(
+                ErrorCode.UNAVAILABLE,
+                "this connection is closing: the seat stays with whoever holds it",
+            )
+        rec = Record(seq + 1, "seat_held", {"seat": seat, "holder": conn})
+        state = self.engine.apply(self.state, rec)
+        step = self._finish(Step(conn=conn, rid=rid, what="resume"), [rec], [state], now)
+
+        def then(out: list[Effect]) -> None:
+            upto = self.state.seq
+            self._publish(step.records, out, skip=conn)  # the seat's old holder is told
+            self._catch_up(conn, seat, after, upto, out)
+            self._subscribe(conn, seat, cmd.view, out)
+            out.append(Reply(conn, rid, Resumed(seat, self.snapshot(seat))))
+            if self.state.ended:
+                out.append(Send(conn, self._ended_push()))
+            else:
+                turn = self._turn(seat)
+                if turn is not None:
+                    out.append(Send(conn, turn))
+
+        step.then = then
+        return step
+
+    def _catch_up(
+        self, conn: str, viewer: Viewer, after: int | None, upto: int, out: list[Effect]
+    ) -> None:
+        """The records ``after + 1 .. upto`` for ``conn``, as one chunk: from the table's tail
+        when it reaches back that far, else read from the store by the driver."""
+        if after is None or after >= upto:
+            return
+        tail = self._tail
+        if tail and tail[0].seq <= after + 1:
+            pushes = self.pushes_for((r for r in tail if after < r.seq <= upto), viewer)
+            if pushes:
+                out.append(SendMany(conn, tuple(pushes)))
+            return
+        out.append(Backfill(conn, viewer, after, upto))
+
+    def _act(self, conn: str, rid: Any, cmd: Act, now: float, caught_up: bool) -> Step:
+        action, expected = cmd.action, cmd.expected
+        seat = self.holder_of(conn)
+        if seat is None:
+            raise _protocol(ErrorCode.NOT_SEATED, "join or resume a seat first")
+        seq = self.state.seq
+        if expected is not None and expected > seq and self.shared and not caught_up:
+            return Step(follow_first=True, conn=conn, rid=rid, what="act")
+        if expected is not None and expected != seq:
+            why = self._stale(seat, expected)
+            if why is not None:
+                raise _protocol(
+                    ErrorCode.CONFLICT,
+                    f"the session is at seq {seq}, not {expected}: {why}",
+                    seq=seq,
+                )
+        if self.state.ended:
+            raise _protocol(ErrorCode.SESSION_ENDED, "the session is over")
+        parsed = self.engine.codec.action_from_wire(action)  # BadAction, an ActionError
+        new, after = self.engine.step(self.state, seat, parsed)  # ActionError: the game refuses
+        step = self._finish(Step(conn=conn, rid=rid, what="act"), new, [after], now)
+
+        def then(out: list[Effect]) -> None:
+            out.append(Reply(conn, rid, Accepted(self.state.seq)))
+            self._publish(step.records, out)
+
+        step.then = then
+        return step
+
+    def _stale(self, seat: Seat, expected: int) -> str | None:
+        """Why an act of ``seat`` naming seq ``expected`` (not the session's) is refused, or
+        None when it still holds (:mod:`host.table.freshness`), from the records and the
+        states after each cause of the last :data:`WINDOW` records.
+
+        Raises:
+            GameFault: the game's ``redact``, ``to_act`` or ``legal_actions`` failed.
+        """
+        seq = self.state.seq
+        if expected > seq:
+            return "that seq is not reached yet"
+        if seq - expected > WINDOW:
+            return f"that seq is more than {WINDOW} records old"
+        then_state = next((s for s in self._bounds if s.seq == expected), None)
+        if then_state is None:
+            return "this seat had no turn at that seq (it is inside a cause)"
+        then = None
+        if seat in self.engine.to_act(then_state):
+            then = self._legal_at(then_state, seat)
+        since = [r for r in self._tail if r.seq > expected]
+        now_turn = self._turn(seat)
+        return stale_reason(self.engine, seat, since, then, now_turn.legal if now_turn else [])
+
+    def _leave(self, conn: str, rid: Any, now: float) -> Step:
+        sub = self.subs.get(conn)
+        if sub is None:
+            raise _protocol(ErrorCode.NOT_SEATED, "this connection neither plays nor watches")
+        seat = sub.viewer
+        if seat is None or self.holders[seat] != conn or self.state.ended:
+            out: list[Effect] = []
+            self._unsubscribe(conn, out)
+            out.append(Reply(conn, rid, Left()))
+            return Step(effects=out, conn=conn, rid=rid)
+        step = self._release(seat, "left", now, "leave", conn=conn, rid=rid)
+        then = step.then
+
+        def left(out: list[Effect]) -> None:
+            self._unsubscribe(conn, out)
+            out.append(Reply(conn, rid, Left()))
+            if then is not None:
+                then(out)
+
+        step.then = left
+        return step
+
+    def _release(
+        self, seat: Seat, reason: str, now: float, what: str, conn: str | None = None, rid=None
+    ) -> Step:
+        rec = Record(self.state.seq + 1, "seat_released", {"seat": seat, "reason": reason})
+        state = self.engine.apply(self.state, rec)
+        step = self._finish(Step(conn=conn, rid=rid, what=what), [rec], [state], now)
+        step.then = lambda out: self._publish(step.records, out)
+        return step
+
+    # -- host-driven steps ---------------------------------------------------------------------
+    def _orphans(self) -> list[tuple[Seat, str]]:
+        """Seats held (per the log) by connections that are gone: this host's connections no
+        longer subscribed here (``gone``), and connections of hosts no longer running
+        (``host_gone``, judged by the lease holder only)."""
+        out: list[tuple[Seat, str]] = []
+        for seat, holder in enumerate(self.holders):
+            if holder is None:
+                continue
+            instance = holder.partition(".")[0]
+            if instance == self.instance:
+                if holder not in self.subs:
+                    out.append((seat, "gone"))
+            elif self.driver and not self.host_alive(instance):
+                out.append((seat, "host_gone"))
+        return out
+
+    def next_due(self) -> tuple[float, str]:
+        """When the next host-driven step is due (host time, ``inf`` if none) and which."""
+        st = self.state
+        if st.ended or not self.live:
+            return math.inf, ""
+        if self._orphans():
+            return -math.inf, "release"
+        if not self.driver:  # another host holds the lease: it runs bots and timers
+            return math.inf, ""
+        if self.faulted:
+            return -math.inf, "fault"
+        n = len(st.seats)
+        if any(0 <= s < n and st.seats[s] is None for s in self._bots):
+            return -math.inf, "seat_bots"
+        steps: list[tuple[float, str]] = [(math.inf, "")]
+        s = self.settings
+        if s.abandon_after and self._humans and self.unattended_since is not None:
+            steps.append((self.unattended_since + s.abandon_after, "abandon"))
+        if st.started:
+            try:
+                to_act = self.to_act()
+            except GameFault:
+                log.exception("game_fault", session=self.id, step="to_act")
+                self.faulted = True
+                return -math.inf, "fault"
+            if any(st.seats[x] is not None and st.seats[x].bot for x in to_act):  # type: ignore[union-attr]
+                steps.append((self.turn_started + s.bot_delay, "bot"))
+            elif to_act and self.turn_timeout is not None:
+                if self._absent(to_act):
+                    steps.append((-math.inf, "absent"))
+                steps.append((self.turn_started + self.turn_timeout, "timeout"))
+        return min(steps)
+
+    def _absent(self, to_act: Iterable[Seat]) -> list[Seat]:
+        """The seats in ``to_act`` whose turns timed out :data:`ABSENT_AFTER` times in a row
+        with no connection holding them: the host plays those at once."""
+        return [s for s in to_act if self.timeouts[s] >= ABSENT_AFTER and self.holders[s] is None]
+
+    def due(self, now: float) -> Step | None:
+        """The host-driven step due at ``now`` (None if none is). A fault in the game's code
+        here ends the session: the step is then the ``ended`` record with ``aborted:
+        "game_error"``."""
+        when, what = self.next_due()
+        if when > now:
+            return None
+        try:
+            return self._host_step(what, now)
+        except Exception:  # the game's code (GameFault), or what it broke: end the session
+            log.exception("game_fault", session=self.id, step=what)
+            self.faulted = True
+            return self._abort("game_error", now)
+
+    def _host_step(self, what: str, now: float) -> Step | None:
+        if what == "release":
+            orphans = self._orphans()
+            state = self.state
+            records, states = [], []
+            for seat, reason in orphans:
+                rec = Record(state.seq + 1, "seat_released", {"seat": seat, "reason": reason})
+                state = self.engine.apply(state, rec)
+                records.append(rec)
+                states.append(state)
+            log.info("seats_released", session=self.id, seats=[s for s, _ in orphans])
+            step = self._finish(Step(what="release"), records, states, now)
+            step.then = lambda out: self._publish(step.records, out)
+            return step
+        if what == "fault":
+            return self._abort("game_error", now)
+        if what == "abandon":
+            return self._abort("abandoned", now)
+        if what == "seat_bots":
+            st = self.state
+            missing = [s for s in sorted(self._bots) if st.seats[s] is None]
+            records, states = [], []
+            for seat in missing:
+                new, st = self.engine.seat_step(st, seat, f"bot{seat}", True, None)
+                records += new
+                states.append(st)
+            log.warning("bots_seated_on_load", session=self.id, seats=missing)
+            return self._publishing(self._finish(Step(what="seat_bots"), records, states, now))
+        if what == "bot":
+            return self._bot_step(now)
+        if what in ("timeout", "absent"):
+            to_act = self.to_act()
+            seats = list(to_act) if what == "timeout" else self._absent(to_act)
+            return self._time_out(seats, now)
+        return None
+
+    def _publishing(self, step: Step) -> Step:
+        step.then = lambda out: self._publish(step.records, out)
+        return step
+
+    def _abort(self, reason: str, now: float) -> Step | None:
+        if self.state.ended:
+            return None
+        stop, after = self.engine.abort_step(self.state, reason)
+        log.warning("session_aborted", session=self.id, reason=reason, seq=self.state.seq)
+        self.faulted = False
+        return self._publishing(self._finish(Step(what=reason), stop, [after], now))
+
+    def _bot_step(self, now: float) -> Step | None:
+        """One bounded step of host bots: one move (with a ``bot_delay``), else consecutive
+        moves up to :data:`BOT_BATCH` records, appended together."""
+        batch: list[Record] = []
+        states: list[SessionState] = []
+        state = self.state
+        limit = self.settings.max_records
+        while len(batch) < BOT_BATCH and state.seq + 1 < limit:
+            seat = self.engine.bot_seat(state)
+            if seat is None:
+                break
+            new, state = self.engine.bot_step(state, seat)
+            batch += new
+            states.append(state)
+            if self.settings.bot_delay:
+                break
+        if not batch:
+            return self._abort("too_long", now)  # a bot is to act but the session is full
+        return self._publishing(self._finish(Step(what="bot"), batch, states, now))
+
+    def _time_out(self, seats: Sequence[Seat], now: float) -> Step | None:
+        """Play the host bot's choice for each of ``seats`` still to act (its turn timer ran
+        out, or its player is absent), each recorded ``"timed_out": true``, in one append."""
+        records: list[Record] = []
+        states: list[SessionState] = []
+        state = self.state
+        for seat in seats:
+            if state.ended or seat not in self.engine.to_act(state):
+                continue
+            new, state = self.engine.bot_step(state, seat, timed_out=True)
+            records += new
+            states.append(state)
+            count = 0 if self.holders[seat] is not None else self.timeouts[seat] + 1
+            if count <= ABSENT_AFTER:  # then it is played at once: logged once
+                log.info("turn_timed_out", session=self.id, seat=seat, absent=count == ABSENT_AFTER)
+        if not records:
+            return None
+        return self._publishing(self._finish(Step(what="timeout"), records, states, now))

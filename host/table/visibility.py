@@ -1,0 +1,157 @@
+"""What a viewer may see of a log record: the one place that decides it.
+
+Live pushes (``host.table.core``), the records a ``resume`` catches up on, the replay ops
+(``log``, ``host.net.replayops``) and ``gamehost replay``'s timeline all show records through
+:class:`Visibility`, so no copy of the rule can drift from another.
+
+The rule, per record type (a *viewer* is a seat number, or None for a spectator):
+
+=================  ==========================================================================
+``header``         never pushed; in a log page its ``seed`` is null unless ``truth`` is asked
+``seat_taken``     ``seat``, ``name``, ``bot`` (never the token hash, never the holder)
+``action``         ``seat`` and ``action`` (actions are public), ``timed_out`` when set
+``event``          the game's ``redact(event, viewer)``: only what that viewer may see
+``seat_held``      ``seat`` (who holds it is the host's business, not the players')
+``seat_released``  ``seat``
+``ended``          ``outcome``, ``aborted`` when the host ended it, and ``seed`` only when the
+                   game reveals it (``GameInfo.reveal_seed``)
+=================  ==========================================================================
+
+``truth`` (a debugger's full view, allowed only where PROTOCOL.md's replay ops say so) shows
+every field but the two that are never shown to anyone: ``token_hash`` and ``holder``.
+
+Pure: no I/O. Game code (``redact``) runs through the engine's guards, so a game that raises
+here raises :class:`~host.plugins.faults.GameFault`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from host.game import Viewer
+from host.table.engine import BadRecord, Engine, Record
+from protocol.replies import EventPush
+
+__all__ = ["NEVER_SHOWN", "Visibility"]
+
+NEVER_SHOWN = ("token_hash", "holder")
+"""Record fields no viewer is ever shown, ``truth`` included."""
+
+
+class Visibility:
+    """The visibility rule for one game's records.
+
+    Args:
+        engine: the game's engine (its codec reads events, its guards run ``redact``).
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.reveal_seed = bool(engine.game.info.reveal_seed)
+
+    def public_seed(self, header: dict[str, Any]) -> str | None:
+        """The session's seed as clients may see it once it ended (None if the game keeps it)."""
+        return header.get("seed") if self.reveal_seed else None
+
+    def body(self, rec: Record, viewer: Viewer, header: dict[str, Any]) -> dict[str, Any] | None:
+        """The ``event`` body of the live push of ``rec`` for ``viewer`` (None: not pushed).
+
+        Raises:
+            GameFault: the game's ``redact`` failed. BadRecord: an event the game cannot read.
+        """
+        kind = rec.type
+        d = rec.data
+        if kind == "event":
+            return self.engine.redacted_wire(rec, viewer)
+        if kind == "action":
+            out = {"seat": d["seat"], "action": d["action"]}
+            if d.get("timed_out"):
+                out["timed_out"] = True
+            return out
+        if kind == "seat_taken":
+            return {"seat": d["seat"], "name": d["name"], "bot": d["bot"]}
+        if kind in ("seat_held", "seat_released"):
+            return {"seat": d["seat"]}
+        if kind == "ended":
+            out = {"outcome": d["outcome"], "seed": self.public_seed(header)}
+            if "aborted" in d:
+                out["aborted"] = d["aborted"]
+            return out
+        return None
+
+    def same_for_all(self, rec: Record) -> bool:
+        """Whether every viewer is shown ``rec`` alike without asking the game (every record
+        but a game event)."""
+        return rec.type != "event"
+
+    def push(
+        self,
+        session: str,
+        rec: Record,
+        viewer: Viewer,
+        header: dict[str, Any],
+        shared: list[EventPush] | None = None,
+    ) -> EventPush | None:
+        """The ``event`` push of ``rec`` for ``viewer`` (None for a header).
+
+        With ``shared`` (an empty list for each new record), a push that is the same for every
+        viewer — a record other than an event, or an event ``redact`` gives back unchanged —
+        is made once and kept there, so viewers share one object (encoded once); an event the
+        engine has just made keeps its JSON encoding (``Record.encoded``).
+
+        Raises:
+            GameFault: the game's ``redact`` failed. BadRecord: an event the game cannot read.
+        """
+        if shared and rec.type != "event":
+            return shared[0]
+        if rec.type == "event":
+            codec = self.engine.codec
+            event = rec.obj
+            if event is None:
+                try:
+                    event = codec.event_from_wire(rec.data["event"], rec.data.get("v"))
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise BadRecord(rec.seq, f"an event the game cannot read: {exc}") from exc
+            redacted = self.engine.redact(rec, event, viewer)
+            if redacted is not event or shared is None:
+                return EventPush(session, rec.seq, "event", self.engine.event_wire(rec, redacted))
+            if shared:
+                return shared[0]
+            if rec.encoded is not None:  # the body's JSON the engine made: no second encoding
+                push = EventPush.with_encoded_body(
+                    session, rec.seq, "event", rec.data["event"], rec.encoded
+                )
+            else:
+                push = EventPush(session, rec.seq, "event", self.engine.event_wire(rec, event))
+            shared.append(push)
+            return push
+        body = self.body(rec, viewer, header)
+        if body is None:
+            return None
+        push = EventPush(session, rec.seq, rec.type, body)
+        if shared is not None:
+            shared.append(push)
+        return push
+
+    def record(
+        self, rec: Record, viewer: Viewer, header: dict[str, Any], truth: bool = False
+    ) -> dict[str, Any]:
+        """``rec`` as a log page (or a timeline) shows it to ``viewer``: ``seq``, ``type``,
+        ``ts`` when known, and its fields, hidden parts redacted (see the module docstring).
+
+        Raises:
+            GameFault: the game's ``redact`` failed. BadRecord: an event the game cannot read.
+        """
+        data = {k: v for k, v in rec.data.items() if k not in NEVER_SHOWN}
+        if not truth:
+            if rec.type == "header":
+                data["seed"] = None
+            elif rec.type == "event":
+                data["event"] = self.engine.redacted_wire(rec, viewer)
+            elif rec.type == "ended":
+                data["seed"] = self.public_seed(header)
+        out: dict[str, Any] = {"seq": rec.seq, "type": rec.type}
+        if rec.ts is not None:
+            out["ts"] = rec.ts
+        out.update(data)
+        return out
