@@ -32,15 +32,12 @@ written through the store API before the hosts start. The hosts serve with
 A ``bounce`` in A and C closes every logical connection one at a time, seated ones in seat
 order, then spectators and seatless ones by index: the client half-closes, reads to the host's
 EOF (the host has dropped the connection by then), and for a seated connection waits until the
-host has logged the ``seat_released`` record the close causes. In B it is a SIGKILL and a
+host has logged the ``seat_released`` record the close causes (unless the session has ended:
+nothing follows its end). In B it is a SIGKILL and a
 restart, nothing else. Then in all three every logical connection is reopened in that same
 order: a new TCP connection, ``hello``, then ``resume`` (token, ``after`` = the last seq it saw)
 if it held a seat, or ``watch`` if it watched. These reopen requests are part of every
 topology's transcript.
-
-Whether the host logs seat releases at all is learnt from the first seated close of the test
-run (:data:`RELEASE_PROBE` seconds): a host that does not (before the table core that writes
-them) is not waited for again, unless a ``seat_released`` record shows up after all.
 
 **Quiet**: after each step the harness waits, event-driven, until the table is quiet before the
 next step. One *monitor* connection per host watches the session (it is never compared): the
@@ -111,9 +108,6 @@ __all__ = [
 WAIT_TIMEOUT = 10.0
 """Seconds any one wait (a reply, pushes, a close, the table settling) may take before the
 harness notes it and goes on."""
-RELEASE_PROBE = 3.0
-"""Seconds the first seated close of a test run waits for its ``seat_released`` record; a host
-that logs none by then is taken not to log releases (and is not waited for again)."""
 MAX_TIMEOUTS = 3
 """Waits that timed out after which a topology stops playing its scenario."""
 START_TIMEOUT = 60.0
@@ -129,7 +123,6 @@ TOPOLOGIES = {
 }
 """The topologies' names and what each is."""
 
-_releases: bool | None = None  # whether this code's hosts log seat_released (learnt once)
 _registry: Registry | None = None
 
 
@@ -525,10 +518,7 @@ class Topology:
             self.monitor_seen[i] = max(self.monitor_seen[i], reply["result"]["seq"])
 
     def _monitor_push(self, host: int, push: dict[str, Any]) -> None:
-        global _releases
         if push.get("push") == "event" and push.get("session") == self.sid:
-            if push["kind"] == "seat_released":
-                _releases = True  # this code logs releases: wait for them from now on
             self.monitor_events.setdefault(push["seq"], (push["kind"], push["event"]))
             self.monitor_seen[host] = max(self.monitor_seen[host], push["seq"])
 
@@ -700,8 +690,8 @@ class Topology:
             await self._reopen(conn, before[conn.index])
 
     async def _close(self, conn: Logical, start: int) -> None:
-        """Close one logical connection; for a seated one, wait for its ``seat_released``."""
-        global _releases
+        """Close one logical connection; for a seated one, wait for its ``seat_released`` (none
+        comes once the session has ended: nothing is appended after its end)."""
         link = conn.link
         if link is None:
             return
@@ -709,7 +699,8 @@ class Topology:
             self._timed_out(conn, "the host did not close after FIN")
         await link.aclose()
         conn.link = None
-        if not isinstance(conn.role, int) or _releases is False:
+        ended = any(kind == "ended" for kind, _ in self.monitor_events.values())
+        if not isinstance(conn.role, int) or ended:
             return
         seat = conn.role
 
@@ -720,11 +711,7 @@ class Topology:
                 if seq > start
             ) and all(s >= max(self.monitor_events, default=-1) for s in self.monitor_seen)
 
-        probing = _releases is None
-        got = await self.until(released, RELEASE_PROBE if probing else WAIT_TIMEOUT)
-        if probing:
-            _releases = bool(_releases) or got
-        elif not got:
+        if not await self.until(released, WAIT_TIMEOUT):
             self._timed_out(conn, f"no seat_released for seat {seat} after its close")
 
     async def _kill_and_restart(self) -> None:

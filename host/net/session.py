@@ -334,6 +334,8 @@ class Session:
         key = conn.key
         self._conns.pop(key, None)
         self._inflight.pop(key, None)
+        if key in self.table.subs:
+            conn.detached(self.id)
         if key in self.table.subs and self.live and not self.stopping:
             reason = "unresponsive" if getattr(conn, "reason", None) == "unresponsive" else "gone"
             self._drops[key] = reason

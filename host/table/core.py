@@ -562,8 +562,12 @@ class Table:
             if isinstance(cmd, Resume):
                 return self._resume(conn, rid, cmd, now, closing, caught_up)
             if isinstance(cmd, Watch):
+                if self.shared and not caught_up and self.live:  # answer from the log's end
+                    return Step(follow_first=True, conn=conn, rid=rid, what="watch")
                 return self._watch(conn, rid, cmd)
             if isinstance(cmd, View):
+                if self.shared and not caught_up and self.live:
+                    return Step(follow_first=True, conn=conn, rid=rid, what="view")
                 return self._view(conn, rid)
             if isinstance(cmd, Leave):
                 return self._leave(conn, rid, now)

@@ -74,7 +74,10 @@ def fork_records(records: list[Record], n: int, new_id: str) -> list[dict[str, A
 
     The header names ``new_id`` as its ``session`` and says ``forked_from`` (``{"session": the
     original id, "seq": n}``); an ``ended`` record (always a log's last) is left out, so a
-    fork at the end of a session a host limit stopped plays on. Everything else is copied as it
+    fork at the end of a session a host limit stopped plays on. No seat of the fork is held by
+    a connection (the original's connections are not the fork's): ``seat_taken`` loses its
+    ``holder`` and each ``seat_held`` becomes a ``seat_released`` of that seat, at the same seq.
+    Everything else is copied as it
     was written: the seed (so the fork replays, and its future deals can be foretold by whoever
     knows it), the token hashes (a caller handing out new seats replaces them), and each event
     with the schema version ``v`` it was written under (the current code upcasts it on reading,
@@ -83,9 +86,7 @@ def fork_records(records: list[Record], n: int, new_id: str) -> list[dict[str, A
     Raises:
         ValueError: ``n`` is not a seq of the log, or ends inside a cause (the next record is
             not a ``seat_taken``, an ``action``, a ``seat_held`` or a ``seat_released``): the
-            message says where to fork instead. (Seats the original's connections held in the
-            copy are released by the host that serves the fork: those connections are not
-            the fork's.)
+            message says where to fork instead.
     """
     last = records[-1].seq
     if not 0 <= n <= last:
@@ -103,8 +104,13 @@ def fork_records(records: list[Record], n: int, new_id: str) -> list[dict[str, A
         if r.type == "ended":
             continue
         data = dict(r.data)
-        if r.type == "header":
+        kind = r.type
+        if kind == "header":
             data["session"] = new_id
             data["forked_from"] = {"session": r.data["session"], "seq": n}
-        lines.append({"seq": r.seq, "type": r.type, **data})
+        elif kind == "seat_taken":
+            data.pop("holder", None)
+        elif kind == "seat_held":  # no connection of the original holds a seat of the fork
+            kind, data = "seat_released", {"seat": data["seat"], "reason": "gone"}
+        lines.append({"seq": r.seq, "type": kind, **data})
     return lines
