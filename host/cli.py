@@ -162,6 +162,12 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         help="seconds a session may have no connection attached before the host ends it as"
         " abandoned (0: never)",
     )
+    p.add_argument(
+        "--linger",
+        type=seconds,
+        default=60.0,
+        help="seconds a finished session stays in memory once idle (then its log answers)",
+    )
     p.add_argument("--max-sessions", type=count, default=10_000, help="live sessions at most")
     p.add_argument(
         "--max-records", type=count, default=500_000, help="records at most in one session"
@@ -304,6 +310,7 @@ def serve_main(args: argparse.Namespace) -> int:
         create_limit_loopback=args.create_limit_loopback,
         max_unstarted=args.max_unstarted,
         abandon_after=args.abandon_after,
+        linger=args.linger,
         reuse_port=args.reuse_port,
         http_port=args.http,
         http_bind=args.http_bind,

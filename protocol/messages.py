@@ -143,8 +143,11 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
         {"reason": "the game's typed code (e.g. `card_does_not_match`, `cannot_pass`)"},
     ),
     ErrorCode.CONFLICT: ErrorSpec(
-        "`act` named a `seq` the session has moved past; on hosts sharing a database, also a"
-        " `join` or `act` that lost the race for its seq to another host twice in a row",
+        '`act` named a `seq` at which, by the freshness rule (see "Expected seq"), its'
+        " answer no longer holds: the seat acted since, what it may do changed, it was shown"
+        " something private since, the seq is more than 32 records old, inside a cause, or not"
+        " reached yet (an older `seq` is often still accepted); on hosts sharing a database,"
+        " also a request that lost the race for its seq to another host twice in a row",
         {"seq": "the session's current seq"},
     ),
     ErrorCode.SESSION_ENDED: ErrorSpec(
@@ -163,7 +166,8 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ),
     ErrorCode.UNAVAILABLE: ErrorSpec(
         "the host is shutting down, or the session's log could not be written or read just now"
-        " (the session reloads its log and carries on; retry)"
+        " (the session reloads its log and carries on; retry); or a `resume` from a connection"
+        " that has closed its sending side (it takes nothing)"
     ),
     ErrorCode.RECORDS_LOST: ErrorSpec(
         "`resume` with an `after` past the log's last record: the host lost records the client"

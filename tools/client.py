@@ -4,6 +4,6 @@
 
 from __future__ import annotations
 
-from host.net.client import Client, HostError
+from host.net.client import PING_ID, Client, HostError
 
-__all__ = ["Client", "HostError"]
+__all__ = ["PING_ID", "Client", "HostError"]

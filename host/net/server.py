@@ -159,10 +159,12 @@ class HostConfig:
         max_unstarted: sessions a connection, and (unless loopback, see
             ``create_limit_loopback``) a peer address, may have created that are live and not
             started.
-        abandon_after: seconds a live session may have no player attached (no connection
-            holding a human seat; spectators count only at an all-bot table; counted from its
-            creation or load) before the host ends it with
-            ``aborted: "abandoned"`` (None or 0: never).
+        abandon_after: seconds a live session with human seats may have none of them held by
+            a connection (counted, from the log, from the record after which nobody held one:
+            the header, or the last ``seat_released``) before the host ends it with
+            ``aborted: "abandoned"`` (None or 0: never). Spectators do not count; a session of
+            bots only is never abandoned (its bots end it).
+        linger: seconds a finished session stays in memory once idle (its log answers after).
         reuse_port: listen with ``SO_REUSEPORT``, so other processes (``serve --workers``)
             can listen on the same port.
         store: a ``postgresql://`` URL: the logs live in that database (``host.store.pg``;
@@ -198,6 +200,7 @@ class HostConfig:
     create_limit_loopback: bool = False
     max_unstarted: int = 10
     abandon_after: float | None = 600.0
+    linger: float = 60.0
     reuse_port: bool = False
     store: str | None = None
     http_port: int | None = None
@@ -299,7 +302,12 @@ class Host:
     """
 
     def __init__(
-        self, registry: Registry, store: FileStore, nursery: trio.Nursery, config: HostConfig
+        self,
+        registry: Registry,
+        store: FileStore,
+        nursery: trio.Nursery,
+        config: HostConfig,
+        instance: str = "",
     ) -> None:
         self.registry = registry
         self.store = store
@@ -312,7 +320,7 @@ class Host:
             else config.max_connections
         )
         self._refusing = 0  # connections over the cap being told so
-        self.instance = secrets.token_hex(4)
+        self.instance = instance or secrets.token_hex(4)
         """This host process's id: the first part of every connection's key (a seat's holder
         in the log), so other hosts, and this one after a restart, can tell its connections'
         seats from those of a host that is still running."""
@@ -392,7 +400,13 @@ class Host:
         )
         if self.follower is not None:
             table.host_alive = self.follower.host_alive
-        session = Session(table, self.store, self.registry.hook, clock_base=self.clock_base)
+        session = Session(
+            table,
+            self.store,
+            self.registry.hook,
+            linger=self.config.linger,
+            clock_base=self.clock_base,
+        )
         if not live:
             session.retire()
         return session
@@ -1054,13 +1068,15 @@ async def run_host(
         store = await _open_store(config)
         if feed is None and config.store is not None:  # other hosts may share the database
             feed = PostgresFeed(config.store)
+    instance = secrets.token_hex(4)
     async with trio.open_nursery() as outer:
         await outer.start(store.run)
         if feed is not None:
+            feed.instance = instance  # type: ignore[attr-defined]
             await outer.start(feed.run)
         try:
             async with trio.open_nursery() as sessions:
-                host = Host(registry, store, sessions, config)
+                host = Host(registry, store, sessions, config, instance=instance)
                 if handle_signals:  # before listening: a SIGTERM right after it stops cleanly
                     await outer.start(_signals, host)
                 if feed is not None:

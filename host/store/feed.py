@@ -69,6 +69,10 @@ log = structlog.get_logger("gamehost.feed")
 LEASE_POLL = 1.0
 """Seconds between two rounds of taking the free leases of a host's live sessions (a session
 whose holder died is taken over within about this, plus the time to read its log)."""
+HOST_GRACE = 5.0
+"""Seconds another host may be missing from the database's connections before the driving host
+takes it for gone and releases the seats its connections held (``host_gone``): longer than a
+new host takes to connect its feed, about the time a dead host's sessions are taken over."""
 LEASE_TIMEOUT = 3.0
 """Seconds a host's feed connection may stay silent before the database ends it, freeing its
 leases (a frozen host's sessions are then taken over by another); the feed pings every third."""
@@ -107,6 +111,11 @@ class Feed(Protocol):
 
     async def release(self, session: str) -> None:
         """Give a held lease back (nothing if not held)."""
+        ...
+
+    async def live_hosts(self) -> set[str] | None:
+        """The instance ids of the hosts whose feeds are connected now (this one's included),
+        or None when this feed cannot tell (no connection)."""
         ...
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -211,6 +220,7 @@ class MemoryFeed:
 
     def __init__(self, hub: MemoryHub) -> None:
         self.hub = hub
+        self.instance = ""  # the host's instance id (set by the host before run)
         self.connected = True
         self._q = _Notices()
         hub.feeds.add(self)
@@ -240,6 +250,12 @@ class MemoryFeed:
         await trio.lowlevel.checkpoint()
         if self.hub.leases.get(session) is self:
             del self.hub.leases[session]
+
+    async def live_hosts(self) -> set[str] | None:
+        await trio.lowlevel.checkpoint()
+        if not self.connected:
+            return None
+        return {f.instance for f in self.hub.feeds if f.connected}
 
     def _drop_leases(self) -> None:
         for sid in [s for s, f in self.hub.leases.items() if f is self]:
@@ -275,6 +291,7 @@ class MemoryFeed:
 # -- PostgreSQL --------------------------------------------------------------------------------
 _LOCK = "SELECT s FROM unnest(%s::text[]) AS s WHERE pg_try_advisory_lock(hashtextextended(s, 0))"
 _UNLOCK = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
+_LIVE = "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE %s"
 
 
 class PostgresFeed:
@@ -313,6 +330,10 @@ class PostgresFeed:
         self.dsn = dsn
         self.lease_timeout = lease_timeout
         self.name = name
+        self.instance = ""
+        """The host's instance id (set by the host before :meth:`run`): the connection's
+        ``application_name`` is ``"<name> <instance>"``, which is how the other hosts see that
+        this one runs (:meth:`live_hosts`)."""
         self.poll = poll
         self.backoff_max = backoff_max
         self.held: set[str] = set()
@@ -363,6 +384,10 @@ class PostgresFeed:
         if session in self.held:
             self.held.discard(session)
             await self._ask("unlock", session)
+
+    async def live_hosts(self) -> set[str] | None:
+        got = await self._ask("live", None)
+        return None if got is None else set(got)
 
     def _from_thread(self, fn: Any, *args: Any) -> None:
         try:
@@ -426,7 +451,7 @@ class PostgresFeed:
                     keepalives_idle=5,
                     keepalives_interval=2,
                     keepalives_count=2,
-                    application_name=self.name,
+                    application_name=f"{self.name} {self.instance}".strip(),
                 )
             except psycopg.Error as exc:
                 log.warning("feed_connect_failed", error=str(exc).strip(), retry_in=delay)
@@ -470,6 +495,9 @@ class PostgresFeed:
                 try:
                     if op == "lock":
                         box.append({row[0] for row in conn.execute(_LOCK, (arg,)).fetchall()})
+                    elif op == "live":
+                        rows = conn.execute(_LIVE, (f"{self.name} %",)).fetchall()
+                        box.append({row[0].split(" ", 1)[1] for row in rows})
                     else:
                         conn.execute(_UNLOCK, (arg,))
                     last = time.monotonic()
@@ -508,6 +536,10 @@ class Followed(Protocol):
         """Run host-driven steps (True: this host holds the lease) or not."""
         ...
 
+    def set_host_alive(self, alive: Callable[[str], bool]) -> None:
+        """How to tell whether another host (by instance id) runs; look at the seats again."""
+        ...
+
 
 class Follower:
     """Connects a host's live sessions to its :class:`Feed`.
@@ -532,11 +564,20 @@ class Follower:
         self.discover = discover
         self.poll = poll
         self._held: set[str] = set()  # leases taken (as far as the last round knows)
+        self._live: set[str] | None = None  # the hosts seen running at the last round
+        self._missing: dict[str, float] = {}  # a host not seen running -> since when
+        self._announced: set[str] = set()  # missing hosts the sessions were told are gone
 
     def host_alive(self, instance: str) -> bool:
-        """Whether the host whose instance id is ``instance`` still runs (so the seats its
-        connections hold are held)."""
-        return True
+        """Whether the host whose instance id is ``instance`` still runs, as far as this host
+        can tell, so the seats its connections hold are held: its feed was connected at the
+        last lease round, or it has been missing for less than :data:`HOST_GRACE` seconds (a
+        host just started may not have connected yet), or this feed cannot tell."""
+        if self._live is None or instance in self._live:
+            return True
+        now = trio.current_time()
+        first = self._missing.setdefault(instance, now)
+        return now - first < HOST_GRACE
 
     async def adopt(self, session: Followed) -> None:
         """A session went live here: try its lease at once."""
@@ -575,10 +616,25 @@ class Follower:
             await self.feed.release(sid)
         got = await self.feed.try_leases(want) if want else set()
         self._held = (self._held - set(live)) | got  # adopted meanwhile: kept
+        before, self._live = self._live, await self.feed.live_hosts()
+        now = trio.current_time()
+        if self._live is not None:
+            for instance in [i for i in self._missing if i in self._live]:
+                del self._missing[instance]
+                self._announced.discard(instance)
+            for instance in (before or set()) - self._live:  # a host went away just now
+                self._missing.setdefault(instance, now)
+        gone = {i for i, since in self._missing.items() if now - since >= HOST_GRACE}
+        # the hosts seen changed, or one was just found gone: the driven sessions look again
+        # at who holds their seats (a session asks host_alive, which notes a missing host)
+        news = bool(gone - self._announced) or before != self._live
+        self._announced |= gone
         for sid in want:
             s = live[sid]
             if self.sessions.get(sid) is s:
                 s.set_driver(sid in got)
+                if news and sid in got:  # seats of a host found gone: the driver releases them
+                    s.set_host_alive(self.host_alive)
 
     async def _leases(self) -> None:
         while True:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import attrs
 import trio
@@ -54,12 +55,16 @@ class FakeSession:
     ended: bool = False
     driver: bool | None = None
     seen: list = attrs.field(factory=list)
+    alive: Any = None
 
     def notice(self, seq: int | None) -> None:
         self.seen.append(seq)
 
     def set_driver(self, driver: bool) -> None:
         self.driver = driver
+
+    def set_host_alive(self, alive: Any) -> None:
+        self.alive = alive
 
 
 async def test_follower_takes_over_a_dead_hosts_leases(autojump_clock: trio.abc.Clock) -> None:

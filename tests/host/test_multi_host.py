@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from host.net.server import HostConfig, run_host
+from host.store import feed as feed_module
 from host.store.feed import MemoryHub, PostgresFeed
 from host.store.pg import PostgresStore
 from tests.conftest import RunningHost, toy_registry
@@ -279,6 +280,62 @@ async def test_bots_of_a_dead_host_are_taken_over(tmp_path: Path, shared: Shared
         assert [r["seq"] for r in recs] == list(range(len(recs)))
         assert len(recs) > before and recs[-1]["type"] == "ended"
         assert recs[-1]["outcome"] is not None  # played out, not aborted
+        n.cancel_scope.cancel()
+
+
+async def test_a_takeover_on_one_host_detaches_the_seat_on_the_other(
+    tmp_path: Path, shared: Shared
+) -> None:
+    async with trio.open_nursery() as n:
+        a = await start_shared(n, shared, tmp_path / "a")
+        b = await start_shared(n, shared, tmp_path / "b")
+        ca, cb = await client(n, a), await client(n, b)
+        sid = await new_session(ca, seats=2, bots=1)
+        joined = await ca.call("join", session=sid, name="ann")
+        tab = await client(n, b)  # ann's second tab, on the other host
+        resumed = await tab.call("resume", session=sid, token=joined["token"])
+        while (p := await ca.next_push())["push"] != "detached":
+            pass
+        assert p == {"push": "detached", "session": sid, "seat": 0, "reason": "resumed"}
+        refused = await ca.request("act", session=sid, action={"type": "keep"})
+        assert refused["error"]["code"] == "not_seated"
+        recs = await shared.records(sid)
+        assert recs[resumed["seq"]]["type"] == "seat_held"
+        del cb
+        n.cancel_scope.cancel()
+
+
+async def test_the_seats_of_a_dead_host_are_released_by_the_one_that_drives(
+    tmp_path: Path, shared: Shared, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(feed_module, "HOST_GRACE", 0.5)
+    async with trio.open_nursery() as n:
+        nurseries, hosts = [], []
+        for name in "ab":
+            nurseries.append(await n.start(_host_nursery))
+            hosts.append(await start_shared(nurseries[-1], shared, tmp_path / name))
+        c0 = await client(n, hosts[0])
+        sid = await new_session(c0, seats=2)
+        await client(n, hosts[1])
+        # ann plays on whichever host does not drive; bob on the driver
+        with trio.fail_after(20):
+            while not any(h.host.sessions.get(sid) and h.host.sessions[sid].driver for h in hosts):
+                await c0.call("view", session=sid)
+        driver = next(i for i, h in enumerate(hosts) if h.host.sessions[sid].driver)
+        ann = await client(nurseries[1 - driver], hosts[1 - driver])
+        bob = await client(n, hosts[driver])
+        await ann.call("join", session=sid, name="ann")
+        await bob.call("join", session=sid, name="bob")
+        nurseries[1 - driver].cancel_scope.cancel()  # ann's host dies with its connections
+        with trio.fail_after(30):
+            while True:
+                p = await bob.next_push()
+                assert p is not None
+                if p["push"] == "event" and p["kind"] == "seat_released":
+                    break
+        assert p["event"] == {"seat": 0}
+        recs = await shared.records(sid)
+        assert recs[p["seq"]]["reason"] == "host_gone"
         n.cancel_scope.cancel()
 
 

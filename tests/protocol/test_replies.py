@@ -290,6 +290,7 @@ def test_protocol_md_lists_every_push():
             "ended",
             "stalled",
             "closed",
+            "detached",
             "ping",
         }
     )
