@@ -174,7 +174,7 @@ class Connection:
         self.send_nowait(encode_reply(rid, outcome))
 
     def submit(self, session: Session, rid: Any, command: commands.Command) -> None:
-        """Hand a command to a session's actor, which answers it (see :meth:`Session.submit`).
+        """Hand a command to a session's driver, which answers it (see :meth:`Session.submit`).
 
         Raises:
             ProtocolError: ``overloaded`` or ``unavailable`` (the session takes no more now).

@@ -3,7 +3,7 @@
 Each connection has a reader (lines -> requests) and a writer draining a bounded outbound channel.
 Lobby ops (``hello``, ``games``, ``create``, ``sessions``, ``ping``) are answered by the
 connection's own task; session ops become typed commands (:mod:`host.table.commands`) submitted to
-the session's actor, which answers them. Every reply and push is a typed message
+the session's driver, which answers them. Every reply and push is a typed message
 (:mod:`protocol.replies`) until the connection encodes it (:meth:`Connection.answer`,
 :meth:`Connection.send`): nothing else in the host builds a line.
 No input from one client can crash the host: every request is parsed into a typed request or a
@@ -41,7 +41,7 @@ and folded once (:meth:`host.table.engine.Engine.load`), and progress goes to th
 request naming a listed session not loaded yet loads it first (or waits while the loader does).
 
 Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tell every client
-``{"push": "closed", "reason": "shutdown"}``, let the session actors finish the command under way
+``{"push": "closed", "reason": "shutdown"}``, let the session drivers finish the command under way
 (so every acknowledged append is on disk) within a grace period, then close the logs.
 """
 
@@ -297,7 +297,7 @@ class Host:
     Args:
         registry: the loaded games.
         store: the event store (its writer running).
-        nursery: where session actors run.
+        nursery: where session drivers run.
         config: the limits and timers (:class:`HostConfig`).
     """
 
@@ -434,13 +434,13 @@ class Host:
 
     async def load_sessions(self) -> int:
         """Load every unfinished session listed by :meth:`list_sessions` (listing them first if
-        nothing is listed) and start its actor, one at a time, serving requests in between;
+        nothing is listed) and start its driver, one at a time, serving requests in between;
         returns how many this call started. Progress goes to the host log about once a second;
         :attr:`loaded` is set at the end. Stops early on shutdown.
 
         A log that cannot be read, or whose game is not installed, is reported and left alone.
         Bot seats the header lists but the log does not seat (a ``create`` cut short) are
-        seated by the session's actor before it starts.
+        seated by the session's driver before it starts.
         """
         if not self._unloaded and not self.loaded.is_set():
             self.list_sessions()
@@ -479,7 +479,7 @@ class Host:
 
     async def _load_session(self, sid: str) -> bool:
         """Load a listed session unless it is loaded or being loaded (then wait for that);
-        True if this call started its actor."""
+        True if this call started its driver."""
         busy = self._loading.get(sid)
         if busy is not None:
             await busy.wait()
@@ -496,7 +496,7 @@ class Host:
 
     async def _load_one(self, sid: str) -> bool:
         """Read a session's log, fold it once (dropping a half-written last cause) and start
-        its actor if the session has not ended; True if started."""
+        its driver if the session has not ended; True if started."""
         try:
             records = []
             for raw in self.store.load(sid):  # fresh dicts of ours: made into records in place
@@ -540,7 +540,7 @@ class Host:
     async def dispatch(self, conn: Connection, req: Request) -> Result | None:
         """Answer a request; returns the typed result for lobby ops, None when a session (or
         ``create``) answers it on ``conn``. Session ops become :mod:`host.table.commands` for the
-        session's actor.
+        session's driver.
 
         Raises:
             ProtocolError: the typed error to answer.
@@ -583,7 +583,7 @@ class Host:
             self._created_by.setdefault(conn.address, set()).add(made.id)
             self._creator[made.id] = conn.address
             return None
-        if req.op in replayops.OPS:  # log, replay, verify, fork: read the log, not the actor
+        if req.op in replayops.OPS:  # log, replay, verify, fork: read the log, not the driver
             return await replayops.dispatch(self, conn, req)
         session = await self._live_session(p.session)
         if session is None:
@@ -615,7 +615,7 @@ class Host:
         bots: int,
         turn_timeout: float | None = HOST_DEFAULT,
     ) -> Session:
-        """Validate and create a session, answer ``create`` and start its actor.
+        """Validate and create a session, answer ``create`` and start its driver.
 
         The seats ``seats - bots`` .. ``seats - 1`` are the bots'; humans join the lower seats.
         The header, the bots' ``seat_taken`` records (and the opening events if every seat is a

@@ -1,11 +1,10 @@
-"""The commands a session's actor takes from its mailbox (frozen, typed, no wire format).
+"""The commands a session takes from connections (frozen, typed, no wire format).
 
 A connection turns a parsed request into one of these and submits it with the requester and the
-request id (:meth:`host.net.session.Session.submit`); the actor runs it and answers a typed outcome
-from :mod:`protocol.replies` (a result, or :class:`protocol.replies.Refused`), which only the
-connection encodes. Each command's handler in :class:`host.net.session.Session` documents the
-outcomes and the pushes around them.
-"""
+request id (:meth:`host.net.session.Session.submit`); the session's table core decides it
+(:meth:`host.table.core.Table.command`, whose handlers document the outcomes and the pushes
+around them) and its driver answers a typed outcome from :mod:`protocol.replies` (a result, or
+:class:`protocol.replies.Refused`), which only the connection encodes."""
 
 from __future__ import annotations
 

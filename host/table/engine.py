@@ -1,9 +1,10 @@
 """The pure session machine: log records in, session state out; causes in, new records out.
 
-No I/O, no trio. The session actor (``host.net.session``), the replay debugger (``tools.replay``)
+No I/O, no trio. The table core (``host.table.core``), the replay debugger (``tools.replay``)
 and the tests all drive a game through this module, so live play and replay cannot drift apart.
 
-Log records (one JSON object per line in the event log; ``ts`` is added by the store):
+Log records (one JSON object per line in the event log; each with its ``ts``, the time of its
+append, which the table core gives it):
 
 ==============  ===================================================================================
 ``header``      seq 0: ``format``, ``host_version``, ``session``, ``game``, ``game_version``,
