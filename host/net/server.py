@@ -47,7 +47,6 @@ Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tel
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import os
 import re
@@ -77,8 +76,9 @@ from host.store.base import CorruptLog, UnknownSession
 from host.store.feed import Feed, Follower, PostgresFeed
 from host.store.file import MAX_OPEN, FileStore, FsyncMode, read_log
 from host.table import commands
-from host.table.core import WINDOW, Table, TableSettings, format_ts
+from host.table.core import WINDOW, Table, TableSettings
 from host.table.engine import BadRecord, Engine, Record, SessionState
+from host.table.lobby import CreateLimiter, is_loopback, plan_create
 from protocol.framing import MAX_LINE
 from protocol.messages import (
     HOST_DEFAULT,
@@ -242,53 +242,6 @@ def _wire_size(summary: SessionSummary) -> int:
 def default_max_connections(fd_limit: int) -> int:
     """Connections that fit in ``fd_limit`` descriptors beside the store's cache and a reserve."""
     return max(16, min(MAX_CONNECTIONS, fd_limit - MAX_OPEN - FD_RESERVE))
-
-
-class CreateLimiter:
-    """A token bucket per peer address for ``create``.
-
-    Args:
-        burst: tokens a bucket holds at most (``create`` requests at once).
-        rate: tokens regained per second.
-        loopback: limit loopback addresses too (else they are never limited).
-    """
-
-    def __init__(self, burst: int, rate: float, loopback: bool = False) -> None:
-        self.burst = burst
-        self.rate = rate
-        self.loopback = loopback
-        self._buckets: dict[str, tuple[float, float]] = {}  # address -> (tokens, at)
-        self._prune_at = 10_000  # buckets held before full ones are forgotten
-
-    def take(self, address: str, now: float) -> float:
-        """Spend one token of ``address`` at time ``now`` (seconds); 0.0 when granted, else the
-        seconds until a token is back (nothing spent)."""
-        if not self.loopback and _is_loopback(address):
-            return 0.0
-        tokens, at = self._buckets.get(address, (float(self.burst), now))
-        tokens = min(float(self.burst), tokens + (now - at) * self.rate)
-        if tokens >= 1.0:
-            self._buckets[address] = (tokens - 1.0, now)
-            if len(self._buckets) > self._prune_at:  # forget full buckets: they tell nothing
-                self._prune(now)
-                self._prune_at = max(10_000, 2 * len(self._buckets))
-            return 0.0
-        self._buckets[address] = (tokens, now)
-        return (1.0 - tokens) / self.rate if self.rate > 0 else math.inf
-
-    def _prune(self, now: float) -> None:
-        full = [
-            a for a, (t, at) in self._buckets.items() if t + (now - at) * self.rate >= self.burst
-        ]
-        for a in full:
-            del self._buckets[a]
-
-
-def _is_loopback(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
 
 
 class Host:
@@ -638,43 +591,17 @@ class Host:
                 ErrorCode.UNKNOWN_GAME,
                 f"no game {game_id!r}; games: {', '.join(sorted(self.registry.engines))}",
             )
-        info = engine.game.info
-        n = info.min_seats if seats is None else seats
-        if not info.min_seats <= n <= info.max_seats:
-            raise ProtocolError(
-                ErrorCode.BAD_REQUEST,
-                f"{game_id} seats {info.min_seats} to {info.max_seats}, not {n}",
-            )
-        if not 0 <= bots <= n:
-            raise ProtocolError(ErrorCode.BAD_REQUEST, f"bots must be 0..{n}, not {bots}")
         if turn_timeout is HOST_DEFAULT:
             turn_timeout = self.config.turn_timeout
-        if turn_timeout is not None and not (math.isfinite(turn_timeout) and turn_timeout >= 0):
-            raise ProtocolError(
-                ErrorCode.BAD_REQUEST, "turn_timeout must be seconds >= 0 or null (no timer)"
-            )
-        opts = engine.codec.options_from_wire(options, n)  # OptionError: answered bad_option
         sid = secrets.token_hex(8)
-        bot_seats = list(range(n - bots, n))
-        header = engine.header(sid, opts, n, bot_seats, secrets.token_bytes(32))
-        header.data["turn_timeout"] = turn_timeout or None
-        try:  # each event folded once: the states after each seat become the table's
-            state = engine.initial(header)
-            seated, states = [], [state]
-            for seat in bot_seats:
-                new, state = engine.seat_step(state, seat, f"bot{seat}", True, None)
-                seated += new
-                states.append(state)
-        except Exception:
-            log.exception("game_fault", step="create", game=game_id)
-            raise ProtocolError(
-                ErrorCode.INTERNAL, "internal error: the game failed to start"
-            ) from None
-        ts = format_ts(self.now())
-        records = [attrs.evolve(r, ts=ts) for r in (header, *seated)]
+        made = plan_create(
+            engine, sid, secrets.token_bytes(32), options, seats, bots, turn_timeout, self.now()
+        )
+        header, records, states = made.records[0], made.records, made.states
+        seated, state, bot_seats = records[1:], states[-1], made.bots
         self._creating.add(sid)
         try:
-            await self.store.create(sid, [{"ts": ts, **r.to_json()} for r in records])
+            await self.store.create(sid, [{"ts": r.ts, **r.to_json()} for r in records])
         except OSError as exc:
             log.error("create_failed", error=str(exc))
             raise ProtocolError(
@@ -698,7 +625,7 @@ class Host:
             ),
         )
         structlog.contextvars.bind_contextvars(session=sid)
-        log.info("session_created", game=game_id, seats=n, bots=bots)
+        log.info("session_created", game=game_id, seats=len(state.seats), bots=bots)
         structlog.contextvars.unbind_contextvars("session")
         notify_isolated(
             self.registry.hook.gamehost_session_created,
@@ -890,7 +817,7 @@ class Host:
                 f"this connection has {len(conn.created)} sessions waiting for players already"
                 f" (at most {c.max_unstarted}); create more once they start or end",
             )
-        if c.create_limit_loopback or not _is_loopback(conn.address):
+        if c.create_limit_loopback or not is_loopback(conn.address):
             # the same cap per peer address, so reconnecting does not get round it
             mine = waiting(self._created_by.get(conn.address, set()))
             if mine:

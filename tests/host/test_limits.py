@@ -10,8 +10,9 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host.net.server import MAX_CONNECTIONS, Connection, CreateLimiter
+from host.net.server import MAX_CONNECTIONS, Connection
 from host.store.file import MAX_OPEN, read_log
+from host.table.lobby import CreateLimiter
 from tests.conftest import start_host
 from tools.client import Client
 
