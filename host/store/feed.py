@@ -614,9 +614,9 @@ class Follower:
         for sid in sorted(self._held - set(want)):
             self._held.discard(sid)
             await self.feed.release(sid)
-        got = await self.feed.try_leases(want) if want else set()
-        self._held = (self._held - set(live)) | got  # adopted meanwhile: kept
         before, self._live = self._live, await self.feed.live_hosts()
+        got = await self.feed.try_leases(want) if want else set()  # last await before set_driver
+        self._held = (self._held - set(live)) | got  # adopted meanwhile: kept
         now = trio.current_time()
         if self._live is not None:
             for instance in [i for i in self._missing if i in self._live]:
