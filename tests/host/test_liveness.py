@@ -26,7 +26,7 @@ from wsproto.events import AcceptConnection, Ping, Request, TextMessage
 from host.net import connection
 from host.net.connection import KEEPALIVE_COUNT, Connection, set_keepalive
 from host.net.server import Host
-from tests.conftest import start_host
+from tests.conftest import log_of, start_host
 from tests.wsclient import ws_client
 from tools.client import Client
 
@@ -431,6 +431,11 @@ async def test_a_frozen_client_process_loses_its_connection(tmp_path, transport)
             took = trio.current_time() - frozen_at
             assert conn not in host.sessions[sid].subscribers
             assert conn.reason == "unresponsive"
+            table = host.sessions[sid].table
+            with trio.fail_after(10):  # released in the log: every host sees it
+                await until(lambda: table.holders[0] is None)
+            released = [r for r in log_of(tmp_path, sid) if r.type == "seat_released"]
+            assert [(r.data["seat"], r.data["reason"]) for r in released] == [(0, "unresponsive")]
             # within ping_after + ping_timeout of its last line (before the freeze), with room
             # for a loaded machine
             assert took < ping_after + ping_timeout + 3.0
