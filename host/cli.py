@@ -168,6 +168,22 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         default=60.0,
         help="seconds a finished session stays in memory once idle (then its log answers)",
     )
+    p.add_argument(
+        "--game-time",
+        type=seconds,
+        default=0.5,
+        help="CPU seconds one step into a game's code may use before the game is stopped and"
+        " its session ends as game_error (0: no limit; a step that blocks: 10 times that in wall"
+        " time, at least 5 s)",
+    )
+    p.add_argument(
+        "--game-memory",
+        type=int,
+        default=256,
+        metavar="MIB",
+        help="MiB the host's memory may grow in one step into a game's code before it is"
+        " stopped the same way (0: no limit)",
+    )
     p.add_argument("--max-sessions", type=count, default=10_000, help="live sessions at most")
     p.add_argument(
         "--max-records", type=count, default=500_000, help="records at most in one session"
@@ -311,6 +327,8 @@ def serve_main(args: argparse.Namespace) -> int:
         max_unstarted=args.max_unstarted,
         abandon_after=args.abandon_after,
         linger=args.linger,
+        game_time=args.game_time,
+        game_memory=args.game_memory,
         reuse_port=args.reuse_port,
         http_port=args.http,
         http_bind=args.http_bind,

@@ -164,6 +164,51 @@ class BotPicksUnregisteredAction(HighCard):
         return Peeked(seat, ())
 
 
+class DecideLoops(HighCard):
+    """``decide`` loops for ever on a swap (and catches ``Exception`` on the way)."""
+
+    def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list:
+        if isinstance(action, Swap):
+            n = 0
+            while True:
+                try:
+                    n += 1
+                except Exception:  # a game that swallows what it can
+                    n = 0
+        return super().decide(state, seat, action, rng)
+
+
+class DecideEatsMemory(HighCard):
+    """``decide`` allocates without bound on a swap."""
+
+    def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list:
+        if isinstance(action, Swap):
+            hoard = []
+            while True:
+                hoard.append(bytearray(1 << 20))
+        return super().decide(state, seat, action, rng)
+
+
+class BotLoops(HighCard):
+    """The game's own bot loops for ever (a host-driven step)."""
+
+    def bot_action(self, state: State, seat: int, rng: Rng) -> Any:
+        while True:
+            pass
+
+
+class ViewLoops(HighCard):
+    """``view`` loops for ever once the cards are dealt."""
+
+    def view(self, state: State, viewer: Viewer) -> dict:
+        while state.hands:
+            pass
+        return super().view(state, viewer)
+
+
+HANGS = (DecideLoops, DecideEatsMemory, BotLoops, ViewLoops)
+"""Games whose code never returns: only for hosts with a budget (``game_time``)."""
+
 BROKEN = (
     DecideRaises,
     UnregisteredEvent,

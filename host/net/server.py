@@ -69,6 +69,7 @@ from host.net import replayops
 from host.net.connection import Connection, set_keepalive
 from host.net.session import Session
 from host.net.workers import reuse_port_listeners
+from host.plugins.budget import Budget, BudgetExceeded
 from host.plugins.faults import notify_isolated
 from host.plugins.registry import Registry
 from host.store import open_store
@@ -165,6 +166,12 @@ class HostConfig:
             ``aborted: "abandoned"`` (None or 0: never). Spectators do not count; a session of
             bots only is never abandoned (its bots end it).
         linger: seconds a finished session stays in memory once idle (its log answers after).
+        game_time: CPU seconds one step into a game's code may use (a command, a host-driven
+            step, the pushes of a change) before it is stopped and the game is at fault (None
+            or 0: no limit; a step that blocks is stopped after 10 times that in wall time, at
+            least 5 s; see :mod:`host.plugins.budget`).
+        game_memory: MiB the host's resident memory may grow during one such step (None or 0:
+            no limit).
         reuse_port: listen with ``SO_REUSEPORT``, so other processes (``serve --workers``)
             can listen on the same port.
         store: a ``postgresql://`` URL: the logs live in that database (``host.store.pg``;
@@ -201,6 +208,8 @@ class HostConfig:
     max_unstarted: int = 10
     abandon_after: float | None = 600.0
     linger: float = 60.0
+    game_time: float | None = 0.5
+    game_memory: int | None = 256
     reuse_port: bool = False
     store: str | None = None
     http_port: int | None = None
@@ -280,6 +289,10 @@ class Host:
         self._connections_made = 0
         self.clock_base = time.time() - trio.current_time()
         """The host clock is ``clock_base + trio.current_time()`` (:meth:`now`)."""
+        self.budget = Budget(
+            config.game_time or None, (config.game_memory << 20) if config.game_memory else None
+        )
+        """The budget of every step into game code (started by :func:`run_host`)."""
         self.table_settings = TableSettings(
             bot_delay=config.bot_delay,
             turn_timeout=config.turn_timeout,
@@ -359,6 +372,7 @@ class Host:
             self.registry.hook,
             linger=self.config.linger,
             clock_base=self.clock_base,
+            budget=self.budget,
         )
         if not live:
             session.retire()
@@ -594,9 +608,23 @@ class Host:
         if turn_timeout is HOST_DEFAULT:
             turn_timeout = self.config.turn_timeout
         sid = secrets.token_hex(8)
-        made = plan_create(
-            engine, sid, secrets.token_bytes(32), options, seats, bots, turn_timeout, self.now()
-        )
+        try:
+            with self.budget.step("the start of a session"):
+                made = plan_create(
+                    engine,
+                    sid,
+                    secrets.token_bytes(32),
+                    options,
+                    seats,
+                    bots,
+                    turn_timeout,
+                    self.now(),
+                )
+        except BudgetExceeded as exc:
+            log.error("game_budget_exceeded", fault=exc.what, error=exc.message, game=game_id)
+            raise ProtocolError(
+                ErrorCode.INTERNAL, "internal error: the game failed to start"
+            ) from None
         header, records, states = made.records[0], made.records, made.states
         seated, state, bot_seats = records[1:], states[-1], made.bots
         self._creating.add(sid)
@@ -996,6 +1024,7 @@ async def run_host(
         if feed is None and config.store is not None:  # other hosts may share the database
             feed = PostgresFeed(config.store)
     instance = secrets.token_hex(4)
+    host: Host | None = None
     async with trio.open_nursery() as outer:
         await outer.start(store.run)
         if feed is not None:
@@ -1004,6 +1033,7 @@ async def run_host(
         try:
             async with trio.open_nursery() as sessions:
                 host = Host(registry, store, sessions, config, instance=instance)
+                host.budget.start()
                 if handle_signals:  # before listening: a SIGTERM right after it stops cleanly
                     await outer.start(_signals, host)
                 if feed is not None:
@@ -1051,6 +1081,8 @@ async def run_host(
                     session.close()
                 sessions.cancel_scope.deadline = trio.current_time() + config.grace
         finally:
+            if host is not None:
+                host.budget.stop()
             with trio.CancelScope(shield=True):
                 if feed is not None:
                     await feed.aclose()

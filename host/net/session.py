@@ -43,6 +43,7 @@ import attrs
 import structlog
 import trio
 
+from host.plugins.budget import Budget, BudgetExceeded
 from host.plugins.faults import notify_isolated
 from host.store.base import Conflict, CorruptLog, UnknownSession
 from host.store.file import FileStore
@@ -180,6 +181,8 @@ class Session:
         linger: seconds a finished session stays (for ``view``/``resume``) once idle.
         clock_base: the host clock is ``clock_base + trio.current_time()`` (seconds since the
             epoch); default: now's wall clock.
+        budget: the host's budget for game code (``host.plugins.budget``): every call into
+            the table (which runs the game) is one bounded step; None: unbounded.
     """
 
     def __init__(
@@ -189,6 +192,7 @@ class Session:
         hooks: Any = None,
         linger: float = 60.0,
         clock_base: float | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self.table = table
         self.id = table.id
@@ -197,6 +201,7 @@ class Session:
         self.store = store
         self.hooks = hooks
         self.linger = linger
+        self.budget = budget or Budget(None, None)
         self.clock_base = time.time() - trio.current_time() if clock_base is None else clock_base
         self._conns: dict[str, Subscriber] = {}
         self._inflight: dict[str, int] = {}
@@ -348,7 +353,7 @@ class Session:
         structlog.contextvars.clear_contextvars()  # not the creating connection's peer
         structlog.contextvars.bind_contextvars(session=self.id, game=self.game.info.id)
         for _ in range(3):  # bots a create cut short did not seat, seats of connections gone:
-            when, _ = self.table.next_due()  # done before the first command
+            when, _ = self._next_step()  # done before the first command
             if when != -math.inf:
                 break
             await self._host_step("table")
@@ -397,7 +402,12 @@ class Session:
             return -math.inf, "follow"
         if self.table.ended:
             return self._changed_at + self.linger, "expire"
-        when, _ = self.table.next_due()
+        try:
+            with self.budget.step("to_act"):
+                when, _ = self.table.next_due()
+        except BudgetExceeded as exc:
+            self._overran(exc)
+            when = -math.inf
         return when - self.clock_base, "table"
 
     async def _host_step(self, kind: str) -> None:
@@ -439,7 +449,9 @@ class Session:
         await self._run(
             lambda caught_up: self.table.command(
                 key, rid, command, self.now(), closing=closing, caught_up=caught_up
-            )
+            ),
+            key,
+            rid,
         )
 
     async def _drop_pending(self) -> None:
@@ -450,15 +462,40 @@ class Session:
                 with contextlib.suppress(ProtocolError):
                     await self._run(lambda caught_up, s=step: s if not caught_up else None)
 
-    async def _run(self, decide: Callable[[bool], Step | None]) -> None:
+    def _overran(self, exc: BudgetExceeded, conn: str | None = None, rid: Any = None) -> None:
+        """The game ran past its budget in a step: logged; the requester, if any, is answered
+        ``internal``; the table ends the session on its next step (``game_error``)."""
+        log.error("game_budget_exceeded", fault=exc.what, error=exc.message)
+        self.table.overran(exc.what)
+        if conn is not None:
+            c = self._conns.get(conn)
+            if c is not None:
+                c.answer(rid, Refused(ErrorCode.INTERNAL, "internal error: the game stopped"))
+        self._poke()
+
+    def _decide(
+        self, decide: Callable[[bool], Step | None], caught_up: bool, conn: str | None, rid: Any
+    ) -> Step | None:
+        """Ask the table, within the game's budget (an overrun: :meth:`_overran`, None)."""
+        try:
+            with self.budget.step("a step of the game"):
+                return decide(caught_up)
+        except BudgetExceeded as exc:
+            self._overran(exc, conn, rid)
+            return None
+
+    async def _run(
+        self, decide: Callable[[bool], Step | None], conn: str | None = None, rid: Any = None
+    ) -> None:
         """Carry out one step: append its records (expecting its seq), then its effects.
 
         A lost race (another host appended that seq) is followed, and the step decided again
         once; a second loss is answered ``conflict``. A failed append is answered
-        ``unavailable`` (the session reloads its log later)."""
+        ``unavailable`` (the session reloads its log later). ``conn``/``rid``: the requester
+        of a command (answered ``internal`` if the game runs past its budget)."""
         caught_up = False
         races = 0
-        step = decide(False)
+        step = self._decide(decide, False, conn, rid)
         while step is not None:
             if step.follow_first and not caught_up:
                 try:
@@ -468,7 +505,7 @@ class Session:
                         await self._carry([Reply(step.conn, step.rid, Refused.of(exc))])
                     return
                 caught_up = True
-                step = decide(True)
+                step = self._decide(decide, True, conn, rid)
                 continue
             if not step.records:
                 await self._carry(step.effects)
@@ -490,7 +527,7 @@ class Session:
                     await self._carry(self.table.conflicted(step))
                     return
                 caught_up = True
-                step = decide(True)
+                step = self._decide(decide, True, conn, rid)
                 continue
             except Exception as exc:
                 self._store_failed("append_failed", exc)
@@ -500,7 +537,8 @@ class Session:
                 log.warning("store_recovered", failures=self._store_failures)
                 self._store_failures = 0
             self._changed_at = trio.current_time()
-            effects = self.table.commit(step)
+            with self.budget.step("the pushes of a change"):
+                effects = self.table.commit(step)  # an overrun inside: the table's to handle
             if self.table.ended:
                 self.store.release(self.id)
             await self._carry(effects)
@@ -552,7 +590,12 @@ class Session:
                 kill("store_error")
             return
         records = [Record.from_json(r) for r in raw if r["seq"] <= e.upto]
-        pushes = self.table.pushes_for(records, e.viewer)
+        try:
+            with self.budget.step("redact"):
+                pushes = self.table.pushes_for(records, e.viewer)
+        except BudgetExceeded as exc:
+            self._overran(exc)
+            pushes = []
         if pushes:
             conn.send_many(pushes)
 
@@ -625,9 +668,22 @@ class Session:
         self._changed_at = trio.current_time()
         log.warning("session_reloaded", seq=records[-1].seq, was=old)
         if records[-1].seq > old:  # the failed append reached the log after all: tell everyone
-            await self._carry(self.table.follow(records[old + 1 :], self.now()))
+            await self._carry(self._follow_records(records[old + 1 :]))
         if self.table.ended:
             self.store.release(self.id)
+
+    def _follow_records(self, records: list[Record]) -> list[Effect]:
+        """:meth:`Table.follow`, within the game's budget (folding runs ``evolve``).
+
+        Raises:
+            BadRecord: the records do not fold.
+        """
+        try:
+            with self.budget.step("folding another host's records"):
+                return self.table.follow(records, self.now())
+        except BudgetExceeded as exc:
+            self._overran(exc)
+            return []
 
     async def _follow(self, reopen: bool = False) -> None:
         """Fold the records the log holds past the table (appended by another host sharing
@@ -654,7 +710,7 @@ class Session:
         if not new:
             return
         try:
-            effects = self.table.follow(new, self.now())
+            effects = self._follow_records(new)
         except BadRecord as exc:
             log.error("session_log_unusable", error=str(exc))
             self.close()

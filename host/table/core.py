@@ -55,6 +55,7 @@ import structlog
 
 from host.errors import GamehostError
 from host.game import Seat, Viewer
+from host.plugins.budget import BudgetExceeded
 from host.plugins.faults import GameFault, refusal
 from host.table.commands import Act, Command, Join, Leave, Resume, View, Watch
 from host.table.engine import CAUSES, BadRecord, Engine, Record, SessionState
@@ -353,6 +354,7 @@ class Table:
         self.subs: dict[str, _Sub] = {}
         self.actions = 0
         self.faulted = False
+        self.fault: str | None = None  # a budget the game ran past (time, memory), if any
         self._lost_logged = False
         # (id of a game state, seat) -> (that game state, its legal list): the states of the
         # freshness window (each kept alive by the entry itself, so an id is never reused)
@@ -367,6 +369,7 @@ class Table:
         self.turn_started = now
         self.unattended_since: float | None = None
         self._fold_presence(records, now)
+        self._game_off()
 
     # -- what the log says beyond the game: holders, timers --------------------------------------
     def _fold_presence(self, records: Iterable[Record], default: float) -> None:
@@ -444,6 +447,18 @@ class Table:
         elif was:
             self.unattended_since = at
 
+    def _game_off(self) -> None:
+        """A session ended because its game ran past its budget runs no game code again."""
+        if self.state.ended and self._ended_data().get("fault") in ("time", "memory"):
+            self.visible.game_off = True
+
+    def overran(self, what: str) -> None:
+        """The game ran past its budget (``what``: ``time``, ``memory``) in a step of this
+        table: the session ends on its next host-driven step, as ``game_error`` with that
+        ``fault``, and runs no game code after that."""
+        self.faulted = True
+        self.fault = what
+
     def _attended(self) -> bool:
         return any(h is not None for h in self.holders)
 
@@ -491,6 +506,20 @@ class Table:
                 "aborted": data.get("aborted"),
                 "seed": self.visible.public_seed(st.header),
             }
+        if self.visible.game_off:
+            view = None
+        elif st.ended:  # a game whose view fails still answers its end, with a null view
+            try:
+                view = self.engine.view_wire(st, viewer)
+            except GameFault:
+                log.warning("game_fault", session=self.id, step="view", viewer=viewer)
+                view = None
+        else:
+            try:
+                view = self.engine.view_wire(st, viewer)
+            except GameFault:  # as a fault in decide on a step of the host's: the table ends
+                self._game_failed("view")
+                raise
         return Snapshot(
             self.id,
             self.game.info.id,
@@ -499,7 +528,7 @@ class Table:
             st.started,
             st.ended,
             list(self.engine.to_act(st)),
-            self.engine.view_wire(st, viewer),
+            view,
             st.header["seed_commitment"],
             **end,
         )
@@ -615,7 +644,11 @@ class Table:
                 start = i
         self._apply(new, states, now, parse=True)
         out: list[Effect] = []
-        self._publish(new, out)
+        try:
+            self._publish(new, out)
+        except BudgetExceeded as exc:  # folded already: the pushes made so far go
+            log.error("game_budget_exceeded", session=self.id, fault=exc.what, step="publish")
+            self.overran(exc.what)
         if self.state.ended:
             log.info("session_ended", session=self.id, seq=self.state.seq, followed=True)
         return out
@@ -638,6 +671,9 @@ class Table:
         try:
             if step.then is not None:
                 step.then(out)
+        except BudgetExceeded as exc:  # the records are durable: the effects made so far go
+            log.error("game_budget_exceeded", session=self.id, fault=exc.what, step="publish")
+            self.overran(exc.what)
         except Exception:
             log.exception("game_fault", session=self.id, step="publish")
             self.faulted = True
@@ -693,6 +729,8 @@ class Table:
             self._presence(rec, parse_ts(rec.ts, at) if parse else at)
             if rec.type == "action":
                 self.actions += 1
+        if self.state.ended:
+            self._game_off()
 
     def _finish(
         self, step: Step, records: list[Record], states: list[SessionState], now: float
@@ -738,27 +776,47 @@ class Table:
             for key, sub in subs:
                 viewer = sub.viewer
                 if viewer not in cache:
-                    cache[viewer] = visible.push(self.id, rec, viewer, header, shared)
+                    try:
+                        cache[viewer] = visible.push(self.id, rec, viewer, header, shared)
+                    except GameFault:  # the game's redact fails: nothing of the event shows,
+                        self._game_failed("redact")  # and the seq stays gapless
+                        cache[viewer] = EventPush(self.id, rec.seq, rec.type, None)
                 msg = cache[viewer]
                 if msg is not None:
                     out.append(Send(key, msg))
-        if any(s.views for _, s in subs):
-            views: dict[Viewer, ViewPush] = {}
+        if any(s.views for _, s in subs) and not self.visible.game_off:
+            views: dict[Viewer, ViewPush | None] = {}
             for key, sub in subs:
                 if sub.views:
                     if sub.viewer not in views:
-                        wire = self.engine.view_wire(self.state, sub.viewer)
-                        views[sub.viewer] = ViewPush(self.id, self.state.seq, wire)
-                    out.append(Send(key, views[sub.viewer]))
+                        try:
+                            wire = self.engine.view_wire(self.state, sub.viewer)
+                            views[sub.viewer] = ViewPush(self.id, self.state.seq, wire)
+                        except GameFault:
+                            self._game_failed("view")
+                            views[sub.viewer] = None
+                    push = views[sub.viewer]
+                    if push is not None:
+                        out.append(Send(key, push))
         if self.state.ended:
             end = self._ended_push()
             out.extend(Send(key, end) for key, _ in subs)
             return
-        for key, sub in list(self.subs.items()):
-            if sub.viewer is not None:
-                turn = self._turn(sub.viewer)
-                if turn is not None:
-                    out.append(Send(key, turn))
+        try:
+            for key, sub in list(self.subs.items()):
+                if sub.viewer is not None:
+                    turn = self._turn(sub.viewer)
+                    if turn is not None:
+                        out.append(Send(key, turn))
+        except GameFault:
+            self._game_failed("turn")
+
+    def _game_failed(self, step: str) -> None:
+        """The game's code failed while the table showed a change (the records are durable):
+        logged once, and the session ends as ``game_error`` on its next host-driven step."""
+        if not self.faulted:
+            log.exception("game_fault", session=self.id, step=step)
+        self.faulted = True
 
     def _turn(self, seat: Seat) -> TurnPush | None:
         """The seat's ``turn`` push now, or None when it is not to act (made once per seq and
@@ -1142,7 +1200,8 @@ class Table:
     def _abort(self, reason: str, now: float) -> Step | None:
         if self.state.ended:
             return None
-        stop, after = self.engine.abort_step(self.state, reason)
+        fault = self.fault if reason == "game_error" else None
+        stop, after = self.engine.abort_step(self.state, reason, fault)
         log.warning("session_aborted", session=self.id, reason=reason, seq=self.state.seq)
         self.faulted = False
         return self._publishing(self._finish(Step(what=reason), stop, [after], now))

@@ -17,7 +17,9 @@ append, which the table core gives it):
 ``seat_held``   ``seat`` and ``holder``: a connection resumed the seat (it holds it from here on)
 ``seat_released`` ``seat`` and ``reason`` (``left``, ``gone``, ``unresponsive``, ``host_gone``): no
                 connection holds the seat any more
-``ended``       ``outcome`` and ``seed`` (hex): the commit-reveal, always the last record
+``ended``       ``outcome`` and ``seed`` (hex): the commit-reveal, always the last record; when the
+                host ended it, ``outcome`` null and ``aborted`` (why), and for a game that ran
+                past its budget ``fault`` (``time`` or ``memory``)
 ==============  ===================================================================================
 
 ``seat_held`` and ``seat_released`` are *presence* records: who holds a seat is the log's to say,
@@ -789,22 +791,23 @@ class Engine:
             raise self._fault(seq, "no seat is to act and the game has no outcome (stalled)")
         return out, SessionState(state.header, game_state, state.seats, seq, True, False)
 
-    def abort(self, state: SessionState, reason: str) -> list[Record]:
+    def abort(self, state: SessionState, reason: str, fault: str | None = None) -> list[Record]:
         """The ``ended`` record that stops a session the game did not end (a host limit).
 
-        Its ``outcome`` is ``None`` and ``aborted`` says why.
+        Its ``outcome`` is ``None`` and ``aborted`` says why; ``fault`` (for ``game_error``:
+        ``time`` or ``memory`` when the game ran past its budget, see
+        :mod:`host.plugins.budget`) is recorded when given.
         """
-        return [
-            Record(
-                state.seq + 1,
-                "ended",
-                {"outcome": None, "aborted": reason, "seed": state.header["seed"]},
-            )
-        ]
+        data: dict[str, Any] = {"outcome": None, "aborted": reason, "seed": state.header["seed"]}
+        if fault is not None:
+            data["fault"] = fault
+        return [Record(state.seq + 1, "ended", data)]
 
-    def abort_step(self, state: SessionState, reason: str) -> tuple[list[Record], SessionState]:
+    def abort_step(
+        self, state: SessionState, reason: str, fault: str | None = None
+    ) -> tuple[list[Record], SessionState]:
         """:meth:`abort`'s record and the state after it."""
-        records = self.abort(state, reason)
+        records = self.abort(state, reason, fault)
         return records, self.apply_all(state, records)
 
     def complete_prefix(self, records: list[Record]) -> int:
@@ -1038,5 +1041,5 @@ class Engine:
             except (KeyError, ActionError, ValueError) as exc:
                 return (rec.seq, f"action refused on replay: {exc}"), [], state
         if rec.type == "ended" and "aborted" in d:
-            return None, *self.abort_step(state, d["aborted"])
+            return None, *self.abort_step(state, d["aborted"], d.get("fault"))
         return (rec.seq, f"a {rec.type!r} record that no cause produced"), [], state

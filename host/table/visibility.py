@@ -48,6 +48,9 @@ class Visibility:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.reveal_seed = bool(engine.game.info.reveal_seed)
+        self.game_off = False
+        """The game's code is not run any more for this session (it ran past its budget:
+        ``host.plugins.budget``): events are shown to viewers as null (never unredacted)."""
 
     def public_seed(self, header: dict[str, Any]) -> str | None:
         """The session's seed as clients may see it once it ended (None if the game keeps it)."""
@@ -62,7 +65,7 @@ class Visibility:
         kind = rec.type
         d = rec.data
         if kind == "event":
-            return self.engine.redacted_wire(rec, viewer)
+            return None if self.game_off else self.engine.redacted_wire(rec, viewer)
         if kind == "action":
             out = {"seat": d["seat"], "action": d["action"]}
             if d.get("timed_out"):
@@ -104,6 +107,8 @@ class Visibility:
         """
         if shared and rec.type != "event":
             return shared[0]
+        if rec.type == "event" and self.game_off:
+            return EventPush(session, rec.seq, "event", None)
         if rec.type == "event":
             codec = self.engine.codec
             event = rec.obj
@@ -147,7 +152,7 @@ class Visibility:
             if rec.type == "header":
                 data["seed"] = None
             elif rec.type == "event":
-                data["event"] = self.engine.redacted_wire(rec, viewer)
+                data["event"] = None if self.game_off else self.engine.redacted_wire(rec, viewer)
             elif rec.type == "ended":
                 data["seed"] = self.public_seed(header)
         out: dict[str, Any] = {"seq": rec.seq, "type": rec.type}
