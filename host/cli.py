@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib
 import math
 import os
 import socket
@@ -292,6 +293,14 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         help="let the replay ops show any seat's view and the full truth of live sessions, and"
         " fork them (shows hidden cards to anyone: for development only)",
     )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="also load the game plugin in this importable module (one with a"
+        " gamehost_register_games hook), besides the installed ones; repeatable",
+    )
     p.add_argument("--log-format", choices=["auto", "json", "console"], default="auto")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     p.set_defaults(func=serve_main)
@@ -336,7 +345,12 @@ def serve_main(args: argparse.Namespace) -> int:
         debug_replay=args.debug_replay,
     )
     try:
-        trio.run(run_host, config, load_registry())
+        plugins = [(name, importlib.import_module(name)) for name in args.plugin]
+    except ImportError as exc:
+        print(f"error: --plugin: {exc}", file=sys.stderr)
+        return 2
+    try:
+        trio.run(run_host, config, load_registry(plugins))
     except (OSError, BaseExceptionGroup) as exc:
         cause = _first_os_error(exc)
         if cause is None:

@@ -650,6 +650,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         " compare lines_per_action, bytes_per_line and CPU per action with a run without",
     )
     p.add_argument("--json", action="store_true", help="print only one JSON object")
+    from tools import stall
+
+    stall.add_arguments(p)
     p.set_defaults(func=main)
 
 
@@ -769,6 +772,10 @@ def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     """Run the benchmark and print its figures (the summary, then one JSON line)."""
+    if getattr(args, "stall", False):
+        from tools import stall
+
+        return stall.main(args)
     try:
         result = run(args)
     except ValueError as exc:

@@ -1,0 +1,345 @@
+"""``gamehost bench --stall``: does anything one table, request or plugin does stall the host?
+
+Starts ``gamehost serve`` (its own process, a fresh data dir, ``--plugin tools.stall_games``)
+on a data dir that already holds one long finished session (``--records``, 500,000 by default:
+Crazy Eights played by bots, cut at a cause and ended by the host), then measures, twice for
+``--seconds`` each:
+
+- the round trip of a ``ping`` on a connection of its own, every 20 ms;
+- the round trip of an ``act`` on a healthy table (Crazy Eights, one client seat, one host bot),
+  played for as long as the phase lasts (a new session when one ends).
+
+The first phase is quiet; during the second, at the same time:
+
+- a ``stall-loop`` table (its host bot loops for ever) and a ``stall-hog`` table (its bot
+  allocates without bound) are created at the start: the host's budget must end both
+  (``aborted: "game_error"``) — the time until each ``ended`` push is reported;
+- a debugger pages the long log (``log``, 1,000 records a page, front to back and again) and
+  asks ``replay`` at seqs near its end (the time of each is reported);
+- 8 ``verify`` requests of the long log run, and run again as each is answered;
+- with ``--store URL`` (a PostgreSQL database, ``gamehost db init`` done), a
+  ``gamehost import`` of the long log runs too.
+
+Figures: ``quiet`` and ``loaded`` p50/p99/max of both round trips, their ratios (the target:
+p99 within 2x), the host's peak resident memory, the broken tables' ends, the debugger's page
+and replay times. ``--json`` prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+
+from host.net.client import Client
+from host.plugins.registry import load_registry
+from host.store.file import FileStore
+from host.table.engine import Record
+
+__all__ = ["add_arguments", "make_long_log", "run"]
+
+
+def make_long_log(data_dir: Path, records: int, seed: int = 1) -> str:
+    """Write one finished Crazy Eights session of about ``records`` records (bots in every
+    seat, a target no one reaches, cut after a whole cause and ended by the host as
+    ``too_long``) into ``data_dir``'s file store; its session id."""
+    engine = load_registry().engines["crazy-eights"]
+    rng = random.Random(seed)
+    sid = f"long{seed:012d}"
+    opts = engine.codec.options_from_wire({"target": 1_000_000}, 4)
+    header = engine.header(sid, opts, 4, [0, 1, 2, 3], rng.randbytes(32))
+    header.data["turn_timeout"] = None
+    state = engine.initial(header)
+    out: list[Record] = [header]
+    for seat in range(4):
+        new, state = engine.seat_step(state, seat, f"bot{seat}", True, None)
+        out += new
+    while len(out) < records - 1 and not state.ended:
+        seat = engine.bot_seat(state)
+        if seat is None:
+            break
+        new, state = engine.bot_step(state, seat)
+        out += new
+    if not state.ended:
+        out += engine.abort(state, "too_long")
+    lines = [r.to_json() for r in out]
+
+    async def write() -> None:
+        store = FileStore(data_dir)
+        async with trio.open_nursery() as n:
+            await n.start(store.run)
+            await store.create(sid, lines)
+            await store.aclose()
+
+    trio.run(write)
+    return sid
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``--stall`` options of ``gamehost bench``."""
+    p.add_argument(
+        "--stall",
+        action="store_true",
+        help="the stall benchmark: ping and act round trips, quiet and while broken plugins,"
+        " a debugger on a long log, verifies and an import load the host",
+    )
+    p.add_argument(
+        "--records", type=int, default=500_000, help="with --stall: the long log's records"
+    )
+    p.add_argument("--store", help="with --stall: a PostgreSQL URL to import the long log into")
+    p.add_argument(
+        "--game-time",
+        type=float,
+        default=None,
+        help="with --stall: the host's --game-time (default: the host's)",
+    )
+
+
+class _Times:
+    def __init__(self) -> None:
+        self.ping: list[float] = []
+        self.act: list[float] = []
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, xs in (("ping", self.ping), ("act", self.act)):
+            s = sorted(xs)
+            out[f"{name}_n"] = len(s)
+            for q, label in ((0.5, "p50"), (0.99, "p99")):
+                out[f"{name}_{label}_ms"] = (
+                    round(1000 * s[min(len(s) - 1, math.ceil(q * len(s)) - 1)], 2) if s else None
+                )
+            out[f"{name}_max_ms"] = round(1000 * s[-1], 2) if s else None
+        return out
+
+
+async def _pinger(port: int, times: _Times, stop: trio.Event) -> None:
+    c = await Client.connect("127.0.0.1", port)
+    async with trio.open_nursery() as n:
+        c.start(n)
+        while not stop.is_set():
+            t0 = time.monotonic()
+            await c.call("ping")
+            times.ping.append(time.monotonic() - t0)
+            await trio.sleep(0.02)
+        await c.aclose()
+        n.cancel_scope.cancel()
+
+
+async def _player(port: int, times: _Times, stop: trio.Event, rng: random.Random) -> None:
+    c = await Client.connect("127.0.0.1", port)
+    async with trio.open_nursery() as n:
+        c.start(n)
+        while not stop.is_set():
+            sid = (await c.call("create", game="crazy-eights", seats=2, bots=1))["session"]
+            await c.call("join", session=sid)
+            while not stop.is_set():
+                p = await c.next_push()
+                if p is None or p["push"] == "ended":
+                    break
+                if p["push"] == "turn":
+                    t0 = time.monotonic()
+                    r = await c.request("act", session=sid, action=rng.choice(p["legal"]))
+                    if r.get("ok"):
+                        times.act.append(time.monotonic() - t0)
+            await c.request("leave", session=sid)
+        await c.aclose()
+        n.cancel_scope.cancel()
+
+
+async def _broken_table(port: int, game: str, out: dict[str, Any]) -> None:
+    c = await Client.connect("127.0.0.1", port)
+    async with trio.open_nursery() as n:
+        c.start(n)
+        t0 = time.monotonic()
+        sid = (await c.call("create", game=game, seats=2, bots=2))["session"]
+        await c.call("watch", session=sid)
+        while True:
+            p = await c.next_push()
+            if p is None:
+                break
+            if p["push"] == "ended":
+                out[game] = {"aborted": p.get("aborted"), "ended_after_s": time.monotonic() - t0}
+                break
+        await c.aclose()
+        n.cancel_scope.cancel()
+
+
+async def _debugger(port: int, sid: str, stop: trio.Event, out: dict[str, list[float]]) -> None:
+    c = await Client.connect("127.0.0.1", port)
+    async with trio.open_nursery() as n:
+        c.start(n)
+        after = None
+        while not stop.is_set():
+            t0 = time.monotonic()
+            page = await c.call("log", session=sid, after=after, limit=1000)
+            out["page_s"].append(time.monotonic() - t0)
+            after = page["next"]
+            last = page["seq"]
+            t0 = time.monotonic()
+            await c.request("replay", session=sid, seq=max(0, last - 10_000 + len(out["page_s"])))
+            out["replay_s"].append(time.monotonic() - t0)
+        await c.aclose()
+        n.cancel_scope.cancel()
+
+
+async def _verifier(port: int, sid: str, stop: trio.Event, out: dict[str, list[float]]) -> None:
+    c = await Client.connect("127.0.0.1", port)
+    async with trio.open_nursery() as n:
+        c.start(n)
+        while not stop.is_set():
+            t0 = time.monotonic()
+            r = await c.request("verify", session=sid)
+            if r.get("ok"):
+                out["verify_s"].append(time.monotonic() - t0)
+            else:
+                out["verify_refused"].append(time.monotonic() - t0)
+                await trio.sleep(0.5)
+        await c.aclose()
+        n.cancel_scope.cancel()
+
+
+async def _phase(
+    port: int, seconds: float, loaded: bool, sid: str, extra: dict[str, Any], log: Path
+) -> dict[str, Any]:
+    times = _Times()
+    stop = trio.Event()
+    busy: dict[str, list[float]] = {
+        "page_s": [],
+        "replay_s": [],
+        "verify_s": [],
+        "verify_refused": [],
+    }
+    ends: dict[str, Any] = {}
+    importer = None
+    async with trio.open_nursery() as n:
+        n.start_soon(_pinger, port, times, stop)
+        n.start_soon(_player, port, times, stop, random.Random(7))
+        if loaded:
+            n.start_soon(_broken_table, port, "stall-loop", ends)
+            n.start_soon(_broken_table, port, "stall-hog", ends)
+            n.start_soon(_debugger, port, sid, stop, busy)
+            for _ in range(8):
+                n.start_soon(_verifier, port, sid, stop, busy)
+            if extra.get("store"):
+                importer = subprocess.Popen(
+                    [sys.executable, "-m", "tools.cli", "import", str(log), "--store"]
+                    + [extra["store"]],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                )
+        await trio.sleep(seconds)
+        stop.set()
+        with trio.move_on_after(60):
+            while loaded and len(ends) < 2:
+                await trio.sleep(0.1)
+        n.cancel_scope.deadline = trio.current_time() + 30
+    out = times.summary()
+    if loaded:
+        out["broken_tables"] = ends
+        for k, xs in busy.items():
+            out[k] = {
+                "n": len(xs),
+                "max": round(max(xs), 3) if xs else None,
+                "median": round(sorted(xs)[len(xs) // 2], 3) if xs else None,
+            }
+        if importer is not None:
+            _, err = importer.communicate(timeout=600)
+            out["import_status"] = importer.returncode
+            out["import_error"] = err.decode()[-300:] if importer.returncode else None
+    return out
+
+
+def _rss_mib(pid: int) -> dict[str, float]:
+    got: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(("VmHWM:", "VmRSS:")):
+            got[line.split(":")[0]] = int(line.split()[1]) / 1024
+    return got
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The stall benchmark (see the module docstring)."""
+    from tools.bench import _start_server, _stop, serve_command
+
+    seconds = args.seconds or 20.0
+    with tempfile.TemporaryDirectory(prefix="gamehost-stall-") as tmp:
+        data = Path(tmp)
+        t0 = time.monotonic()
+        sid = make_long_log(data, args.records)
+        made_s = time.monotonic() - t0
+        log = data / "sessions" / f"{sid}.jsonl"
+        cmd = serve_command(args.fsync, str(data)) + ["--plugin", "tools.stall_games"]
+        cmd += ["--turn-timeout", "0"]
+        if args.game_time is not None:
+            cmd += ["--game-time", str(args.game_time)]
+        proc, port = _start_server(cmd)
+        try:
+            quiet = trio.run(_phase, port, seconds, False, sid, {}, log)
+            before = _rss_mib(proc.pid)
+            loaded = trio.run(_phase, port, seconds, True, sid, {"store": args.store}, log)
+            after = _rss_mib(proc.pid)
+        finally:
+            _stop(proc)
+    ratios = {
+        f"{k}_ratio": (round(loaded[k] / quiet[k], 2) if quiet.get(k) and loaded.get(k) else None)
+        for k in ("ping_p99_ms", "act_p99_ms")
+    }
+    return {
+        "records": args.records,
+        "log_made_s": round(made_s, 1),
+        "seconds": seconds,
+        "quiet": quiet,
+        "loaded": loaded,
+        **ratios,
+        "rss_mib_before_load": before.get("VmRSS"),
+        "rss_mib_after_load": after.get("VmRSS"),
+        "peak_rss_mib": after.get("VmHWM"),
+        "pid_cpu_count": os.cpu_count(),
+    }
+
+
+def summary(r: dict[str, Any]) -> list[str]:
+    """Lines for a person."""
+    q, ld = r["quiet"], r["loaded"]
+    lines = [
+        f"stall bench: a {r['records']}-record log, {r['seconds']:g} s quiet then loaded",
+        f"  ping p99 {q['ping_p99_ms']} -> {ld['ping_p99_ms']} ms (x{r['ping_p99_ms_ratio']}),"
+        f" max {ld['ping_max_ms']} ms",
+        f"  act  p99 {q['act_p99_ms']} -> {ld['act_p99_ms']} ms (x{r['act_p99_ms_ratio']}),"
+        f" max {ld['act_max_ms']} ms",
+    ]
+    for game, end in sorted(ld.get("broken_tables", {}).items()):
+        lines.append(f"  {game}: {end['aborted']} after {end['ended_after_s']:.2f} s")
+    for k in ("page_s", "replay_s", "verify_s"):
+        v = ld.get(k, {})
+        lines.append(
+            f"  {k[:-2]}: {v.get('n')} done, median {v.get('median')} s, max {v.get('max')} s"
+        )
+    lines.append(
+        f"  host memory: {r['rss_mib_before_load']:.0f} -> {r['rss_mib_after_load']:.0f} MiB,"
+        f" peak {r['peak_rss_mib']:.0f} MiB"
+    )
+    if "import_status" in ld:
+        lines.append(f"  import: status {ld['import_status']} {ld.get('import_error') or ''}")
+    return lines
+
+
+def main(args: argparse.Namespace) -> int:
+    r = run(args)
+    if getattr(args, "json", False):
+        print(orjson.dumps(r).decode())
+    else:
+        print("\n".join(summary(r)))
+        print(orjson.dumps(r).decode())
+    return 0
