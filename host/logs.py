@@ -6,10 +6,31 @@ Every line carries the context bound in its task (``peer``, ``session``, ``seat`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 
 import structlog
+
+
+class StderrLogger:
+    """Writes each line to the process's *current* ``sys.stderr``, found at each write.
+
+    structlog's ``PrintLogger`` keeps the file it was made with; a host whose stderr is swapped
+    (a test's capture, a daemon's redirect) would then write to a closed file and the write would
+    raise inside a session. A log line that cannot be written is dropped: logging never ends a
+    table or the host.
+    """
+
+    def msg(self, message: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            print(message, file=sys.stderr, flush=True)
+
+    log = debug = info = warn = warning = error = critical = exception = fatal = failure = msg
+
+
+def _stderr_logger(*args: object) -> StderrLogger:
+    return StderrLogger()
 
 
 def configure(json: bool | None = None, level: str = "info") -> None:
@@ -38,6 +59,6 @@ def configure(json: bool | None = None, level: str = "info") -> None:
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=True,
     )

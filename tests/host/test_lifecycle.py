@@ -578,8 +578,10 @@ async def test_an_absent_seat_is_played_at_once_after_three_timeouts_until_resum
     assert [d.get("timed_out") for d in actions if d["seat"] == 1] == [True] * 6
 
 
-# -- a join whose reply cannot be built appends nothing -------------------------------------------
-async def test_a_join_whose_view_faults_appends_nothing(tmp_path):
+# -- a join whose reply cannot be built appends no seat, and its table ends ---------------------
+async def test_a_join_whose_view_faults_appends_no_seat_and_ends_the_table(tmp_path):
+    """A view that raises is the game's fault, like a decide that raises: the join's seat is not
+    written, the table ends as game_error and the seated player is told."""
     game = broken_games.ViewRaisesOnceDealt()
     async with trio.open_nursery() as n:
         running = await start_host(
@@ -590,11 +592,13 @@ async def test_a_join_whose_view_faults_appends_nothing(tmp_path):
         await a.call("join", session=sid)
         r = await b.request("join", session=sid)  # the second seat deals: view raises
         assert r["error"]["code"] == "internal"
-        session = running.host.sessions[sid]
-        assert (session.state.seq, session.state.free_seats) == (1, [1])
+        ended = [p for p in await pushes_until(a, "ended") if p["push"] == "ended"]
+        assert ended[-1]["aborted"] == "game_error"
         assert await a.call("ping") == {"pong": True}
         running.host.request_shutdown()
-    assert [r.type for r in log_of(tmp_path, sid)] == ["header", "seat_taken"]
+    log = log_of(tmp_path, sid)
+    assert [r.type for r in log] == ["header", "seat_taken", "ended"]
+    assert log[-1].data["aborted"] == "game_error"
 
 
 async def test_a_failing_store_is_retried_with_backoff_and_told_once(tmp_path, autojump_clock):
