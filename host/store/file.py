@@ -72,8 +72,11 @@ import queue
 import secrets
 import stat
 import threading
+from array import array
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -116,6 +119,11 @@ MAX_OPEN = 256
 reopened when appended to."""
 SYNC_THREADS = 16
 """Threads that sync the files of one batch at once (see the module docstring)."""
+INDEX_ENTRIES = 4_000_000
+"""Line offsets the store keeps in memory for :meth:`FileStore.read_range`, in all (8 bytes
+each: 32 MiB); past it the least recently read sessions' indexes are dropped."""
+INDEX_CHUNK = 8 << 20
+"""Bytes read at a time while a log's line index is built or extended."""
 log = structlog.get_logger("gamehost.store")
 
 
@@ -324,6 +332,42 @@ def _not_open(session: str) -> Conflict:
     )
 
 
+class _LineIndex:
+    """Where each complete line of one log file starts: ``starts[k]`` is the byte offset of
+    seq ``k``'s line and ``starts[-1]`` the end of the last complete line (a torn tail is left
+    out). Derived data: rebuilt whenever the file is not the one it was built from."""
+
+    def __init__(self, ino: int) -> None:
+        self.ino = ino
+        self.mtime_ns = 0
+        self.starts = array("q", [0])
+
+    @property
+    def count(self) -> int:
+        return len(self.starts) - 1
+
+    def extend(self, fd: int, size: int) -> None:
+        """Index the complete lines between the indexed end and ``size`` bytes."""
+        pos = self.starts[-1]
+        while pos < size:
+            chunk = os.pread(fd, min(INDEX_CHUNK, size - pos), pos)
+            if not chunk:
+                break
+            last = chunk.rfind(b"\n")
+            while last < 0 and pos + len(chunk) < size:  # a line longer than a chunk
+                more = os.pread(fd, INDEX_CHUNK, pos + len(chunk))
+                if not more:
+                    break
+                chunk += more
+                last = chunk.rfind(b"\n")
+            if last < 0:
+                break  # only a torn tail is left
+            ends = accumulate(map((1).__add__, map(len, chunk[:last].split(b"\n"))), initial=pos)
+            next(ends)  # pos itself is indexed already
+            self.starts.extend(ends)
+            pos = self.starts[-1]
+
+
 class FileStore(WriterThreadStore):
     """The file-backed store. Start :meth:`run` in a nursery before appending.
 
@@ -382,6 +426,9 @@ class FileStore(WriterThreadStore):
         self._releases: set[str] = set()
         self._init_lifecycle()
         self._n_appends = self._n_records = self._n_batches = self._n_fsyncs = 0
+        # read_range: a line index per session read by range, least recently used first
+        self._indexes: OrderedDict[str, _LineIndex] = OrderedDict()
+        self._indexes_lock = threading.Lock()
 
     splices_encoded: ClassVar[bool] = True
     """Record values that are ``orjson.Fragment`` (JSON made already) are written as they are
@@ -500,6 +547,115 @@ class FileStore(WriterThreadStore):
         except FileNotFoundError:
             raise UnknownSession(f"no session {session}") from None
         return records if after is None else records[max(after + 1, 0) :]  # seq == index
+
+    # -- reading ranges (an index of line offsets per session, built once, then extended) ------
+    async def record_count(self, session: str) -> int:
+        """How many complete records the session's log holds now (a torn tail not counted),
+        from its line index (made or extended in a worker thread; no record is parsed).
+
+        Raises:
+            UnknownSession: no log of that session. OSError: it cannot be read.
+            CorruptLog: the log is a link or not a regular file.
+            BadSessionId: a bad session id (a ``ValueError``).
+        """
+        path = self._checked_path(session)
+        return await trio.to_thread.run_sync(self._count, session, path)
+
+    async def read_range(self, session: str, first: int, stop: int) -> list[dict[str, Any]]:
+        """The records with ``first <= seq < stop`` (fewer when the log ends before ``stop``),
+        reading only their bytes: the log's line index (byte offset of every line, derived
+        data kept in memory, :data:`INDEX_ENTRIES` in all) is built on the first read and
+        extended as the log grows. Changes nothing; in a worker thread. Each record is checked
+        as :func:`read_log` checks it (JSON object, its seq in place, a type, a valid header).
+
+        Raises:
+            UnknownSession: no log of that session.
+            CorruptLog: a record in the range is damaged; the log is a link or not a regular
+                file. OSError: it cannot be read.
+            BadSessionId: a bad session id (a ``ValueError``).
+        """
+        path = self._checked_path(session)
+        return await trio.to_thread.run_sync(self._read_range, session, path, first, stop)
+
+    def _index(self, session: str, path: Path, fd: int, fresh: bool = False) -> _LineIndex:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CorruptLog(path, 0, "not a regular file")
+        with self._indexes_lock:
+            idx = None if fresh else self._indexes.get(session)
+            if (
+                idx is None
+                or idx.ino != st.st_ino
+                or st.st_size < idx.starts[-1]
+                or (st.st_size == idx.starts[-1] and st.st_mtime_ns != idx.mtime_ns)
+            ):  # another file, or not this one grown by appends: built again
+                idx = _LineIndex(st.st_ino)
+            idx.extend(fd, st.st_size)
+            idx.mtime_ns = st.st_mtime_ns
+            self._indexes[session] = idx
+            self._indexes.move_to_end(session)
+            total = sum(len(i.starts) for i in self._indexes.values())
+            while total > INDEX_ENTRIES and len(self._indexes) > 1:
+                total -= len(self._indexes.popitem(last=False)[1].starts)
+            return idx
+
+    def _count(self, session: str, path: Path) -> int:
+        try:
+            fd = _open_log(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise UnknownSession(f"no session {session}") from None
+        try:
+            return self._index(session, path, fd).count
+        finally:
+            os.close(fd)
+
+    def _read_range(self, session: str, path: Path, first: int, stop: int) -> list[dict[str, Any]]:
+        try:
+            fd = _open_log(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise UnknownSession(f"no session {session}") from None
+        try:
+            try:
+                return self._parse_range(path, fd, self._index(session, path, fd), first, stop)
+            except CorruptLog:  # a file replaced in place fools the index: build it again once
+                return self._parse_range(
+                    path, fd, self._index(session, path, fd, fresh=True), first, stop
+                )
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _parse_range(
+        path: Path, fd: int, idx: _LineIndex, first: int, stop: int
+    ) -> list[dict[str, Any]]:
+        first = max(first, 0)
+        stop = min(stop, idx.count)
+        if first >= stop:
+            return []
+        start = idx.starts[first]
+        data = os.pread(fd, idx.starts[stop] - start, start)
+        lines = data.split(b"\n")
+        out: list[dict[str, Any]] = []
+        for i, seq in enumerate(range(first, stop)):
+            try:
+                rec = orjson.loads(lines[i])
+            except (orjson.JSONDecodeError, IndexError) as exc:
+                if seq == idx.count - 1:  # a torn last line ending in a newline: dropped
+                    break
+                raise CorruptLog(path, seq, f"the record is not JSON ({exc})") from None
+            if not isinstance(rec, dict):
+                raise CorruptLog(path, seq, "the record is not a JSON object")
+            got = rec.get("seq")
+            if type(got) is not int or got != seq:
+                raise CorruptLog(path, seq, f"found seq {got!r} where seq {seq} belongs (a gap)")
+            if not isinstance(rec.get("type"), str):
+                raise CorruptLog(path, seq, "the record has no type")
+            if seq == 0:
+                _check_header(path, rec)
+            elif rec["type"] == "header":
+                raise CorruptLog(path, seq, "a second header record")
+            out.append(rec)
+        return out
 
     # -- writing -------------------------------------------------------------------------------
     async def create(self, session: str, header: dict[str, Any] | list[dict[str, Any]]) -> None:

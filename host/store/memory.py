@@ -71,6 +71,16 @@ class MemoryStore:
         start = 0 if after is None else max(after + 1, 0)
         return [orjson.loads(line) for line in lines[start:]]
 
+    async def record_count(self, session: str) -> int:
+        """See :meth:`host.store.file.FileStore.record_count`."""
+        await trio.lowlevel.checkpoint()
+        return len(self._lines(session))
+
+    async def read_range(self, session: str, first: int, stop: int) -> list[dict[str, Any]]:
+        """See :meth:`host.store.file.FileStore.read_range`."""
+        await trio.lowlevel.checkpoint()
+        return [orjson.loads(line) for line in self._lines(session)[max(first, 0) : max(stop, 0)]]
+
     def truncate(self, session: str, keep: int) -> None:
         """See :meth:`~host.store.base.Store.truncate`."""
         lines = self._lines(session)

@@ -635,6 +635,55 @@ class PostgresStore(WriterThreadStore):
         lines = await trio.to_thread.run_sync(self._lines, session, start)
         return parse_lines(self.path(session), lines, start + 1)
 
+    async def record_count(self, session: str) -> int:
+        """How many records the session holds (one look at the primary key's index).
+
+        Raises:
+            UnknownSession: no such session. ValueError: a bad session id.
+            StoreUnavailable: the database failed.
+        """
+        self._checked(session)
+
+        def count(conn: psycopg.Connection[Any]) -> int | None:
+            row = conn.execute(
+                "SELECT max(seq) FROM gamehost_records WHERE session_id = %s", [session]
+            ).fetchone()
+            return None if row is None or row[0] is None else int(row[0]) + 1
+
+        n = await trio.to_thread.run_sync(self._conns.run, count)
+        if n is None:
+            raise UnknownSession(f"no session {session}")
+        return n
+
+    async def read_range(self, session: str, first: int, stop: int) -> list[dict[str, Any]]:
+        """The records with ``first <= seq < stop`` (fewer when the log ends before ``stop``):
+        one ``WHERE seq >= first AND seq < stop`` query, checked as :meth:`read` checks.
+
+        Raises:
+            UnknownSession: no such session (nothing in the range of an unknown session).
+            CorruptLog, ValueError, StoreUnavailable: as :meth:`load`.
+        """
+        self._checked(session)
+        first = max(first, 0)
+
+        def fetch(conn: psycopg.Connection[Any]) -> list[str] | None:
+            rows = conn.execute(
+                "SELECT line FROM gamehost_records WHERE session_id = %s AND seq >= %s"
+                " AND seq < %s ORDER BY seq",
+                [session, first, stop],
+            ).fetchall()
+            if rows:
+                return [r[0] for r in rows]
+            known = conn.execute(
+                "SELECT 1 FROM gamehost_records WHERE session_id = %s LIMIT 1", [session]
+            ).fetchone()
+            return [] if known else None
+
+        lines = await trio.to_thread.run_sync(self._conns.run, fetch)
+        if lines is None:
+            raise UnknownSession(f"no session {session}")
+        return parse_lines(self.path(session), lines, first)
+
     def truncate(self, session: str, keep: int) -> None:
         """See :meth:`host.store.base.Store.truncate`: one transaction deletes the later records
         and moves the session row back (notifying as an append does).
