@@ -294,6 +294,14 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         " fork them (shows hidden cards to anyone: for development only)",
     )
     p.add_argument(
+        "--heavy-workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="worker processes for heavy requests (a long log's first replay, verify), at most"
+        " N at once; 0: a worker thread (default 2)",
+    )
+    p.add_argument(
         "--plugin",
         action="append",
         default=[],
@@ -343,6 +351,7 @@ def serve_main(args: argparse.Namespace) -> int:
         http_bind=args.http_bind,
         allow_origins=tuple(args.allow_origin),
         debug_replay=args.debug_replay,
+        heavy_workers=max(args.heavy_workers, 0),
     )
     try:
         plugins = [(name, importlib.import_module(name)) for name in args.plugin]

@@ -252,6 +252,10 @@ async def _phase(
                 "n": len(xs),
                 "max": round(max(xs), 3) if xs else None,
                 "median": round(sorted(xs)[len(xs) // 2], 3) if xs else None,
+                "first": round(xs[0], 3) if xs else None,
+                "median_after_first": round(sorted(xs[1:])[len(xs[1:]) // 2], 3)
+                if len(xs) > 1
+                else None,
             }
         if importer is not None:
             _, err = importer.communicate(timeout=600)
@@ -266,6 +270,34 @@ def _rss_mib(pid: int) -> dict[str, float]:
         if line.startswith(("VmHWM:", "VmRSS:")):
             got[line.split(":")[0]] = int(line.split()[1]) / 1024
     return got
+
+
+def _children_rss_mib(pid: int) -> dict[str, float]:
+    """The summed resident memory now and peaks of the host's child processes (its heavy-work
+    workers)."""
+    kids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with_kids = (task / "children").read_text().split()
+        kids += [int(k) for k in with_kids]
+    out = {"VmRSS": 0.0, "VmHWM": 0.0, "n": float(len(kids))}
+    for kid in kids:
+        try:
+            got = _rss_mib(kid)
+        except OSError:
+            continue
+        out["VmRSS"] += got.get("VmRSS", 0.0)
+        out["VmHWM"] += got.get("VmHWM", 0.0)
+    return out
+
+
+async def _warm_up(port: int, sid: str) -> None:
+    """Wait until the host answers for the long log (it may still be loading its data dir)."""
+    c = await Client.connect("127.0.0.1", port)
+    async with trio.open_nursery() as n:
+        c.start(n)
+        await c.call("log", session=sid, limit=1)
+        await c.aclose()
+        n.cancel_scope.cancel()
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -285,10 +317,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             cmd += ["--game-time", str(args.game_time)]
         proc, port = _start_server(cmd)
         try:
+            t0 = time.monotonic()
+            trio.run(_warm_up, port, sid)
+            warm_s = time.monotonic() - t0
             quiet = trio.run(_phase, port, seconds, False, sid, {}, log)
             before = _rss_mib(proc.pid)
             loaded = trio.run(_phase, port, seconds, True, sid, {"store": args.store}, log)
             after = _rss_mib(proc.pid)
+            workers = _children_rss_mib(proc.pid)
         finally:
             _stop(proc)
     ratios = {
@@ -305,6 +341,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "rss_mib_before_load": before.get("VmRSS"),
         "rss_mib_after_load": after.get("VmRSS"),
         "peak_rss_mib": after.get("VmHWM"),
+        "workers": int(workers["n"]),
+        "workers_rss_mib": round(workers["VmRSS"], 1),
+        "workers_peak_rss_mib": round(workers["VmHWM"], 1),
+        "first_answer_s": round(warm_s, 3),
         "pid_cpu_count": os.cpu_count(),
     }
 
@@ -324,11 +364,14 @@ def summary(r: dict[str, Any]) -> list[str]:
     for k in ("page_s", "replay_s", "verify_s"):
         v = ld.get(k, {})
         lines.append(
-            f"  {k[:-2]}: {v.get('n')} done, median {v.get('median')} s, max {v.get('max')} s"
+            f"  {k[:-2]}: {v.get('n')} done, first {v.get('first')} s, median"
+            f" {v.get('median')} s (after the first {v.get('median_after_first')} s),"
+            f" max {v.get('max')} s"
         )
     lines.append(
         f"  host memory: {r['rss_mib_before_load']:.0f} -> {r['rss_mib_after_load']:.0f} MiB,"
-        f" peak {r['peak_rss_mib']:.0f} MiB"
+        f" peak {r['peak_rss_mib']:.0f} MiB; {r['workers']} worker processes"
+        f" {r['workers_rss_mib']:.0f} MiB, peaks summed {r['workers_peak_rss_mib']:.0f} MiB"
     )
     if "import_status" in ld:
         lines.append(f"  import: status {ld['import_status']} {ld.get('import_error') or ''}")

@@ -10,31 +10,40 @@ any more: the session has ended and its game reveals the seed (anyone holding th
 code can re-deal every card), or the host runs with ``serve --debug-replay``. Seven Twenty-Seven
 keeps its seed, so its folded hands stay hidden from every client of a normal host.
 
-Costs. Records are read from the store (a live session's up to its own seq: what is
-acknowledged); the last few logs read stay in memory while their files do not change
-(:data:`CACHED_LOGS`, :data:`CACHED_RECORDS`), so paging through a long log reads it once.
-Folding runs on the host's thread in slices of :data:`SLICE` records with a checkpoint between
-them, so a long log does not stall the other tables; each connection keeps the last state it was
-shown, so stepping forward folds only the records in between. ``verify`` runs the game in a
-worker thread, one verify at a time per host.
+Costs. A request reads only the records it needs, never a whole long log on the host's event
+loop: a ``log`` page of records ``[a, b)`` reads those records (the file store's line index, a
+``WHERE seq`` range in PostgreSQL), plus the header and the last record. ``replay`` at a seq
+starts from the nearest *snapshot* of the session's state (:mod:`host.table.snapshots`: one every
+:data:`host.table.snapshots.EVERY` records) and folds at most that many records on the loop, in
+slices of :data:`SLICE` with a checkpoint between them. The snapshots of a log are made by one
+fold of the whole log in a worker process (:mod:`host.net.heavy`) the first time a ``replay``
+(or a seat's view of a session that is not open) needs them, then kept in memory — the last
+logs used, :data:`CACHED_BYTES` of snapshots in all — and extended as a live log grows. They
+are derived data: dropped when memory is short or the log is shorter than they say, made again
+from the log, never the truth. ``verify`` runs in a worker process too; the same verify asked
+while one runs shares its answer. At most :data:`host.net.heavy.MAX_WAITING` heavy jobs wait
+for a worker; one more is answered ``unavailable``. ``fork`` reads its records and makes its
+lines in a worker thread.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 import weakref
 from collections import OrderedDict
 from typing import Any
 
+import attrs
 import orjson
 import structlog
 import trio
 
+from host.net.heavy import Busy, fold_job, verify_job
 from host.store.base import CorruptLog, UnknownSession
 from host.table.engine import BadRecord, Engine, Record, SessionState
-from host.table.history import fork_records, verify_log, version_warning
+from host.table.history import fork_records
+from host.table.snapshots import EVERY, Folded, Snapshots, load
 from protocol.framing import MAX_LINE
 from protocol.messages import MAX_LOG_PAGE, ErrorCode, ProtocolError, Request
 from protocol.replies import Forked, LogPage, ReplayState, SeatInfo, Verified
@@ -44,45 +53,82 @@ __all__ = ["OPS", "dispatch"]
 log = structlog.get_logger("gamehost.replay")
 
 OPS = frozenset({"log", "replay", "verify", "fork"})
-MAX_VERIFY_WAITING = 8
-"""Verify requests that may wait for the host's one verify slot; one more is ``unavailable``
-(a client cannot queue verifies of big logs without bound and keep a core busy)."""
 """The ops this module answers."""
 
-SLICE = 500
-"""Records folded between two checkpoints."""
+SLICE = 100
+"""Records folded on the loop between two checkpoints."""
 
 PAGE_BYTES = MAX_LINE - 4096
 """The most bytes the records of one ``log`` reply take (the rest of the line is left for the
 reply around them): a page of ``limit`` records ends early past it, and ``next`` goes on."""
 
-CACHED_LOGS = 4
-CACHED_RECORDS = 100_000
-"""Logs kept read (so paging through one reads it once), at most, and their records in all;
-a copy is used only while the file's size and time of change are what they were."""
-_logs: weakref.WeakKeyDictionary[Any, OrderedDict[str, tuple[tuple[int, int], list[Record]]]] = (
-    weakref.WeakKeyDictionary()
-)
+CACHED_LOGS = 64
+CACHED_BYTES = 64 << 20
+"""Logs whose snapshots are kept, at most, and the bytes of their snapshots in all (the least
+recently used log's are dropped first)."""
 
+
+@attrs.define
+class _Log:
+    """What one fold of a log up to ``folded.last`` found, and its snapshots."""
+
+    engine: Engine
+    last: int
+    end: bytes | None
+    end_state: SessionState | None
+    tokens: frozenset[tuple[int, str]]
+    snaps: Snapshots
+
+    @property
+    def nbytes(self) -> int:
+        return self.snaps.nbytes + len(self.end or b"")
+
+    def state_at_end(self) -> SessionState:
+        if self.end_state is not None:
+            return self.end_state
+        assert self.end is not None
+        return load(self.end)
+
+    def take(self, folded: Folded) -> None:
+        self.last = folded.last
+        self.end, self.end_state = folded.end, folded.state
+        self.tokens |= folded.tokens
+        self.snaps.add(folded.snapshots)
+
+
+@attrs.frozen
+class _Meta:
+    """What every op needs of a log, read without folding it."""
+
+    engine: Engine
+    header: Record
+    last: int
+    ended: bool
+    live: bool
+
+
+_logs: weakref.WeakKeyDictionary[Any, OrderedDict[str, _Log]] = weakref.WeakKeyDictionary()
+_folding: weakref.WeakKeyDictionary[Any, dict[str, trio.Event]] = weakref.WeakKeyDictionary()
+_verifying: weakref.WeakKeyDictionary[Any, dict[tuple[str, int], Any]] = weakref.WeakKeyDictionary()
 _shown: weakref.WeakKeyDictionary[Any, tuple[str, SessionState]] = weakref.WeakKeyDictionary()
 """Per connection: the session and state it was last shown (so stepping on is cheap)."""
-_verifying: weakref.WeakKeyDictionary[Any, trio.CapacityLimiter] = weakref.WeakKeyDictionary()
 
 
 async def dispatch(host: Any, conn: Any, req: Request) -> Any:
     """Answer a replay op for ``conn`` on ``host``; returns its ``result``.
 
     Raises:
-        ProtocolError: ``unknown_session``, ``session_damaged``, ``unavailable``,
-            ``bad_request`` (seq or limit out of range, a fork inside a cause), ``hidden``
-            (a view this connection may not see), ``overloaded`` (``fork`` past the limits).
+        ProtocolError: ``unknown_session``, ``session_damaged``, ``unavailable`` (the log cannot
+            be read now, or every heavy-work slot is taken), ``bad_request`` (seq or limit out
+            of range, a fork inside a cause), ``hidden`` (a view this connection may not see),
+            ``overloaded`` (``fork`` past the limits).
     """
     p = req.params
-    engine, records, live = await _records(host, p.session)
-    ended = records[-1].type == "ended"
-    is_open = bool(host.config.debug_replay) or (ended and engine.game.info.reveal_seed)
+    meta = await _meta(host, p.session)
+    engine = meta.engine
+    is_open = bool(host.config.debug_replay) or (meta.ended and engine.game.info.reveal_seed)
     if req.op == "verify":
-        return await _verify(host, engine, records, is_open)
+        return await _verify(host, p.session, meta, is_open)
     if req.op == "fork":
         if not is_open:
             raise ProtocolError(
@@ -90,8 +136,8 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
                 "fork needs an ended session whose game reveals its seed (or serve"
                 " --debug-replay): a fork keeps the seed, and would foretell the deals",
             )
-        return await _fork(host, conn, engine, records, p.seq)
-    viewer = _viewer(engine, records, p.seat, p.truth, p.token, is_open)
+        return await _fork(host, conn, p.session, meta, p.seq)
+    viewer = await _viewer(host, p.session, meta, p.seat, p.truth, p.token, is_open)
     if req.op == "log":
         if not 1 <= p.limit <= MAX_LOG_PAGE:
             raise ProtocolError(
@@ -100,9 +146,12 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
         start = 0 if p.after is None else p.after + 1
         if start < 0:
             raise ProtocolError(ErrorCode.BAD_REQUEST, "after must be >= 0")
-        seed = records[0].data.get("seed") if engine.game.info.reveal_seed else None
+        header = meta.header
+        seed = header.data.get("seed") if engine.game.info.reveal_seed else None
+        stop = min(start + p.limit, meta.last + 1)
+        records = await _range(host, p.session, start, stop) if start < stop else []
         shown, size = [], 0
-        for r in records[start : start + p.limit]:
+        for r in records:
             item = _record(engine, r, viewer, p.truth, seed)
             size += len(orjson.dumps(item)) + 1
             if shown and size > PAGE_BYTES:
@@ -111,23 +160,23 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
         return LogPage(
             p.session,
             engine.game.info.id,
-            records[-1].seq,
-            live,
-            ended,
+            meta.last,
+            meta.live,
+            meta.ended,
             is_open,
             shown,
-            shown[-1]["seq"] if shown and shown[-1]["seq"] < records[-1].seq else None,
+            shown[-1]["seq"] if shown and shown[-1]["seq"] < meta.last else None,
         )
     # replay
-    if not 0 <= p.seq <= records[-1].seq:
-        raise ProtocolError(ErrorCode.BAD_REQUEST, f"seq must be 0..{records[-1].seq}")
-    state = await _state_at(conn, p.session, engine, records, p.seq)
+    if not 0 <= p.seq <= meta.last:
+        raise ProtocolError(ErrorCode.BAD_REQUEST, f"seq must be 0..{meta.last}")
+    state = await _state_at(host, conn, p.session, meta, p.seq)
     shown = engine.codec.to_wire(state.game) if p.truth else engine.view_wire(state, viewer)
     return ReplayState(
         p.session,
         engine.game.info.id,
         state.seq,
-        records[-1].seq,
+        meta.last,
         [None if s is None else SeatInfo(i, s.name, s.bot) for i, s in enumerate(state.seats)],
         state.started,
         state.ended,
@@ -137,64 +186,175 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
     )
 
 
-async def _records(host: Any, sid: str) -> tuple[Engine, list[Record], bool]:
-    """The engine of a session's game and its records (a live one's up to its seq)."""
-    if sid in host._damaged:
-        raise ProtocolError(ErrorCode.SESSION_DAMAGED, host._damaged[sid])
-    session = await host._live_session(sid)
-    cache = _logs.setdefault(host, OrderedDict())
-    key = await _log_key(host, sid)
-    cached = cache.get(sid)
-    if cached is not None and key is not None and cached[0] == key:
-        cache.move_to_end(sid)
-        records = cached[1]
-    else:
-        records = await _read(host, sid)
-        if key is not None and len(records) <= CACHED_RECORDS:
-            cache[sid] = (key, records)
-            while len(cache) > CACHED_LOGS or sum(len(r) for _, r in cache.values()) > (
-                CACHED_RECORDS
-            ):
-                cache.popitem(last=False)
-    if session is not None:  # what is acknowledged, not what is being written
-        records = records[: session.state.seq + 1]
-    engine = host.registry.engines.get(records[0].data.get("game", "")) if records else None
-    if engine is None:
-        raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r} of an installed game")
-    return engine, records, session is not None
+def _unreadable(host: Any, sid: str, exc: BaseException) -> ProtocolError:
+    if isinstance(exc, UnknownSession | ValueError):
+        return ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r}")
+    if isinstance(exc, CorruptLog):
+        return host._damage(sid, exc)
+    log.error("session_log_unreadable", session=sid, error=repr(exc))
+    return ProtocolError(ErrorCode.UNAVAILABLE, f"the log of session {sid!r} cannot be read")
 
 
-async def _log_key(host: Any, sid: str) -> tuple[int, int] | None:
-    """What tells a cached copy of a log from a changed log: its size and time of change
-    (None: the store has no files, or this one cannot be seen; then nothing is cached)."""
-    path_of = getattr(host.store, "path", None)
-    if path_of is None:
-        return None
+async def _range(host: Any, sid: str, first: int, stop: int) -> list[Record]:
+    """Records ``first <= seq < stop`` of a log, reading only those where the store can."""
+    store = host.store
     try:
-        st = await trio.to_thread.run_sync(os.stat, path_of(sid))
-    except (OSError, ValueError):
-        return None
-    return (st.st_size, st.st_mtime_ns)
-
-
-async def _read(host: Any, sid: str) -> list[Record]:
-    try:
-        raw = await host.store.read(sid)
-    except (UnknownSession, ValueError):
-        raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r}") from None
-    except CorruptLog as exc:
-        raise host._damage(sid, exc) from None
-    except Exception:  # OSError, a database that is away (StoreUnavailable), ...
-        log.exception("session_log_unreadable", session=sid)
-        raise ProtocolError(
-            ErrorCode.UNAVAILABLE, f"the log of session {sid!r} cannot be read"
-        ) from None
+        if hasattr(store, "read_range"):
+            raw = await store.read_range(sid, first, stop)
+        else:
+            raw = (await store.read(sid, first - 1))[: stop - first]
+    except Exception as exc:  # noqa: BLE001 - UnknownSession, CorruptLog, OSError, ...
+        raise _unreadable(host, sid, exc) from None
     return [Record.from_json(r) for r in raw]
 
 
-def _viewer(
-    engine: Engine,
-    records: list[Record],
+async def _count(host: Any, sid: str) -> int:
+    store = host.store
+    try:
+        if hasattr(store, "record_count"):
+            return int(await store.record_count(sid))
+        return len(await store.read(sid))
+    except Exception as exc:  # noqa: BLE001 - UnknownSession, CorruptLog, OSError, ...
+        raise _unreadable(host, sid, exc) from None
+
+
+async def _meta(host: Any, sid: str) -> _Meta:
+    """The engine, header, last seq (a live session's: what is acknowledged) of a log."""
+    if sid in host._damaged:
+        raise ProtocolError(ErrorCode.SESSION_DAMAGED, host._damaged[sid])
+    session = await host._live_session(sid)
+    if session is not None:
+        state = session.state
+        engine = session.engine if hasattr(session, "engine") else None
+        header = Record(0, "header", state.header)
+        last, ended = state.seq, state.ended
+    else:
+        n = await _count(host, sid)
+        if n == 0:
+            raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r}")
+        got = await _range(host, sid, 0, 1)
+        if not got:
+            raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r}")
+        header = got[0]
+        tail = got if n == 1 else await _range(host, sid, n - 1, n)
+        if not tail:  # the log changed under us: shorter now
+            raise ProtocolError(ErrorCode.UNAVAILABLE, f"the log of session {sid!r} changed")
+        last, ended = tail[-1].seq, tail[-1].type == "ended"
+        engine = None
+    if engine is None:
+        engine = host.registry.engines.get(header.data.get("game", ""))
+    if engine is None:
+        raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r} of an installed game")
+    return _Meta(engine, header, last, ended, session is not None)
+
+
+async def _folded(host: Any, sid: str, meta: _Meta) -> _Log:
+    """The log's snapshots up to ``meta.last``: kept ones, extended by folding what was added
+    since, or made by one fold of the whole log in a worker (one at a time per log)."""
+    cache = _logs.setdefault(host, OrderedDict())
+    busy = _folding.setdefault(host, {})
+    while True:
+        got = cache.get(sid)
+        if got is not None and (got.last > meta.last or got.engine is not meta.engine):
+            del cache[sid]  # the log is shorter than its snapshots say (or another game's)
+            got = None
+        if got is not None and got.last == meta.last:
+            cache.move_to_end(sid)
+            return got
+        wait = busy.get(sid)
+        if wait is None:
+            break
+        await wait.wait()  # another request is folding this log: share its work
+    done = busy[sid] = trio.Event()
+    try:
+        if got is not None and meta.last - got.last <= EVERY and got.end is not None:
+            # a few records more (a live log grew): folded here, in slices
+            start = got.state_at_end()
+            more = await _range(host, sid, got.last + 1, meta.last + 1)
+            folded = await _fold_here(host, sid, meta.engine, start, more)
+        else:
+            start_bytes = got.end if got is not None else None
+            heavy = host.heavy
+            source = heavy.source
+            if source is None:  # a store no other thread may read: its records, read here
+                try:
+                    source = ("records", await host.store.read(sid))
+                except Exception as exc:  # noqa: BLE001
+                    raise _unreadable(host, sid, exc) from None
+            try:
+                folded = await heavy.run(
+                    fold_job, source, heavy.game(meta.engine), sid, meta.last, EVERY, start_bytes
+                )
+            except Busy as exc:
+                raise ProtocolError(ErrorCode.UNAVAILABLE, str(exc)) from None
+            folded = _job_result(host, sid, folded)
+        if folded.last < meta.last:
+            raise ProtocolError(
+                ErrorCode.UNAVAILABLE, f"the log of session {sid!r} changed while read"
+            )
+        if got is None:
+            got = _Log(meta.engine, -1, None, None, frozenset(), Snapshots())
+        got.take(folded)
+        cache[sid] = got
+        cache.move_to_end(sid)
+        total = sum(lg.nbytes for lg in cache.values())
+        while len(cache) > 1 and (len(cache) > CACHED_LOGS or total > CACHED_BYTES):
+            total -= cache.popitem(last=False)[1].nbytes
+        return got
+    finally:
+        del busy[sid]
+        done.set()
+
+
+def _job_result(host: Any, sid: str, got: Any) -> Any:
+    """A heavy job's result, or the error its log gives."""
+    if isinstance(got, tuple) and got and got[0] == "unknown":
+        raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r}")
+    if isinstance(got, tuple) and got and got[0] == "damaged":
+        raise host._damage(sid, CorruptLog(host.store.path(sid), got[1], got[2]))
+    return got
+
+
+async def _fold_here(
+    host: Any, sid: str, engine: Engine, state: SessionState, records: list[Record]
+) -> Folded:
+    """:func:`host.table.snapshots.fold_log` of a few records on the loop, in slices."""
+    from host.table.snapshots import fold_log
+
+    parts: list[Folded] = []
+    try:
+        for i in range(0, len(records), SLICE):
+            part = fold_log(engine, records[i : i + SLICE], EVERY, state)
+            state = _end(part)
+            parts.append(part)
+            await trio.lowlevel.checkpoint()
+    except BadRecord as exc:
+        raise host._damage(sid, CorruptLog(host.store.path(sid), exc.seq, exc.message)) from None
+    if not parts:
+        return Folded(state.seq, None, state, [], frozenset(), state.ended, 0)
+    last = parts[-1]
+    return Folded(
+        last.last,
+        last.end,
+        last.state,
+        [s for part in parts for s in part.snapshots],
+        frozenset().union(*(part.tokens for part in parts)),
+        last.ended,
+        last.seats,
+    )
+
+
+def _end(part: Folded) -> SessionState:
+    if part.state is not None:
+        return part.state
+    assert part.end is not None
+    return load(part.end)
+
+
+async def _viewer(
+    host: Any,
+    sid: str,
+    meta: _Meta,
     seat: int | None,
     truth: bool,
     token: str | None,
@@ -207,7 +367,7 @@ def _viewer(
     """
     if truth and seat is not None:
         raise ProtocolError(ErrorCode.BAD_REQUEST, "ask for a seat or the truth, not both")
-    if seat is not None and not 0 <= seat < _seat_count(records):
+    if seat is not None and not 0 <= seat < _seat_count(meta.header):
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"no seat {seat}")
     if truth and not is_open:
         raise ProtocolError(
@@ -216,15 +376,14 @@ def _viewer(
         )
     if seat is not None and not is_open:
         want = hashlib.sha256(token.encode()).hexdigest() if token else None
-        taken = {(r.data.get("seat"), r.data.get("token_hash")) for r in records[1:]}
-        held = want is not None and (seat, want) in taken
+        held = want is not None and (seat, want) in (await _folded(host, sid, meta)).tokens
         if not held:
             raise ProtocolError(ErrorCode.HIDDEN, f"seat {seat}'s view needs that seat's token")
     return seat
 
 
-def _seat_count(records: list[Record]) -> int:
-    seats = records[0].data.get("seats")
+def _seat_count(header: Record) -> int:
+    seats = header.data.get("seats")
     return len(seats) if isinstance(seats, list) else int(seats or 0)
 
 
@@ -246,56 +405,119 @@ def _record(
 
 
 async def _fold(engine: Engine, state: SessionState, records: list[Record]) -> SessionState:
-    for i, rec in enumerate(records, 1):
-        state = engine.apply(state, rec)
-        if i % SLICE == 0:
-            await trio.lowlevel.checkpoint()
+    for i in range(0, len(records), SLICE):
+        state = engine.apply_all(state, records[i : i + SLICE])
+        await trio.lowlevel.checkpoint()
     return state
 
 
-async def _state_at(
-    conn: Any, sid: str, engine: Engine, records: list[Record], seq: int
-) -> SessionState:
-    try:
-        last = _shown.get(conn)
-        if last is not None and last[0] == sid and last[1].seq <= seq:
-            state = await _fold(engine, last[1], records[last[1].seq + 1 : seq + 1])
+async def _state_at(host: Any, conn: Any, sid: str, meta: _Meta, seq: int) -> SessionState:
+    """The state after record ``seq``: from the state this connection was last shown or the
+    nearest snapshot, whichever is later, folding the records in between on the loop."""
+    engine = meta.engine
+    last = _shown.get(conn)
+    base: SessionState | None = None
+    if last is not None and last[0] == sid and last[1].seq <= seq and seq - last[1].seq <= EVERY:
+        base = last[1]
+    else:
+        lg = await _folded(host, sid, meta)
+        if seq == lg.last:
+            base = lg.state_at_end()
         else:
-            state = await _fold(engine, engine.initial(records[0]), records[1 : seq + 1])
+            near = lg.snaps.nearest(seq)
+            if near is not None:
+                base = load(near[1])
+            shown = last[1] if last is not None and last[0] == sid else None
+            if shown is not None and shown.seq <= seq and (base is None or shown.seq > base.seq):
+                base = shown
+    try:
+        if base is None:
+            header = meta.header
+            base = engine.initial(header)
+        if base.seq < seq:
+            state = await _fold(engine, base, await _range(host, sid, base.seq + 1, seq + 1))
+        else:
+            state = base
     except BadRecord as exc:
         raise ProtocolError(
             ErrorCode.SESSION_DAMAGED, f"the log of session {sid!r} does not fold: {exc}"
         ) from None
+    if state.seq != seq:
+        raise ProtocolError(ErrorCode.UNAVAILABLE, f"the log of session {sid!r} changed while read")
     _shown[conn] = (sid, state)
     return state
 
 
-async def _verify(host: Any, engine: Engine, records: list[Record], is_open: bool) -> Any:
-    limiter = _verifying.get(host)
-    if limiter is None:
-        limiter = _verifying[host] = trio.CapacityLimiter(1)
-    if limiter.statistics().tasks_waiting >= MAX_VERIFY_WAITING:
-        raise ProtocolError(
-            ErrorCode.UNAVAILABLE, "too many verify requests are waiting on this host; retry later"
-        )
-    diff = await trio.to_thread.run_sync(verify_log, engine, records, limiter=limiter)
+async def _verify(host: Any, sid: str, meta: _Meta, is_open: bool) -> Any:
+    """Verify the log up to ``meta.last`` in a worker; one job per log and seq at a time (a
+    request while it runs waits for its answer)."""
+    running = _verifying.setdefault(host, {})
+    key = (sid, meta.last)
+    job = running.get(key)
+    if job is None:
+        job = running[key] = _Shared()
+        try:
+            heavy = host.heavy
+            source = heavy.source
+            if source is None:
+                try:
+                    source = ("records", await host.store.read(sid))
+                except Exception as exc:  # noqa: BLE001
+                    raise _unreadable(host, sid, exc) from None
+            job.result = await heavy.run(
+                verify_job, source, heavy.game(meta.engine), sid, meta.last
+            )
+        except Busy as exc:
+            job.error = ProtocolError(ErrorCode.UNAVAILABLE, str(exc))
+        except ProtocolError as exc:
+            job.error = exc
+        except Exception as exc:  # noqa: BLE001 - a worker that died, ...
+            log.error("verify_failed", session=sid, error=repr(exc))
+            job.error = ProtocolError(ErrorCode.UNAVAILABLE, "the verify could not run; retry")
+        finally:
+            del running[key]
+            job.done.set()
+    else:
+        job.waiters += 1
+        await job.done.wait()
+    if job.error is not None:
+        raise ProtocolError(job.error.code, job.error.message, **job.error.extra)
+    got = _job_result(host, sid, job.result)
+    _, n, diff, warning = got
     return Verified(
         diff is None,
-        len(records),
+        n,
         None if diff is None else diff[0],
         # the explanation quotes records whole: hidden cards included
         None if diff is None or not is_open else diff[1],
-        version_warning(engine, records),
+        warning,
     )
 
 
-async def _fork(host: Any, conn: Any, engine: Engine, records: list[Record], seq: int) -> Forked:
-    sid = secrets.token_hex(8)
+class _Shared:
+    """One job's answer, shared by the requests that asked for it while it ran."""
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.waiters = 0  # requests that joined it
+        self.result: Any = None
+        self.error: ProtocolError | None = None
+
+
+async def _fork(host: Any, conn: Any, sid: str, meta: _Meta, seq: int) -> Forked:
+    engine = meta.engine
+    new_sid = secrets.token_hex(8)
+    if not 0 <= seq <= meta.last:
+        raise ProtocolError(
+            ErrorCode.BAD_REQUEST, f"cannot fork at {seq}: the seq must be 0..{meta.last}"
+        )
+    records = await _range(host, sid, 0, min(seq + 2, meta.last + 1))
     try:
-        lines = fork_records(records, seq, sid)
+        lines = await trio.to_thread.run_sync(fork_records, records, seq, new_sid)
     except ValueError as exc:
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"cannot fork at {seq}: {exc}") from None
-    state = engine.rebuild(records[: seq + 1])
+    state = await _state_at(host, conn, sid, meta, seq)
+    del records
     if state.started and not engine.to_act(state):
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"nothing is left to play after seq {seq}")
     if len(host.sessions) >= host.max_sessions and host._running() >= host.max_sessions:
@@ -311,20 +533,20 @@ async def _fork(host: Any, conn: Any, engine: Engine, records: list[Record], seq
             line["token_hash"] = hashlib.sha256(token.encode()).hexdigest()
             tokens[str(line["seat"])] = token
     try:
-        await host.store.create(sid, lines)
+        await host.store.create(new_sid, lines)
     except OSError as exc:
         log.error("fork_failed", error=str(exc))
         raise ProtocolError(ErrorCode.UNAVAILABLE, "the host cannot write a new log now") from None
-    host._unloaded.add(sid)
-    await host._load_session(sid)
-    session = host.sessions.get(sid)
+    host._unloaded.add(new_sid)
+    await host._load_session(new_sid)
+    session = host.sessions.get(new_sid)
     if session is None:
         raise ProtocolError(ErrorCode.INTERNAL, "internal error: the fork did not start")
-    log.info("session_forked", session=sid, forked_from=records[0].data["session"], seq=seq)
+    log.info("session_forked", session=new_sid, forked_from=sid, seq=seq)
     return Forked(
-        sid,
+        new_sid,
         engine.game.info.id,
-        {"session": records[0].data["session"], "seq": seq},
+        {"session": sid, "seq": seq},
         session.seat_list(),
         session.state.free_seats,
         session.state.seq,

@@ -67,6 +67,7 @@ import trio
 from host import __version__
 from host.net import replayops
 from host.net.connection import Connection, set_keepalive
+from host.net.heavy import HeavyWork
 from host.net.session import Session
 from host.net.workers import reuse_port_listeners
 from host.plugins.budget import Budget, BudgetExceeded
@@ -183,6 +184,9 @@ class HostConfig:
             may open the WebSocket.
         debug_replay: the replay ops show every seat's view and the full truth of live
             sessions too, and fork them (development only; see :mod:`host.net.replayops`).
+        heavy_workers: worker processes for heavy jobs (folding a whole long log for the
+            replay ops' snapshots, ``verify``), at most this many at once; 0: a worker thread
+            (see :mod:`host.net.heavy`).
     """
 
     data_dir: Path
@@ -216,6 +220,7 @@ class HostConfig:
     http_bind: str = "127.0.0.1"
     allow_origins: tuple[str, ...] = ()
     debug_replay: bool = False
+    heavy_workers: int = 2
 
 
 FD_RESERVE = 64
@@ -324,6 +329,8 @@ class Host:
         """Set when this host shares its store with others (``host.store.feed``): its sessions
         follow the log, and only the holder of a session's lease drives it."""
         self._creating: set[str] = set()  # ids of sessions this host is creating
+        self.heavy = HeavyWork(registry, store, config.heavy_workers)
+        """Where heavy jobs run: worker processes, bounded (:mod:`host.net.heavy`)."""
 
     def discover(self, sid: str) -> None:
         """Another host created or appended to ``sid``, which is not live here: load it in the
@@ -463,7 +470,12 @@ class Host:
 
     async def _load_one(self, sid: str) -> bool:
         """Read a session's log, fold it once (dropping a half-written last cause) and start
-        its driver if the session has not ended; True if started."""
+        its driver if the session has not ended; True if started.
+
+        A log whose last record is ``ended`` is not read whole (its session is not live): only
+        its last record is, where the store reads ranges; a request for it reads it then."""
+        if await self._ends(sid):
+            return False
         try:
             records = []
             for raw in self.store.load(sid):  # fresh dicts of ours: made into records in place
@@ -503,6 +515,19 @@ class Host:
         await self.nursery.start(self._run_session, session)
         self._loaded_live += 1
         return True
+
+    async def _ends(self, sid: str) -> bool:
+        """Whether the last record of a log is ``ended``, read alone (False when the store
+        cannot read one record, or the log does not read: loading it tells what is wrong)."""
+        store = self.store
+        if not (hasattr(store, "record_count") and hasattr(store, "read_range")):
+            return False
+        try:
+            n = await store.record_count(sid)
+            last = await store.read_range(sid, n - 1, n) if n > 1 else []
+        except Exception:  # noqa: BLE001 - the full load reports it
+            return False
+        return bool(last) and last[-1].get("type") == "ended"
 
     async def dispatch(self, conn: Connection, req: Request) -> Result | None:
         """Answer a request; returns the typed result for lobby ops, None when a session (or
@@ -1083,6 +1108,7 @@ async def run_host(
         finally:
             if host is not None:
                 host.budget.stop()
+                host.heavy.close()
             with trio.CancelScope(shield=True):
                 if feed is not None:
                     await feed.aclose()

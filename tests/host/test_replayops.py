@@ -5,8 +5,6 @@ and ``fork`` only once the session ended and its game reveals the seed, or on a 
 
 from __future__ import annotations
 
-import functools
-
 import orjson
 import pytest
 import trio
@@ -107,31 +105,50 @@ async def test_a_log_page_ends_before_the_line_limit(toy_host, monkeypatch):
     assert pages > 1
 
 
-async def test_paging_through_a_log_reads_it_once(toy_host, monkeypatch):
+async def test_a_log_page_reads_only_its_records(toy_host, monkeypatch):
+    """A page of records [a, b) reads those records (and the header and the last record),
+    never the whole log; a log that changes is seen changed."""
     c, sid, _, last = await a_session(toy_host, finish=True)
     store = toy_host.host.store
-    reads = []
-    real = store.read
+    ranges = []
+    real = store.read_range
 
-    async def counted(session, after=None):
-        reads.append(session)
-        return await real(session, after)
+    async def whole(session, after=None):
+        raise AssertionError("a page read the whole log")
 
-    monkeypatch.setattr(store, "read", counted)
+    async def counted(session, first, stop):
+        ranges.append((first, stop))
+        return await real(session, first, stop)
+
+    monkeypatch.setattr(store, "read", whole)
+    monkeypatch.setattr(store, "read_range", counted)
     after, pages = None, 0
     while True:
+        ranges.clear()
         page = await c.call("log", session=sid, after=after, limit=2)
+        start = 0 if after is None else after + 1
+        assert (start, min(start + 2, last + 1)) in ranges
+        assert all(b - a <= 2 for a, b in ranges)  # the header, the last record, the page
         pages += 1
         if page["next"] is None:
             break
         after = page["next"]
-    assert pages > 2 and reads == [sid]
-    # a log that changes is read again
-    path = toy_host.data_dir / "sessions" / f"{sid}.jsonl"
-    lines = path.read_bytes().splitlines(keepends=True)
-    path.write_bytes(b"".join(lines[:-1]))  # the ended record cut off: shorter
-    got = await c.call("log", session=sid, after=last - 2)
-    assert reads == [sid, sid] and got["seq"] == last - 1
+    assert pages > 2
+
+
+async def test_a_live_log_that_grows_is_paged_and_replayed_to_its_new_end(toy_host):
+    c, sid, _, seq = await a_session(toy_host, finish=False)
+    page = await c.call("log", session=sid, limit=1000)
+    assert page["seq"] == seq and page["live"] and page["next"] is None
+    first = await c.call("replay", session=sid, seq=seq)
+    assert first["seq"] == seq
+    last = await play_to_the_end(c, sid, 0)
+    assert last > seq
+    more = await c.call("log", session=sid, after=seq, limit=1000)
+    assert [r["seq"] for r in more["records"]] == list(range(seq + 1, last + 1))
+    other = await toy_host.client()  # a connection of its own: from the snapshots, not its last
+    end = await other.call("replay", session=sid, seq=last, truth=True)
+    assert end["ended"] and end["seq"] == last
 
 
 async def test_an_ended_session_shows_the_truth_at_every_seq(toy_host):
@@ -232,20 +249,57 @@ async def test_a_game_that_keeps_its_seed_shows_no_hidden_card_even_once_ended(t
         running.host.request_shutdown()
 
 
-async def test_verify_requests_waiting_for_the_slot_are_bounded(toy_host):
-    from host.net import replayops
+async def test_verify_requests_waiting_for_a_worker_are_bounded(toy_host):
+    from host.net import heavy
 
     c, sid, _, _ = await a_session(toy_host, finish=True)
-    limiter = trio.CapacityLimiter(1)
-    replayops._verifying[toy_host.host] = limiter
-    await limiter.acquire()  # the host's one verify slot is busy
-    clients = [await toy_host.client() for _ in range(replayops.MAX_VERIFY_WAITING)]
+    work = toy_host.host.heavy
+    holders = [object() for _ in range(int(work.limiter.total_tokens))]
+    for holder in holders:  # every heavy-work slot of the host is busy
+        await work.limiter.acquire_on_behalf_of(holder)
     async with trio.open_nursery() as n:
-        for other in clients:
-            n.start_soon(functools.partial(other.call, "verify", session=sid))
+        for _ in range(heavy.MAX_WAITING):
+            n.start_soon(work.run, int)
         with trio.fail_after(30):  # wait for the condition: every one of them queued
-            while limiter.statistics().tasks_waiting < replayops.MAX_VERIFY_WAITING:
+            while work.limiter.statistics().tasks_waiting < heavy.MAX_WAITING:
                 await trio.testing.wait_all_tasks_blocked(0.01)
         assert await error_code(c, "verify", session=sid) == "unavailable"
-        limiter.release()  # the waiting ones are then answered
+        for holder in holders:  # the waiting ones are then answered
+            work.limiter.release_on_behalf_of(holder)
     assert (await c.call("verify", session=sid))["ok"] is True
+
+
+async def test_verifies_of_one_log_asked_together_share_one_job(toy_host, monkeypatch):
+    c, sid, _, _ = await a_session(toy_host, finish=True)
+    work = toy_host.host.heavy
+    jobs = []
+    real = work.run
+
+    async def counted(fn, *args):
+        jobs.append(fn.__name__)
+        return await real(fn, *args)
+
+    monkeypatch.setattr(work, "run", counted)
+    holders = [object() for _ in range(int(work.limiter.total_tokens))]
+    for holder in holders:  # held: the first verify waits, the others join it
+        await work.limiter.acquire_on_behalf_of(holder)
+    clients = [await toy_host.client() for _ in range(5)]
+    answers = []
+
+    async def ask(client):
+        answers.append(await client.call("verify", session=sid))
+
+    async with trio.open_nursery() as n:
+        for other in clients:
+            n.start_soon(ask, other)
+        from host.net import replayops
+
+        with trio.fail_after(30):  # wait for the condition: one job, the others joined it
+            while not any(
+                job.waiters == 4 for job in replayops._verifying.get(toy_host.host, {}).values()
+            ):
+                await trio.sleep(0.01)
+        for holder in holders:
+            work.limiter.release_on_behalf_of(holder)
+    assert jobs == ["verify_job"] and len(answers) == 5
+    assert all(a["ok"] for a in answers)
