@@ -98,6 +98,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--store", help="with --stall: a PostgreSQL URL to import the long log into")
     p.add_argument(
+        "--heavy-workers",
+        type=int,
+        default=None,
+        help="with --stall: the host's --heavy-workers (default: the host's; 0: a thread)",
+    )
+    p.add_argument(
         "--game-time",
         type=float,
         default=None,
@@ -315,6 +321,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cmd += ["--turn-timeout", "0"]
         if args.game_time is not None:
             cmd += ["--game-time", str(args.game_time)]
+        if getattr(args, "heavy_workers", None) is not None:
+            cmd += ["--heavy-workers", str(args.heavy_workers)]
         proc, port = _start_server(cmd)
         try:
             t0 = time.monotonic()
@@ -333,6 +341,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     return {
         "records": args.records,
+        "heavy_workers": getattr(args, "heavy_workers", None),
         "log_made_s": round(made_s, 1),
         "seconds": seconds,
         "quiet": quiet,

@@ -94,19 +94,26 @@ def fold_log(
             raise BadRecord(0, "a log must start with its header at seq 0")
         start = engine.initial(first)
     state = start
+    rest = list(it)
     snaps: list[tuple[int, bytes]] = []
-    tokens: set[tuple[int, str]] = set()
+    tokens = {
+        (r.data.get("seat"), r.data["token_hash"])
+        for r in rest
+        if r.type == "seat_taken" and r.data.get("token_hash")
+    }
     pickles = True
-    for rec in it:
-        state = engine.apply(state, rec)
-        if rec.type == "seat_taken" and rec.data.get("token_hash"):
-            tokens.add((rec.data.get("seat"), rec.data["token_hash"]))
-        if pickles and rec.seq % every == 0:
+    i = 0
+    while i < len(rest):  # folded a stretch at a time: the state is built once per stretch
+        upto = -(-rest[i].seq // every) * every  # the next seq a snapshot is taken after
+        j = min(len(rest), i + upto - rest[i].seq + 1)
+        state = engine.apply_all(state, rest[i:j])
+        i = j
+        if pickles and state.seq % every == 0:
             data = dump(state)
             if data is None:
                 pickles = False
             else:
-                snaps.append((rec.seq, data))
+                snaps.append((state.seq, data))
     end = dump(state) if pickles else None
     seats = state.header.get("seats")
     return Folded(
