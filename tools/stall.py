@@ -9,13 +9,15 @@ Crazy Eights played by bots, cut at a cause and ended by the host), then measure
 - the round trip of an ``act`` on a healthy table (Crazy Eights, one client seat, one host bot),
   played for as long as the phase lasts (a new session when one ends).
 
-The first phase is quiet; during the second, at the same time:
+The first phase is quiet (it starts once the host has answered a ``log`` request for the long
+log: its start may still be reading the data dir); during the second, at the same time:
 
 - a ``stall-loop`` table (its host bot loops for ever) and a ``stall-hog`` table (its bot
   allocates without bound) are created at the start: the host's budget must end both
   (``aborted: "game_error"``) — the time until each ``ended`` push is reported;
-- a debugger pages the long log (``log``, 1,000 records a page, front to back and again) and
-  asks ``replay`` at seqs near its end (the time of each is reported);
+- a debugger pages the long log (``log``, 1,000 records a page, front to back and again) on one
+  connection and asks ``replay`` at seqs near its end on another (the time of each is
+  reported; the first replay waits for the log's snapshots to be made);
 - 8 ``verify`` requests of the long log run, and run again as each is answered;
 - with ``--store URL`` (a PostgreSQL database, ``gamehost db init`` done), a
   ``gamehost import`` of the long log runs too.
@@ -182,20 +184,35 @@ async def _broken_table(port: int, game: str, out: dict[str, Any]) -> None:
 
 
 async def _debugger(port: int, sid: str, stop: trio.Event, out: dict[str, list[float]]) -> None:
-    c = await Client.connect("127.0.0.1", port)
-    async with trio.open_nursery() as n:
-        c.start(n)
+    """A debugger tab: one connection pages the log front to back (and again) while another
+    asks ``replay`` at seqs near its end (the first waits for the log's snapshots)."""
+
+    async def pager(c: Client) -> None:
         after = None
         while not stop.is_set():
             t0 = time.monotonic()
             page = await c.call("log", session=sid, after=after, limit=1000)
             out["page_s"].append(time.monotonic() - t0)
             after = page["next"]
-            last = page["seq"]
+
+    async def replayer(c: Client) -> None:
+        last = (await c.call("log", session=sid, limit=1))["seq"]
+        while not stop.is_set():
             t0 = time.monotonic()
-            await c.request("replay", session=sid, seq=max(0, last - 10_000 + len(out["page_s"])))
+            seq = max(0, last - 10_000 + 37 * len(out["replay_s"]) % 10_000)
+            await c.request("replay", session=sid, seq=seq)
             out["replay_s"].append(time.monotonic() - t0)
-        await c.aclose()
+
+    a = await Client.connect("127.0.0.1", port)
+    b = await Client.connect("127.0.0.1", port)
+    async with trio.open_nursery() as n:
+        a.start(n)
+        b.start(n)
+        async with trio.open_nursery() as both:
+            both.start_soon(pager, a)
+            both.start_soon(replayer, b)
+        await a.aclose()
+        await b.aclose()
         n.cancel_scope.cancel()
 
 

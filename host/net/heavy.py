@@ -28,9 +28,11 @@ import contextlib
 import importlib
 import multiprocessing
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import structlog
 import trio
 
@@ -79,6 +81,41 @@ def _engine(game: str | Engine) -> Engine:
     return _registry.engines[game]
 
 
+def _stream(source: Source, sid: str, first: int, upto: int) -> Iterator[Record]:
+    """Records ``first .. upto`` of a log, made one at a time from the file's lines (a file
+    store: the bytes are read whole, each record is made as the fold takes it); blocking."""
+    if source[0] != "file":
+        yield from _read(source, sid, first, upto)
+        return
+    from host.store.base import _check_header
+    from host.store.file import _open_log
+
+    path = Path(source[1]) / f"{sid}.jsonl"
+    try:
+        fd = _open_log(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise UnknownSession(f"no session {sid}") from None
+    with open(fd, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    del data
+    for seq in range(first, upto + 1):
+        try:
+            rec = orjson.loads(lines[seq])
+        except (IndexError, orjson.JSONDecodeError):
+            raise CorruptLog(path, seq, "the record is not JSON") from None
+        if (
+            not isinstance(rec, dict)
+            or rec.get("seq") != seq
+            or not isinstance(rec.get("type"), str)
+        ):
+            raise CorruptLog(path, seq, f"not the record of seq {seq}")
+        if seq == 0:
+            _check_header(path, rec)
+        lines[seq] = b""
+        yield Record.from_json(rec)
+
+
 def _read(source: Source, sid: str, first: int, upto: int) -> list[Record]:
     """Records ``first .. upto`` of a log (blocking)."""
     kind, where = source
@@ -116,8 +153,7 @@ def fold_job(
     try:
         state = None if start is None else load(start)
         first = 0 if state is None else state.seq + 1
-        records = _read(source, sid, first, upto)
-        return fold_log(_engine(game), records, every, state)
+        return fold_log(_engine(game), _stream(source, sid, first, upto), every, state)
     except UnknownSession:
         return ("unknown",)
     except CorruptLog as exc:

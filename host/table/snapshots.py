@@ -16,6 +16,7 @@ gives no snapshots (:func:`fold_log` then keeps only the end state, unpickled).
 from __future__ import annotations
 
 import bisect
+import itertools
 import pickle
 from collections.abc import Iterable
 
@@ -94,20 +95,20 @@ def fold_log(
             raise BadRecord(0, "a log must start with its header at seq 0")
         start = engine.initial(first)
     state = start
-    rest = list(it)
     snaps: list[tuple[int, bytes]] = []
-    tokens = {
-        (r.data.get("seat"), r.data["token_hash"])
-        for r in rest
-        if r.type == "seat_taken" and r.data.get("token_hash")
-    }
+    tokens: set[tuple[int, str]] = set()
     pickles = True
-    i = 0
-    while i < len(rest):  # folded a stretch at a time: the state is built once per stretch
-        upto = -(-rest[i].seq // every) * every  # the next seq a snapshot is taken after
-        j = min(len(rest), i + upto - rest[i].seq + 1)
-        state = engine.apply_all(state, rest[i:j])
-        i = j
+    while True:  # a stretch at a time (the state built once per stretch), never the whole list
+        upto = -(-(state.seq + 1) // every) * every  # the next seq a snapshot is taken after
+        stretch = list(itertools.islice(it, upto - state.seq))
+        if not stretch:
+            break
+        tokens.update(
+            (r.data.get("seat"), r.data["token_hash"])
+            for r in stretch
+            if r.type == "seat_taken" and r.data.get("token_hash")
+        )
+        state = engine.apply_all(state, stretch)
         if pickles and state.seq % every == 0:
             data = dump(state)
             if data is None:

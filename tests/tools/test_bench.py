@@ -253,3 +253,15 @@ def test_bench_view_pushes_show_their_cost_in_lines_per_action():
     views = bench_json("--sessions", "2", "--seconds", "1", "--all-clients", "--view-pushes")
     assert views["view_pushes"] and not plain["view_pushes"]
     assert views["lines_per_action"] - plain["lines_per_action"] > 3
+
+
+@needs_crazy_eights
+def test_the_stall_bench_reports_its_figures_for_a_small_log():
+    r = bench_json("--stall", "--records", "1500", "--seconds", "2", "--heavy-workers", "1")
+    assert r["records"] == 1500 and r["heavy_workers"] == 1
+    for phase in ("quiet", "loaded"):
+        assert r[phase]["ping_n"] > 0 and r[phase]["ping_p99_ms"] >= r[phase]["ping_p50_ms"]
+    loaded = r["loaded"]
+    assert loaded["page_s"]["n"] >= 1  # pages answered while the rest ran
+    assert set(loaded["broken_tables"]) <= {"stall-loop", "stall-hog"}
+    assert r["workers"] >= 0 and r["peak_rss_mib"] > 0 and r["first_answer_s"] > 0
