@@ -26,7 +26,7 @@ from host.table.engine import Engine, Record, SessionState
 
 __all__ = ["EVERY", "Folded", "Snapshots", "check_snapshots", "fold_log", "dump", "load"]
 
-EVERY = 500
+EVERY = 100
 """Records between two snapshots by default (a ``replay`` folds at most this many)."""
 
 
