@@ -182,8 +182,8 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ErrorCode.INTERNAL: ErrorSpec(
         "a bug in the host or a game: it is logged, nothing changed, the connection stays up."
         " A game's fault during a client's command fails only that command (nothing is"
-        " appended); during a step the host drives it ends the session with"
-        ' `aborted: "game_error"`'
+        " appended); during a step the host drives, in a view or redact, or past the game's"
+        ' time or memory budget, it ends the session with `aborted: "game_error"`'
     ),
 }
 """The one source of the error codes and their extra fields: :func:`encode_error` holds every
