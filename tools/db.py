@@ -22,18 +22,27 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import orjson
 import trio
 
 from host.errors import BadSessionId, LogError
-from host.store.base import _SESSION_ID
-from host.store.file import FileStore, read_log
-from host.store.pg import PostgresStore, StoreUnavailable, check_url, migrate, parse_lines
+from host.store.base import _SESSION_ID, CorruptLog
+from host.store.file import FileStore, _open_log
+from host.store.pg import (
+    PostgresStore,
+    StoreUnavailable,
+    check_url,
+    import_log,
+    migrate,
+    parse_lines,
+)
 
-__all__ = ["add_parser", "export_sessions", "import_files"]
+__all__ = ["ImportProgress", "add_parser", "export_sessions", "import_files"]
 
 
 def store_url(text: str) -> str:
@@ -42,6 +51,17 @@ def store_url(text: str) -> str:
         return check_url(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(text: str) -> int:
+    """argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return value
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -75,6 +95,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     im = sub.add_parser("import", help="put JSONL session log files into a database")
     _store_arg(im)
     im.add_argument("files", type=Path, nargs="+", metavar="FILE", help="<session>.jsonl logs")
+    im.add_argument(
+        "--batch",
+        type=_positive,
+        default=IMPORT_BATCH,
+        metavar="N",
+        help=f"records per COPY of a session's one transaction (default {IMPORT_BATCH:,})",
+    )
     im.set_defaults(func=import_main)
 
 
@@ -149,43 +176,231 @@ async def export_sessions(url: str, sessions: list[str] | None, out: Path) -> tu
     return written, refused
 
 
-async def import_files(url: str, files: list[Path]) -> tuple[int, list[str]]:
-    """Create each file's session in the database, all its records in one transaction.
+IMPORT_BATCH = 5_000
+"""Records per batch of ``gamehost import`` (``--batch``): one ``COPY`` each, made (read and
+checked) in well under a second, far below the server's idle-in-transaction timeout."""
+
+PROGRESS_EVERY = 5.0
+"""Seconds between the plain progress lines of ``gamehost import`` (stdout not a terminal)."""
+
+
+class ImportProgress:
+    """What ``gamehost import`` shows while it runs: a rich progress bar per file when ``out``
+    is a terminal, else a plain line every ``every`` seconds (and one when a file that printed
+    one is done); nothing for a file done sooner.
+
+    Args:
+        out: the stream (stdout). every: seconds between plain lines.
+        terminal: force the bar (True) or the lines (False); default: whether ``out`` is one.
+    """
+
+    def __init__(
+        self, out: TextIO, every: float = PROGRESS_EVERY, terminal: bool | None = None
+    ) -> None:
+        from rich.console import Console
+
+        self.out = out
+        self.every = every
+        self.console = Console(file=out, force_terminal=terminal)
+        self.bar: Any = None
+        self._task: Any = None
+        self._name = ""
+        self._size = 0
+        self._start = self._last = 0.0
+        self._printed = False
+
+    def __enter__(self) -> ImportProgress:
+        if self.console.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TextColumn("{task.fields[records]:,} records"),
+                TextColumn("{task.fields[rate]}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=self.console,
+            )
+            self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+    def start(self, path: Path, size: int) -> None:
+        """A file of ``size`` bytes begins."""
+        self._name, self._size = path.name, max(size, 1)
+        self._start = self._last = time.monotonic()
+        self._printed = False
+        if self.bar is not None:
+            self._task = self.bar.add_task(path.name, total=self._size, records=0, rate="")
+
+    def _rate(self, records: int) -> float:
+        return records / max(time.monotonic() - self._start, 1e-9)
+
+    def update(self, records: int, consumed: int) -> None:
+        """``records`` written so far, from the first ``consumed`` bytes of the file."""
+        if self.bar is not None:
+            rate = f"{self._rate(records):,.0f} records/s"
+            self.bar.update(self._task, completed=consumed, records=records, rate=rate)
+            return
+        now = time.monotonic()
+        if now - self._last >= self.every:
+            self._last = now
+            self._printed = True
+            pct = 100 * consumed // self._size
+            print(
+                f"importing {self._name}: {records:,} records ({pct}% of the file),"
+                f" {self._rate(records):,.0f} records/s",
+                file=self.out,
+                flush=True,
+            )
+
+    def note(self, text: str) -> None:
+        """A line about the current file (a torn tail left out)."""
+        if self.bar is not None:
+            self.bar.console.print(f"{self._name}: {text}", markup=False, highlight=False)
+        else:
+            print(f"{self._name}: {text}", file=self.out, flush=True)
+
+    def finish(self, records: int, ok: bool) -> None:
+        """The file is done: imported (``ok``) or not."""
+        if self.bar is not None:
+            what = "" if ok else " (not imported)"
+            self.bar.update(
+                self._task,
+                completed=self._size if ok else None,
+                description=self._name + what,
+                records=records,
+                rate=f"{self._rate(records):,.0f} records/s" if ok else "",
+            )
+            self.bar.stop_task(self._task)
+        elif self._printed and ok:
+            took = time.monotonic() - self._start
+            print(
+                f"imported {self._name}: {records:,} records in {took:.1f} s"
+                f" ({self._rate(records):,.0f} records/s)",
+                file=self.out,
+                flush=True,
+            )
+
+
+def _checked_batch(path: Path, raw: list[bytes], first: int) -> list[str]:
+    """The lines (without their newline) of records ``first``, ``first + 1``, ... checked as
+    ``read_log`` checks a log and to be kept byte-exact.
+
+    Raises:
+        CorruptLog: a line that does not read as the log's next record.
+        ValueError: a line that would not come out byte-equal.
+    """
+    texts = [line[:-1].decode(errors="surrogateescape") for line in raw]
+    for rec, line in zip(parse_lines(path, texts, first), raw, strict=True):
+        again = orjson.dumps({"seq": rec["seq"], "ts": rec.get("ts"), **rec})
+        if "ts" not in rec or again != line[:-1]:
+            raise ValueError(f"{path}: seq {rec['seq']}: the line would not be kept byte-exact")
+    return texts
+
+
+def _read_batches(path: Path, size: int, progress: ImportProgress) -> Iterator[list[str]]:
+    """A log file's checked lines, ``size`` at a time, read as they are asked for; the
+    progress is told after each batch has been taken (written). A torn last line (no newline,
+    or not JSON) is left out, as ``read_log`` leaves it.
+
+    Raises:
+        CorruptLog: as :func:`_checked_batch`; an empty file or no complete header; a link or
+            not a regular file. ValueError: see :func:`_checked_batch`. OSError: read failed.
+    """
+    written = consumed = 0
+    pending: list[bytes] = []
+    pending_bytes = 0
+    with open(_open_log(path, os.O_RDONLY), "rb") as f:
+        last: bytes | None = None
+        for line in f:
+            if last is not None:
+                pending.append(last)
+                pending_bytes += len(last)
+                if len(pending) >= size:
+                    yield _checked_batch(path, pending, written)
+                    written += len(pending)
+                    consumed += pending_bytes
+                    progress.update(written, consumed)
+                    pending, pending_bytes = [], 0
+            last = line
+    if last is not None:
+        torn = not last.endswith(b"\n")
+        if not torn:
+            try:
+                orjson.loads(last)
+            except orjson.JSONDecodeError:
+                torn = True
+        if torn:
+            progress.note(f"a torn last line ({len(last)} bytes) left out")
+        else:
+            pending.append(last)
+            pending_bytes += len(last)
+    if not pending and not written:
+        empty = "the file is empty (no header record)"
+        raise CorruptLog(path, 0, "no complete header record (only a torn line)" if last else empty)
+    if pending:
+        yield _checked_batch(path, pending, written)
+        progress.update(written + len(pending), consumed + pending_bytes)
+
+
+def import_files(
+    url: str,
+    files: list[Path],
+    *,
+    batch: int = IMPORT_BATCH,
+    progress: ImportProgress | None = None,
+) -> tuple[int, list[str]]:
+    """Create each file's session in the database: its records streamed in batches of
+    ``batch`` (one ``COPY`` each), all in one transaction (:func:`host.store.pg.import_log`),
+    so a session appears whole or not at all.
 
     Returns:
         ``(sessions created, one message per file refused)`` (a bad name, damaged, the session
         exists in the database, or a line would not be byte-exact).
 
     Raises:
-        StoreUnavailable: the database failed (also: no schema).
+        StoreUnavailable: the database failed (also: no schema), naming the file and seq
+            reached; the files before it stay imported, nothing of that one is.
     """
-    target = PostgresStore(url)
+    progress = progress if progress is not None else ImportProgress(sys.stdout, terminal=False)
+    check = PostgresStore(url)
+    try:
+        check.check()
+    finally:
+        check.disconnect()
     refused: list[str] = []
     created = 0
-    failure: Exception | None = None
-    async with trio.open_nursery() as nursery:
-        await nursery.start(target.run)
+    for path in files:
+        sid = path.name.removesuffix(".jsonl")
+        records = 0
         try:
-            await trio.to_thread.run_sync(target.check)
-            for path in files:
-                sid = path.name.removesuffix(".jsonl")
-                try:
-                    if not path.name.endswith(".jsonl") or not _SESSION_ID.match(sid):
-                        raise BadSessionId("not named <session id>.jsonl")
-                    records = read_log(path)  # it reads as a log (a torn tail is left out)
-                    lines = path.read_bytes().split(b"\n")[: len(records)]
-                    await target.create(sid, _exact_records(str(path), lines))
-                    created += 1
-                except StoreUnavailable:
-                    raise
-                except (OSError, LogError, ValueError) as exc:  # parse errors: ValueError
-                    refused.append(f"{path}: {exc}")
+            if not path.name.endswith(".jsonl") or not _SESSION_ID.match(sid):
+                raise BadSessionId("not named <session id>.jsonl")
+            progress.start(path, path.stat().st_size)
+            records = import_log(url, sid, _read_batches(path, max(1, batch), progress))
+            created += 1
         except StoreUnavailable as exc:
-            failure = exc
-        finally:
-            await target.aclose()
-    if failure is not None:
-        raise failure
+            progress.finish(records, False)
+            done = f" ({created} imported before it)" if created else ""
+            raise StoreUnavailable(f"{path}: {exc}{done}") from exc
+        except (OSError, LogError, ValueError) as exc:  # parse errors: ValueError
+            progress.finish(records, False)
+            refused.append(f"{path}: {exc}")
+        else:
+            progress.finish(records, True)
     return created, refused
 
 
@@ -210,7 +425,10 @@ def export_main(args: argparse.Namespace) -> int:
 def import_main(args: argparse.Namespace) -> int:
     """``gamehost import``."""
     try:
-        created, refused = trio.run(import_files, args.store, args.files)
+        with ImportProgress(sys.stdout) as progress:
+            created, refused = import_files(
+                args.store, args.files, batch=args.batch, progress=progress
+            )
     except OSError as exc:
         print(f"gamehost import: error: {exc}", file=sys.stderr)
         return 2
