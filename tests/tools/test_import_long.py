@@ -40,7 +40,7 @@ def rows(url: str) -> tuple[list[tuple[str, int, bool]], int]:
         return sessions.fetchall(), count[0] if count else 0
 
 
-class Recorder(db.ImportProgress):
+class Recorder(db.Progress):
     """Progress that keeps every update; ``pause(n)`` says how long the reader takes before
     making the batch after the ``n``-th (seconds), as a slow disk would."""
 
@@ -49,7 +49,7 @@ class Recorder(db.ImportProgress):
         self.updates: list[tuple[int, int]] = []
         self.pause = pause
 
-    def update(self, records: int, consumed: int) -> None:
+    def update(self, records: int, consumed: int, phase: str = "") -> None:
         self.updates.append((records, consumed))
         time.sleep(self.pause(len(self.updates)))
 
@@ -105,7 +105,7 @@ def test_a_database_error_during_import_is_one_line_and_status_2(
     pg_store_url, long_log, monkeypatch, capsys
 ):
     slow = Recorder(pause=lambda n: 1.0 if n == 2 else 0.0)
-    monkeypatch.setattr(db.ImportProgress, "update", lambda self, r, c: slow.update(r, c))
+    monkeypatch.setattr(db.Progress, "update", lambda self, r, c, phase="": slow.update(r, c))
     argv = ["import", "--store", short_idle(pg_store_url, 300), "--batch", "500", str(long_log)]
     assert main(argv) == 2
     out, err = capsys.readouterr()
@@ -139,7 +139,7 @@ def test_a_torn_last_line_is_left_out_and_said(pg_store_url, long_log, tmp_path)
 
 def test_progress_is_plain_lines_off_a_terminal(pg_store_url, long_log):
     out = io.StringIO()
-    progress = db.ImportProgress(out, every=0, terminal=False)
+    progress = db.Progress(out, every=0, terminal=False)
     assert db.import_files(pg_store_url, [long_log], batch=1000, progress=progress) == (1, [])
     lines = out.getvalue().splitlines()
     n = len(long_log.read_bytes().splitlines())
@@ -151,7 +151,7 @@ def test_progress_is_plain_lines_off_a_terminal(pg_store_url, long_log):
 
 def test_progress_is_a_bar_on_a_terminal(pg_store_url, long_log):
     out = io.StringIO()
-    with db.ImportProgress(out, terminal=True) as progress:
+    with db.Progress(out, terminal=True) as progress:
         assert db.import_files(pg_store_url, [long_log], batch=1000, progress=progress) == (1, [])
     shown = out.getvalue()
     n = len(long_log.read_bytes().splitlines())
@@ -164,3 +164,31 @@ def test_batch_must_be_positive(pg_store_url, long_log, capsys):
         main(["import", "--store", pg_store_url, "--batch", "0", str(long_log)])
     assert exited.value.code == 2
     assert "argument --batch: not a positive integer: '0'" in capsys.readouterr().err
+
+
+async def test_export_pages_a_long_session_and_writes_nothing_of_a_damaged_one(
+    pg_store_url, long_log, tmp_path
+):
+    assert db.import_files(pg_store_url, [long_log], batch=1000, progress=Recorder()) == (1, [])
+    out = io.StringIO()
+    progress = db.Progress(out, every=0, terminal=False, verb="export")
+    got = await db.export_sessions(pg_store_url, None, tmp_path / "a", page=100, progress=progress)
+    assert got == (1, [])
+    assert (tmp_path / "a" / long_log.name).read_bytes() == long_log.read_bytes()
+    lines = out.getvalue().splitlines()
+    n = len(long_log.read_bytes().splitlines())
+    assert lines[0].startswith(f"exporting {long_log.name}: 100 records checked (")
+    assert f"exporting {long_log.name}: {n:,} records written (100% done), " in lines[-2]
+    assert lines[-1].startswith(f"exported {long_log.name}: {n:,} records in ")
+    sid = long_log.name.removesuffix(".jsonl")
+    with psycopg.connect(pg_store_url) as conn:  # a line deep in the log, respaced
+        conn.execute(
+            "UPDATE gamehost_records SET line = replace(line, '\"seq\":2500,', '\"seq\": 2500,')"
+            " WHERE session_id = %s AND seq = 2500",
+            [sid],
+        )
+    got = await db.export_sessions(
+        pg_store_url, None, tmp_path / "b", page=100, progress=Recorder()
+    )
+    assert got == (0, [f"{sid}: session {sid}: seq 2500: the line would not be kept byte-exact"])
+    assert not (tmp_path / "b" / long_log.name).exists()
