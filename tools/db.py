@@ -254,6 +254,7 @@ class Progress:
         self._phase = ""
         self._start = self._phase_start = self._last = 0.0
         self._printed = False
+        self._active = False
 
     def __enter__(self) -> Progress:
         if self.console.is_terminal:
@@ -289,6 +290,7 @@ class Progress:
         self._start = self._phase_start = self._last = time.monotonic()
         self._phase = ""
         self._printed = False
+        self._active = True
         if self.bar is not None:
             self._task = self.bar.add_task(name, total=self._size, records=0, rate="", phase="")
 
@@ -324,7 +326,10 @@ class Progress:
             print(f"{self._name}: {text}", file=self.out, flush=True)
 
     def finish(self, records: int, ok: bool) -> None:
-        """The file is done: moved (``ok``) or not."""
+        """The file is done: moved (``ok``) or not (nothing if it had not started)."""
+        if not self._active:
+            return
+        self._active = False
         took = time.monotonic() - self._start
         rate = records / max(took, 1e-9)
         if self.bar is not None:

@@ -192,3 +192,15 @@ async def test_export_pages_a_long_session_and_writes_nothing_of_a_damaged_one(
     )
     assert got == (0, [f"{sid}: session {sid}: seq 2500: the line would not be kept byte-exact"])
     assert not (tmp_path / "b" / long_log.name).exists()
+
+
+def test_a_file_refused_before_it_starts_leaves_the_bar_alone(pg_store_url, long_log, tmp_path):
+    out = io.StringIO()
+    with db.Progress(out, terminal=True) as progress:
+        got = db.import_files(
+            pg_store_url, [tmp_path / "bad name.jsonl", tmp_path / "gone.jsonl", long_log],
+            progress=progress,
+        )  # fmt: skip
+    assert got[0] == 1 and len(got[1]) == 2
+    assert "not named <session id>.jsonl" in got[1][0] and "No such file" in got[1][1]
+    assert long_log.name in out.getvalue() and "gone.jsonl" not in out.getvalue()
