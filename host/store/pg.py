@@ -55,7 +55,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -89,6 +89,7 @@ __all__ = [
     "PostgresStore",
     "SchemaMismatch",
     "StoreUnavailable",
+    "import_log",
     "is_postgres_url",
     "migrate",
     "parse_lines",
@@ -949,3 +950,98 @@ class PostgresStore(WriterThreadStore):
                 else:
                     for job in group.jobs:
                         job.error = None
+
+
+# -- import --------------------------------------------------------------------------------------
+def import_log(
+    url: str, session: str, batches: Iterable[list[str]], *, connect_timeout: float = 5.0
+) -> int:
+    """Create ``session`` from its log lines, given in batches, all in one transaction on a
+    connection of its own (``gamehost import``): the session row first (so an existing session
+    is refused before anything is sent), then one ``COPY`` per batch, then the row's
+    ``last_seq`` and ``ended`` and the notice, and ``COMMIT``. Nothing is visible to anyone
+    else before the commit; a failure anywhere (the database, or the iteration of ``batches``
+    raising) leaves nothing of it.
+
+    While the caller makes the next batch the connection is idle in its transaction, which the
+    server allows for ``idle_in_transaction_session_timeout`` (:data:`IDLE_IN_TRANSACTION`,
+    10 s, unless the URL sets ``options``): a batch must take well under that to make. An
+    importer frozen between batches so loses its transaction instead of holding it open.
+
+    Args:
+        url: the database. session: the session id.
+        batches: lists of lines (JSON, no newline), in seq order from seq 0, already checked
+            to be the session's log (the first line its header); an empty list is skipped.
+        connect_timeout: seconds the connection attempt may take.
+
+    Returns:
+        The number of records written.
+
+    Raises:
+        Conflict: the session exists (nothing written).
+        ValueError: ``batches`` holds no line.
+        StoreUnavailable: the database failed or the connection was lost, naming the seq the
+            import had reached (nothing committed; if during ``COMMIT``, ``load`` tells).
+        Whatever iterating ``batches`` raises (nothing written).
+    """
+    conn = _connect(url, connect_timeout)
+    seq = 0
+    step = "the import"
+    timeout = "?"
+    ended = False
+    try:
+        row = conn.execute("SHOW idle_in_transaction_session_timeout").fetchone()
+        timeout = str(row[0]) if row else timeout
+        with conn.transaction():
+            for lines in batches:
+                if not lines:
+                    continue
+                if seq == 0:
+                    header = orjson.loads(lines[0])
+                    made = conn.execute(
+                        "INSERT INTO gamehost_sessions (session_id, game, header, last_seq)"
+                        " VALUES (%s, %s, %s, -1) ON CONFLICT (session_id) DO NOTHING RETURNING 1",
+                        [session, header.get("game"), lines[0]],
+                    ).fetchone()
+                    if made is None:
+                        raise Conflict(f"session {session} exists")
+                with (
+                    conn.cursor() as cur,
+                    cur.copy("COPY gamehost_records (session_id, seq, line) FROM STDIN") as copy,
+                ):
+                    for line in lines:
+                        copy.write_row((session, seq, line))
+                        seq += 1
+                        ended = ended or ('"type":"ended"' in line and _is_ended(line))
+            if seq == 0:
+                raise ValueError(f"session {session}: no records to import")
+            conn.execute(
+                "UPDATE gamehost_sessions SET last_seq = %s, ended = %s, updated_at = now()"
+                " WHERE session_id = %s RETURNING pg_notify('gamehost_log',"
+                " session_id || ' ' || last_seq)",
+                [seq - 1, ended, session],
+            )
+            step = "COMMIT"
+    except psycopg.Error as exc:
+        if step == "COMMIT":
+            raise StoreUnavailable(
+                f"the database failed during COMMIT of session {session} ({seq} records):"
+                f" {_first_line(exc)}; it may or may not have been committed"
+            ) from exc
+        hint = (
+            f" (the connection was lost; the server ends a transaction idle for longer than its"
+            f" idle_in_transaction_session_timeout, {timeout}: a smaller batch is made sooner)"
+            if conn.broken
+            else ""
+        )
+        raise StoreUnavailable(
+            f"the database failed importing session {session} at seq {seq}:"
+            f" {_first_line(exc)}{hint}; nothing of it was committed"
+        ) from exc
+    finally:
+        conn.close()
+    return seq
+
+
+def _is_ended(line: str) -> bool:
+    return orjson.loads(line).get("type") == "ended"
