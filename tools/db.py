@@ -7,10 +7,12 @@
 - ``import --store URL FILE ...``: put session log files into the database, each as one create
   (all its records or none); the session id is the file's name without ``.jsonl``.
 
-Records move byte-exact both ways: every line is written through the target store (which
-encodes a record as ``{"seq", "ts", **record}`` with orjson) and checked first to come out
-byte-equal to the line read; a line that would not (e.g. hand-edited JSON with other spacing) is
-refused, naming it, and that session is not moved. A session that already exists at the target
+Records move byte-exact both ways: every record is checked against its checksum on the way out
+(one written before checksums is taken as it is), written through the target store (which
+encodes a record as ``{"seq", "ts", **record}`` with orjson and checksums it anew) and checked
+first to come out byte-equal to the canonical bytes read (the line without its checksum); a
+line that would not (e.g. hand-edited JSON with other spacing) is refused, naming it, and that
+session is not moved. A session that already exists at the target
 is refused too (never merged or overwritten).
 
 ``--store`` defaults to the environment variable ``GAMEHOST_STORE``. Exit status: 0 all done,
@@ -29,9 +31,9 @@ import orjson
 import trio
 
 from host.errors import BadSessionId, LogError
-from host.store.base import _SESSION_ID
+from host.store.base import _SESSION_ID, body_of
 from host.store.file import FileStore, read_log
-from host.store.pg import PostgresStore, StoreUnavailable, check_url, migrate, parse_lines
+from host.store.pg import PostgresStore, StoreUnavailable, check_url, migrate, parse_rows
 
 __all__ = ["add_parser", "export_sessions", "import_files"]
 
@@ -93,21 +95,20 @@ def init_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _exact_records(where: str, lines: list[bytes]) -> list[dict[str, Any]]:
-    """The records of ``lines`` (each without its newline), checked to encode back to the
-    same bytes as a store writes them.
+def _exact_records(
+    where: str, records: list[dict[str, Any]], bodies: list[bytes]
+) -> list[dict[str, Any]]:
+    """``records`` (read and checked), each checked to encode back to its canonical bytes
+    ``bodies`` (:func:`host.store.base.body_of` its line) as a store writes them.
 
     Raises:
-        ValueError: a line that would not come out byte-equal.
+        ValueError: a record that would not come out byte-equal.
     """
-    records = []
-    for line in lines:
-        rec = orjson.loads(line)
+    for rec, body in zip(records, bodies, strict=True):
         again = orjson.dumps({"seq": rec["seq"], "ts": rec.get("ts"), **rec})
-        if "ts" not in rec or again != line:
+        if "ts" not in rec or again != body:
             seq = rec.get("seq")
             raise ValueError(f"{where}: seq {seq}: the line would not be kept byte-exact")
-        records.append(rec)
     return records
 
 
@@ -132,9 +133,10 @@ async def export_sessions(url: str, sessions: list[str] | None, out: Path) -> tu
             ids = source.session_ids() if sessions is None else sessions
             for sid in ids:
                 try:
-                    lines = await trio.to_thread.run_sync(source.read_lines, sid)
-                    parse_lines(source.path(sid), lines)  # it reads as a log
-                    records = _exact_records(f"session {sid}", [line.encode() for line in lines])
+                    rows = await trio.to_thread.run_sync(source.read_rows, sid)
+                    records = parse_rows(source.path(sid), rows)  # checksums, and a log
+                    bodies = [line.encode() for line, _ in rows]
+                    records = _exact_records(f"session {sid}", records, bodies)
                     await target.create(sid, records)
                     written += 1
                 except (LogError, LookupError, ValueError) as exc:  # parse errors: ValueError
@@ -172,9 +174,10 @@ async def import_files(url: str, files: list[Path]) -> tuple[int, list[str]]:
                 try:
                     if not path.name.endswith(".jsonl") or not _SESSION_ID.match(sid):
                         raise BadSessionId("not named <session id>.jsonl")
-                    records = read_log(path)  # it reads as a log (a torn tail is left out)
+                    records = read_log(path)  # checksums, and a log (a torn tail left out)
                     lines = path.read_bytes().split(b"\n")[: len(records)]
-                    await target.create(sid, _exact_records(str(path), lines))
+                    bodies = [body_of(line) for line in lines]
+                    await target.create(sid, _exact_records(str(path), records, bodies))
                     created += 1
                 except StoreUnavailable:
                     raise
