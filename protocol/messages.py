@@ -115,9 +115,10 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
         "no session with that id (live, or ended with its log kept)"
     ),
     ErrorCode.SESSION_DAMAGED: ErrorSpec(
-        "the session's log is damaged, or is not a regular file: the host cannot serve it"
-        " (the message says what is wrong and where); retrying does not help, only its operator"
-        " can (`gamehost replay --verify` names the damage)"
+        "the session's log is damaged (e.g. a record that does not match its checksum), or is"
+        " not a regular file: the host cannot serve it (the message names the seq and what is"
+        " wrong); retrying does not help, only its operator can (`gamehost check` lists the"
+        " damaged logs, `gamehost replay --verify` names the damage)"
     ),
     ErrorCode.SESSION_FULL: ErrorSpec(
         "`join`: no free seat, or the seat asked for is taken",

@@ -16,10 +16,12 @@
 Both show progress on stdout: a rich bar per file when stdout is a terminal, else a plain line
 every 5 s (nothing for a file done sooner) and one when such a file is done.
 
-Records move byte-exact both ways: every line is written through the target store (which
-encodes a record as ``{"seq", "ts", **record}`` with orjson) and checked first to come out
-byte-equal to the line read; a line that would not (e.g. hand-edited JSON with other spacing) is
-refused, naming it, and that session is not moved. A session that already exists at the target
+Records move byte-exact both ways: every record is checked against its checksum on the way out
+(one written before checksums is taken as it is), written through the target store (which
+encodes a record as ``{"seq", "ts", **record}`` with orjson and checksums it anew) and checked
+first to come out byte-equal to the canonical bytes read (the line without its checksum); a
+line that would not (e.g. hand-edited JSON with other spacing) is refused, naming it, and that
+session is not moved. A session that already exists at the target
 is refused too (never merged or overwritten).
 
 ``--store`` defaults to the environment variable ``GAMEHOST_STORE``. Exit status: 0 all done,
@@ -43,7 +45,7 @@ import orjson
 import trio
 
 from host.errors import BadSessionId, LogError
-from host.store.base import _SESSION_ID, CorruptLog
+from host.store.base import _SESSION_ID, CorruptLog, body_of, check_record, decode_line
 from host.store.file import FileStore, _open_log
 from host.store.pg import (
     PostgresStore,
@@ -51,7 +53,7 @@ from host.store.pg import (
     check_url,
     import_log,
     migrate,
-    parse_lines,
+    parse_rows,
 )
 
 __all__ = ["Progress", "add_parser", "export_sessions", "import_files"]
@@ -142,16 +144,17 @@ def init_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_exact(where: str, records: list[dict[str, Any]], lines: list[bytes]) -> None:
-    """Check each record to encode back to its line (without its newline) as a store writes
-    it (``{"seq", "ts", **record}``).
+def _check_exact(where: str, records: list[dict[str, Any]], bodies: list[bytes]) -> None:
+    """Check each record to encode back to its canonical bytes (a line without its checksum
+    and newline, :func:`host.store.base.body_of`) as a store writes them
+    (``{"seq", "ts", **record}``).
 
     Raises:
         ValueError: a line that would not come out byte-equal (naming ``where`` and its seq).
     """
-    for rec, line in zip(records, lines, strict=True):
+    for rec, body in zip(records, bodies, strict=True):
         again = orjson.dumps({"seq": rec["seq"], "ts": rec.get("ts"), **rec})
-        if "ts" not in rec or again != line:
+        if "ts" not in rec or again != body:
             raise ValueError(f"{where}: seq {rec['seq']}: the line would not be kept byte-exact")
 
 
@@ -191,16 +194,16 @@ async def export_sessions(
             for sid in ids:
                 n = 0
                 try:
-                    lines = await trio.to_thread.run_sync(source.read_lines, sid)
-                    n = len(lines)
+                    rows = await trio.to_thread.run_sync(source.read_rows, sid)
+                    n = len(rows)
                     progress.start(f"{sid}.jsonl", 2 * n)
-                    for i in range(0, n, step):  # it reads as a log, kept byte-exact
-                        part = lines[i : i + step]
-                        records = parse_lines(source.path(sid), part, i)
-                        _check_exact(f"session {sid}", records, [x.encode() for x in part])
+                    for i in range(0, n, step):  # it reads as a log (checksums), byte-exact
+                        part = rows[i : i + step]
+                        records = parse_rows(source.path(sid), part, i)
+                        _check_exact(f"session {sid}", records, [x.encode() for x, _ in part])
                         progress.update(i + len(part), i + len(part), " checked")
                     for i in range(0, n, step):
-                        records = [orjson.loads(line) for line in lines[i : i + step]]
+                        records = [orjson.loads(line) for line, _ in rows[i : i + step]]
                         if i == 0:
                             await target.create(sid, records)
                         else:
@@ -359,9 +362,13 @@ def _checked_batch(path: Path, raw: list[bytes], first: int) -> list[str]:
         CorruptLog: a line that does not read as the log's next record.
         ValueError: a line that would not come out byte-equal.
     """
-    texts = [line[:-1].decode(errors="surrogateescape") for line in raw]
-    _check_exact(str(path), parse_lines(path, texts, first), [line[:-1] for line in raw])
-    return texts
+    bodies = [body_of(line[:-1]) for line in raw]
+    records = [
+        check_record(path, seq, decode_line(path, seq, line[:-1]))
+        for seq, line in enumerate(raw, first)
+    ]
+    _check_exact(str(path), records, bodies)
+    return [body.decode(errors="surrogateescape") for body in bodies]
 
 
 def _read_batches(path: Path, size: int, progress: Progress) -> Iterator[list[str]]:

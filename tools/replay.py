@@ -131,11 +131,11 @@ def _read_db(url: str, session: str) -> tuple[Path, list[dict[str, Any]]]:
     Raises:
         UnknownSession, CorruptLog, ValueError, OSError (``StoreUnavailable``).
     """
-    from host.store.pg import PostgresStore, parse_lines
+    from host.store.pg import PostgresStore, parse_rows
 
     store = PostgresStore(url)
     try:
-        return store.path(session), parse_lines(store.path(session), store.read_lines(session))
+        return store.path(session), parse_rows(store.path(session), store.read_rows(session))
     finally:
         store.disconnect()
 

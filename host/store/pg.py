@@ -3,9 +3,12 @@
 Schema (made and migrated by :func:`migrate`, i.e. ``gamehost db init --store URL``; versioned in
 ``gamehost_schema``, one row per migration applied):
 
-- ``gamehost_records(session_id, seq, line)``, primary key ``(session_id, seq)``: one row per
-  record; ``line`` is the exact JSON line a :class:`~host.store.file.FileStore` would write for it,
-  without its newline, so a log exported to a file is byte-equal to one the file store wrote.
+- ``gamehost_records(session_id, seq, line, crc)``, primary key ``(session_id, seq)``: one row per
+  record; ``line`` is the record's canonical bytes (``host.store.base.encode_bodies``: the JSON a
+  :class:`~host.store.file.FileStore` line holds, without its checksum and newline) and ``crc``
+  their CRC32C, so a log exported to a file is byte-equal to one the file store wrote. Every read
+  checks it (a mismatch is :class:`~host.store.base.CorruptLog`, ``session_damaged``). ``crc`` came
+  with migration 2: rows written before it have none (null) and are read unchecked.
 - ``gamehost_sessions(session_id, game, header, last_seq, ended, created_at, updated_at)``: one
   row per session, changed in the same transaction as its records. ``last_seq`` is the seq of
   its last record; ``ended`` is true once a record of type ``ended`` is in the log.
@@ -77,11 +80,13 @@ from host.store.base import (
     StoreStatistics,
     UnknownSession,
     WriterThreadStore,
-    _check_header,
     check_append,
+    check_record,
     check_seqs,
+    checksum,
     creation_records,
-    encode_lines,
+    decode_row,
+    encode_bodies,
 )
 
 __all__ = [
@@ -92,7 +97,7 @@ __all__ = [
     "import_log",
     "is_postgres_url",
     "migrate",
-    "parse_lines",
+    "parse_rows",
     "schema_version",
 ]
 
@@ -124,6 +129,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 updated_at timestamptz NOT NULL DEFAULT now())""",
             "CREATE INDEX gamehost_sessions_by_game ON gamehost_sessions (game, session_id)",
         ],
+    ),
+    (
+        2,
+        "a crc column in gamehost_records (rows written before it stay unchecked)",
+        ["ALTER TABLE gamehost_records ADD COLUMN crc bigint"],
     ),
 ]
 """Version, what it does, its statements; each runs once, in order, in ``db init``'s
@@ -367,6 +377,7 @@ class _Job:
     create: bool
     first: int  # seq of its first record
     lines: list[str]
+    crcs: list[int]
     ended: bool
     opened: int  # which opening of the session it belongs to (0 for a create)
     done: trio.Event = attrs.field(factory=trio.Event)
@@ -387,9 +398,9 @@ WITH made AS (
     WHERE NOT %(create)s AND session_id = %(s)s AND last_seq = %(first)s - 1
     RETURNING pg_notify('gamehost_log', session_id || ' ' || last_seq)
 )
-INSERT INTO gamehost_records (session_id, seq, line)
-SELECT %(s)s, %(first)s + t.i - 1, t.line
-FROM unnest(%(lines)s::text[]) WITH ORDINALITY AS t(line, i)
+INSERT INTO gamehost_records (session_id, seq, line, crc)
+SELECT %(s)s, %(first)s + t.i - 1, t.line, t.crc
+FROM unnest(%(lines)s::text[], %(crcs)s::bigint[]) WITH ORDINALITY AS t(line, crc, i)
 WHERE EXISTS (SELECT FROM made) OR EXISTS (SELECT FROM moved)
 """
 
@@ -402,6 +413,7 @@ class _Group:
     create: bool
     first: int
     lines: list[str]
+    crcs: list[int]
     ended: bool
     jobs: list[_Job]
 
@@ -417,6 +429,7 @@ class _Group:
             "last": self.first + len(self.lines) - 1,
             "ended": self.ended,
             "lines": self.lines,
+            "crcs": self.crcs,
         }
 
 
@@ -429,10 +442,13 @@ def _groups(jobs: list[_Job]) -> list[_Group]:
         g = last.get(job.session)
         if g is not None and not job.create and g.first + len(g.lines) == job.first:
             g.lines.extend(job.lines)
+            g.crcs.extend(job.crcs)
             g.ended = g.ended or job.ended
             g.jobs.append(job)
             continue
-        g = _Group(job.session, job.create, job.first, list(job.lines), job.ended, [job])
+        g = _Group(
+            job.session, job.create, job.first, list(job.lines), list(job.crcs), job.ended, [job]
+        )
         groups.append(g)
         last[job.session] = g
     groups.sort(key=lambda g: g.session)
@@ -450,33 +466,20 @@ def _own(exc: BaseException) -> BaseException:
     return copy
 
 
-def parse_lines(where: Path, lines: list[str], first: int = 0) -> list[dict[str, Any]]:
-    """Records from a session's lines starting at seq ``first``, checked as a file store checks
-    a log (JSON objects, gapless seqs, a valid header at seq 0, no second header).
+def parse_rows(
+    where: Path, rows: list[tuple[str, int | None]], first: int = 0
+) -> list[dict[str, Any]]:
+    """Records from a session's rows ``(line, crc)`` starting at seq ``first``, checked as a file
+    store checks a log (each against its checksum unless it has none, JSON objects, gapless
+    seqs, a valid header at seq 0, no second header).
 
     Raises:
         CorruptLog: naming the session and the first wrong seq.
     """
-    out: list[dict[str, Any]] = []
-    for i, line in enumerate(lines):
-        seq = first + i
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise CorruptLog(where, seq, f"the record is not JSON ({exc})") from None
-        if not isinstance(rec, dict):
-            raise CorruptLog(where, seq, "the record is not a JSON object")
-        got = rec.get("seq")
-        if type(got) is not int or got != seq:
-            raise CorruptLog(where, seq, f"found seq {got!r} where seq {seq} belongs (a gap)")
-        if not isinstance(rec.get("type"), str):
-            raise CorruptLog(where, seq, "the record has no type")
-        if seq == 0:
-            _check_header(where, rec)
-        elif rec["type"] == "header":
-            raise CorruptLog(where, seq, "a second header record")
-        out.append(rec)
-    return out
+    return [
+        check_record(where, seq, decode_row(where, seq, line, crc))
+        for seq, (line, crc) in enumerate(rows, first)
+    ]
 
 
 class PostgresStore(WriterThreadStore):
@@ -566,9 +569,11 @@ class PostgresStore(WriterThreadStore):
         """Close the idle reading connections (a tool done with a store it never ran)."""
         self._conns.close()
 
-    def read_lines(self, session: str, after: int = -1) -> list[str]:
-        """The stored lines (JSON, no newline) of the session's records with a seq above
-        ``after``, in seq order, unchecked; blocking (for tools: ``export``, ``replay``).
+    def read_rows(self, session: str, after: int = -1) -> list[tuple[str, int | None]]:
+        """The stored rows ``(line, crc)`` of the session's records with a seq above ``after``
+        (``line``: canonical JSON, no newline; ``crc``: its CRC32C, None for a row written before
+        checksums), in seq order, unchecked (see :func:`parse_rows`); blocking (for tools:
+        ``export``, ``replay``, ``check``).
 
         Raises:
             UnknownSession: no such session. ValueError: a bad session id.
@@ -576,29 +581,30 @@ class PostgresStore(WriterThreadStore):
         """
         return self._lines(self._checked(session), after)
 
-    def _lines(self, session: str, after: int) -> list[str]:
-        """The lines of seq above ``after``, in seq order (blocking).
+    def _lines(self, session: str, after: int) -> list[tuple[str, int | None]]:
+        """The rows ``(line, crc)`` of seq above ``after``, in seq order (blocking).
 
         Raises:
             UnknownSession: no such session. StoreUnavailable: the database failed.
         """
 
-        def fetch(conn: psycopg.Connection[Any]) -> list[str] | None:
+        def fetch(conn: psycopg.Connection[Any]) -> list[tuple[str, int | None]] | None:
             rows = conn.execute(
-                "SELECT line FROM gamehost_records WHERE session_id = %s AND seq > %s ORDER BY seq",
+                "SELECT line, crc FROM gamehost_records WHERE session_id = %s AND seq > %s"
+                " ORDER BY seq",
                 [session, after],
             ).fetchall()
             if rows:
-                return [r[0] for r in rows]
+                return [(r[0], r[1]) for r in rows]
             known = conn.execute(
                 "SELECT 1 FROM gamehost_records WHERE session_id = %s LIMIT 1", [session]
             ).fetchone()
             return [] if known else None
 
-        lines = self._conns.run(fetch)
-        if lines is None:
+        rows = self._conns.run(fetch)
+        if rows is None:
             raise UnknownSession(f"no session {session}")
-        return lines
+        return rows
 
     def _exists(self, session: str) -> bool:
         def exists(conn: psycopg.Connection[Any]) -> bool:
@@ -621,7 +627,7 @@ class PostgresStore(WriterThreadStore):
         self._checked(session)
         self._check_idle(session)
         self._next.pop(session, None)
-        records = parse_lines(self.path(session), self._lines(session, -1), 0)
+        records = parse_rows(self.path(session), self._lines(session, -1), 0)
         self._open(session, len(records))
         return records
 
@@ -633,8 +639,8 @@ class PostgresStore(WriterThreadStore):
         """
         self._checked(session)
         start = -1 if after is None else max(after, -1)
-        lines = await trio.to_thread.run_sync(self._lines, session, start)
-        return parse_lines(self.path(session), lines, start + 1)
+        rows = await trio.to_thread.run_sync(self._lines, session, start)
+        return parse_rows(self.path(session), rows, start + 1)
 
     def truncate(self, session: str, keep: int) -> None:
         """See :meth:`host.store.base.Store.truncate`: one transaction deletes the later records
@@ -736,7 +742,7 @@ class PostgresStore(WriterThreadStore):
         records = creation_records(session, records)
         check_seqs(records, 0)
         try:
-            lines = [line[:-1].decode() for line in encode_lines(records)]
+            bodies = encode_bodies(records)
         except TypeError:
             if await trio.to_thread.run_sync(self._exists, session):
                 raise Conflict(f"session {session} exists") from None
@@ -744,7 +750,8 @@ class PostgresStore(WriterThreadStore):
         if self._pending.get(session):
             raise Conflict(f"session {session} is being created")
         ended = any(r.get("type") == "ended" for r in records)
-        await self._write(_Job(session, True, 0, lines, ended, 0))
+        lines, crcs = [b.decode() for b in bodies], [checksum(b) for b in bodies]
+        await self._write(_Job(session, True, 0, lines, crcs, ended, 0))
         self._open(session, len(records))
         self._held.add(session)
 
@@ -765,12 +772,14 @@ class PostgresStore(WriterThreadStore):
         check_append(self._next.get(session), session, expected_seq, records)
         if not records:
             return
-        lines = [line[:-1].decode() for line in encode_lines(records)]
+        bodies = encode_bodies(records)
+        lines, crcs = [b.decode() for b in bodies], [checksum(b) for b in bodies]
         ended = any(r.get("type") == "ended" for r in records)
         self._next[session] = expected_seq + len(records)
         self._held.add(session)
         self._n_records += len(records)
-        await self._write(_Job(session, False, expected_seq, lines, ended, self._opened[session]))
+        opened = self._opened[session]
+        await self._write(_Job(session, False, expected_seq, lines, crcs, ended, opened))
 
     def follow(self, session: str, next_seq: int) -> None:
         """Open ``session`` for appends at ``next_seq`` without reading it: the caller has
@@ -1007,10 +1016,12 @@ def import_log(
                         raise Conflict(f"session {session} exists")
                 with (
                     conn.cursor() as cur,
-                    cur.copy("COPY gamehost_records (session_id, seq, line) FROM STDIN") as copy,
+                    cur.copy(
+                        "COPY gamehost_records (session_id, seq, line, crc) FROM STDIN"
+                    ) as copy,
                 ):
                     for line in lines:
-                        copy.write_row((session, seq, line))
+                        copy.write_row((session, seq, line, checksum(line.encode())))
                         seq += 1
                         ended = ended or ('"type":"ended"' in line and _is_ended(line))
             if seq == 0:

@@ -12,6 +12,7 @@ import pytest
 import trio
 import trio.testing
 
+from host.store.base import body_of, frame
 from host.store.file import read_log
 from host.table.engine import Record
 from tests.conftest import start_host
@@ -170,9 +171,9 @@ async def test_verify_names_the_first_record_that_differs(toy_host):
     path = toy_host.data_dir / "sessions" / f"{sid}.jsonl"
     lines = path.read_bytes().splitlines()
     at = next(i for i, line in enumerate(lines) if b'"dealt"' in line)
-    rec = orjson.loads(lines[at])
+    rec = orjson.loads(body_of(lines[at]))
     rec["event"]["stock"] = rec["event"]["stock"][1:]  # (the file's size changes too)
-    lines[at] = orjson.dumps(rec)
+    lines[at] = frame(orjson.dumps(rec))[:-1]  # checksummed anew: a log that reads
     path.write_bytes(b"\n".join(lines) + b"\n")
     toy_host.host._ended.pop(sid, None)
     got = await c.call("verify", session=sid)
