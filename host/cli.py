@@ -129,6 +129,17 @@ def store_spec(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _public_url(text: str) -> str:
+    """``--public-url``: an ``http://`` or ``https://`` URL with a host name."""
+    from host.net.web import origin_of
+
+    try:
+        origin_of(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``serve`` sub-command."""
     p = sub.add_parser(
@@ -284,8 +295,17 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="ORIGIN",
-        help="an origin (scheme://host[:port]) besides the host's own whose pages may open the"
-        " WebSocket (repeatable)",
+        help="an origin (scheme://host[:port]) whose pages may open the WebSocket, besides"
+        " --public-url's and the host's own pages on a loopback name (repeatable)",
+    )
+    p.add_argument(
+        "--public-url",
+        type=_public_url,
+        default=None,
+        metavar="URL",
+        help="the URL browsers open the web client at (https://cards.example): its pages may"
+        " open the WebSocket, and behind a reverse proxy a loopback --http-bind accepts its"
+        " name; needed when the pages are reached by a name that is not loopback",
     )
     p.add_argument(
         "--debug-replay",
@@ -342,6 +362,7 @@ def serve_main(args: argparse.Namespace) -> int:
         http_port=args.http,
         http_bind=args.http_bind,
         allow_origins=tuple(args.allow_origin),
+        public_url=args.public_url,
         debug_replay=args.debug_replay,
     )
     try:

@@ -179,8 +179,12 @@ class HostConfig:
         http_port: serve the web client and protocol v1 over a WebSocket on this port too
             (None: no HTTP; 0: any free port, see ``Host.http_port``); see :mod:`host.net.web`.
         http_bind: the address the HTTP listener binds.
-        allow_origins: origins (``scheme://host[:port]``) besides the host's own whose pages
-            may open the WebSocket.
+        allow_origins: origins (``scheme://host[:port]``) whose pages may open the WebSocket,
+            besides ``public_url``'s and the host's own pages on a loopback name (see
+            :func:`host.net.web.origin_allowed`).
+        public_url: the URL browsers reach the web client at (``https://cards.example``): its
+            origin may open the WebSocket, and a loopback listener accepts its host name as
+            ``Host`` (a reverse proxy in front); None: loopback names only.
         debug_replay: the replay ops show every seat's view and the full truth of live
             sessions too, and fork them (development only; see :mod:`host.net.replayops`).
     """
@@ -215,6 +219,7 @@ class HostConfig:
     http_port: int | None = None
     http_bind: str = "127.0.0.1"
     allow_origins: tuple[str, ...] = ()
+    public_url: str | None = None
     debug_replay: bool = False
 
 
@@ -1062,6 +1067,7 @@ async def run_host(
                             config.http_bind,
                             config.allow_origins,
                             conns,
+                            config.public_url,
                         )
                         host.http_port = web[0].socket.getsockname()[1]
                         log.info("listening_http", bind=config.http_bind, port=host.http_port)

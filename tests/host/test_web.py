@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from host.net.web import origin_allowed
+from host.net.web import origin_allowed, origin_of
 from protocol.framing import MAX_LINE
 from tests.conftest import start_host
 from tests.wsclient import LineOverWebSocket, handshake_status, open_ws, ws_client
@@ -139,11 +139,76 @@ def test_origin_rules():
     assert not origin_allowed(None, None, none, loopback=True)
     assert origin_allowed("http://[::1]:8", "[::1]:8", none, loopback=True)
     assert not origin_allowed("http://a.example:8", "a.example:8", none, loopback=True)
-    assert origin_allowed("http://a.example:8", "a.example:8", none, loopback=False)
     assert not origin_allowed("http://b.example:8", "a.example:8", none, loopback=False)
     assert origin_allowed(
         "HTTP://B.example:8/", "a.example:8", frozenset({"http://b.example:8"}), False
     )
+
+
+def test_off_loopback_only_configured_origins_open_the_websocket():
+    """DNS rebinding: a page of any site whose name resolves to the host sends its own name as
+    both Origin and Host; off loopback that is refused, whatever the name."""
+    none: frozenset[str] = frozenset()
+    assert not origin_allowed("http://evil.example:8080", "evil.example:8080", none, False)
+    assert not origin_allowed("http://10.0.0.5:8080", "10.0.0.5:8080", none, loopback=False)
+    assert not origin_allowed("https://cards.example", "cards.example", none, loopback=False)
+    cards = frozenset({"https://cards.example"})
+    assert origin_allowed("https://cards.example", "cards.example", cards, loopback=False)
+    assert origin_allowed("https://cards.example", "10.0.0.5:8080", cards, loopback=False)
+    assert not origin_allowed("http://cards.example", "cards.example", cards, loopback=False)
+    assert not origin_allowed("http://evil.example", "evil.example", cards, loopback=False)
+    # the host's own page on a loopback name stays same-origin on any bind (0.0.0.0 too)
+    assert origin_allowed("http://localhost:8080", "localhost:8080", none, loopback=False)
+    assert origin_allowed("http://127.0.0.1:8080", "127.0.0.1:8080", none, loopback=False)
+    assert not origin_allowed("http://localhost:8081", "localhost:8080", none, loopback=False)
+    assert origin_allowed(None, "evil.example", none, loopback=False)  # not a browser
+
+
+def test_a_loopback_listener_behind_a_proxy_accepts_the_public_name_only():
+    cards, hosts = frozenset({"https://cards.example"}), frozenset({"cards.example"})
+    assert origin_allowed("https://cards.example", "cards.example", cards, True, hosts)
+    assert not origin_allowed("https://cards.example", "evil.example", cards, True, hosts)
+    assert not origin_allowed("http://cards.example", "cards.example", cards, True, hosts)
+    assert not origin_allowed("http://evil.example", "evil.example", cards, True, hosts)
+
+
+@pytest.mark.parametrize(
+    ("url", "origin", "host"),
+    [
+        ("https://Cards.Example/", "https://cards.example", "cards.example"),
+        ("https://cards.example:443/play", "https://cards.example", "cards.example"),
+        ("http://10.0.0.5:8080", "http://10.0.0.5:8080", "10.0.0.5:8080"),
+        ("http://[2001:db8::1]:80", "http://[2001:db8::1]", "[2001:db8::1]"),
+    ],
+)
+def test_public_url_gives_its_origin_and_host(url, origin, host):
+    assert origin_of(url) == (origin, host)
+
+
+@pytest.mark.parametrize(
+    "url", ["cards.example", "ftp://cards.example", "https://", "http://a:99999"]
+)
+def test_a_bad_public_url_is_refused(url):
+    with pytest.raises(ValueError):
+        origin_of(url)
+
+
+async def test_off_loopback_the_hosts_own_name_is_not_enough(tmp_path):
+    """Over the wire: bound to 0.0.0.0, a rebinding page (Origin = Host = its name) is refused,
+    the configured public URL is admitted, a loopback name's own page still is."""
+    async with trio.open_nursery() as n:
+        running = await start_host(
+            n, tmp_path, http_port=0, http_bind="0.0.0.0", public_url="https://cards.example"
+        )
+        port = running.host.http_port
+        evil = f"evil.example:{port}"
+        assert await handshake_status(port, evil, f"http://{evil}") == 403
+        assert await handshake_status(port, f"10.0.0.5:{port}", f"http://10.0.0.5:{port}") == 403
+        assert await handshake_status(port, "cards.example", "https://cards.example") == 101
+        here = f"localhost:{port}"
+        assert await handshake_status(port, here, f"http://{here}") == 101
+        assert await handshake_status(port, evil, None) == 101  # not a browser
+        running.host.request_shutdown()
 
 
 async def test_no_card_a_seat_may_not_see_reaches_it_over_the_websocket(tmp_path):
@@ -234,12 +299,16 @@ def test_serve_flags_reach_the_host_config(monkeypatch, tmp_path):
     monkeypatch.setattr(host.cli.logs, "configure", lambda *a, **k: None)  # keep the tests' own
     args = ["serve", "--data-dir", str(tmp_path), "--http", "8080", "--http-bind", "0.0.0.0"]
     args += ["--allow-origin", "https://a.example", "--allow-origin", "http://b.example:9"]
-    assert main([*args, "--debug-replay"]) == 0
+    assert main([*args, "--debug-replay", "--public-url", "https://cards.example"]) == 0
     cfg = seen[0]
     assert (cfg.http_port, cfg.http_bind, cfg.debug_replay) == (8080, "0.0.0.0", True)
     assert cfg.allow_origins == ("https://a.example", "http://b.example:9")
+    assert cfg.public_url == "https://cards.example"
     assert main(["serve", "--data-dir", str(tmp_path)]) == 0
     assert (seen[1].http_port, seen[1].allow_origins, seen[1].debug_replay) == (None, (), False)
+    assert seen[1].public_url is None
+    with pytest.raises(SystemExit):
+        main(["serve", "--data-dir", str(tmp_path), "--public-url", "cards.example"])
 
 
 async def test_every_games_contract_is_served_for_the_lobby_forms(web_host):
