@@ -208,6 +208,37 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         " store's open-file cache and a reserve, at most 10,000)",
     )
     p.add_argument(
+        "--max-connections-per-address",
+        type=non_negative_int,
+        default=64,
+        metavar="N",
+        help="open connections (TCP and WebSocket) one peer address may hold; an IPv6 /64 is"
+        " one address; loopback exempt unless --address-limit-loopback (0: no limit)",
+    )
+    p.add_argument(
+        "--max-http-requests",
+        type=count,
+        default=64,
+        metavar="N",
+        help="HTTP requests being read or answered at once (a WebSocket until its handshake"
+        " is done)",
+    )
+    p.add_argument(
+        "--max-http-requests-per-address",
+        type=count,
+        default=8,
+        metavar="N",
+        help="of those, requests from one peer address (loopback exempt unless"
+        " --address-limit-loopback); when all are taken, an address holding fewer than the"
+        " busiest takes that one's oldest",
+    )
+    p.add_argument(
+        "--address-limit-loopback",
+        action="store_true",
+        help="hold loopback peers to the per-address connection and HTTP limits too (off: local"
+        " tools, and a reverse proxy on this machine, are not limited per address)",
+    )
+    p.add_argument(
         "--idle-timeout",
         type=_timeout,
         default=300.0,
@@ -344,6 +375,10 @@ def serve_main(args: argparse.Namespace) -> int:
         max_sessions=args.max_sessions,
         max_records=args.max_records,
         max_connections=args.max_connections,
+        max_connections_per_address=args.max_connections_per_address,
+        max_http_requests=args.max_http_requests,
+        max_http_requests_per_address=args.max_http_requests_per_address,
+        address_limit_loopback=args.address_limit_loopback,
         idle_timeout=args.idle_timeout,
         line_timeout=args.line_timeout,
         keepalive=args.keepalive,

@@ -2,7 +2,9 @@
 
 One listener (``HostConfig.http_port`` on ``http_bind``, 127.0.0.1 by default) answers two kinds
 of request, told apart by their head (read with h11, at most :data:`MAX_HEAD` bytes, within
-``line_timeout`` seconds or 30 s):
+``line_timeout`` seconds or 30 s, and answered within as long again; at most
+``max_http_requests`` at once, ``max_http_requests_per_address`` from one address, see
+:data:`MAX_HTTP_PER_PEER`):
 
 - ``GET``/``HEAD`` of a file of the web client (``host/static``, shipped as package data; ``/``
   is ``index.html``) or of ``/schema.json`` (every game's contract, :func:`schema_file`):
@@ -60,6 +62,7 @@ from wsproto.events import (
 )
 from wsproto.utilities import LocalProtocolError
 
+from host.table.lobby import AddressSlots, address_key
 from protocol.replies import PingPush
 
 __all__ = [
@@ -78,13 +81,16 @@ MAX_HEAD = 16 * 1024
 """The largest HTTP request head read, in bytes (a larger one is answered 431)."""
 
 MAX_HTTP = 64
-"""Requests being read or answered at once (a WebSocket counts until its handshake is done,
-then ``--max-connections`` holds); one more connection is closed unanswered."""
+"""The default of ``--max-http-requests``: requests being read or answered at once (a
+WebSocket counts until its handshake is done, then ``--max-connections`` holds)."""
 
-MAX_HTTP_PER_PEER = 16
-"""Of those, requests from one peer address (an IPv6 one's /64) at most: one client that begins
-heads and never ends them (slowloris) cannot take every slot; more from it are closed
-unanswered while the others are served."""
+MAX_HTTP_PER_PEER = 8
+"""The default of ``--max-http-requests-per-address``: of those, requests from one peer
+address (an IPv6 address's /64) at most, loopback exempt unless ``--address-limit-loopback``.
+More from it are closed unanswered; and when every slot is held, a request from an address that
+holds fewer than the busiest one takes that address's oldest slot (that request is closed
+unanswered). So neither one address that begins heads and never ends them (slowloris) nor a
+few together keep the others out."""
 
 WS_PATH = "/ws"
 
@@ -186,16 +192,12 @@ def origin_allowed(
 
 
 def _peer(stream: trio.SocketStream) -> str:
-    """The peer address a request counts against (an IPv6 address's /64 network)."""
+    """The peer address a request counts against (:func:`host.table.lobby.address_key`: an
+    IPv6 address's /64 network)."""
     try:
-        address = ipaddress.ip_address(stream.socket.getpeername()[0])
-    except (OSError, ValueError, IndexError, TypeError):
+        return address_key(str(stream.socket.getpeername()[0]))
+    except (OSError, IndexError, TypeError):
         return "?"
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{address}/64", strict=False))
-    return str(address)
 
 
 class WebSocketStream(trio.abc.HalfCloseableStream):
@@ -362,8 +364,15 @@ class WebFront:
                 hint="browsers reach this host by a name that is not loopback: only pages of"
                 " --public-url / --allow-origin origins may open the WebSocket",
             )
-        self.busy = 0
-        self.reading: dict[str, int] = {}  # requests being read or answered, per peer
+        cfg = host.config
+        self.slots = AddressSlots(
+            getattr(cfg, "max_http_requests_per_address", MAX_HTTP_PER_PEER),
+            getattr(cfg, "max_http_requests", MAX_HTTP),
+            limit_loopback=getattr(cfg, "address_limit_loopback", False),
+            fair=True,
+        )
+        """The requests being read or answered, per peer address (a request's holder is its
+        cancel scope: an evicted one is cancelled)."""
         timeout = host.config.line_timeout
         self.head_timeout = timeout if timeout else 30.0
 
@@ -381,21 +390,22 @@ class WebFront:
 
     async def _handle(self, stream: trio.SocketStream) -> None:
         peer = _peer(stream)
-        if (
-            self.host.shutdown.is_set()
-            or self.busy >= MAX_HTTP
-            or self.reading.get(peer, 0) >= MAX_HTTP_PER_PEER
-        ):
+        if self.host.shutdown.is_set():
+            return
+        scope = trio.CancelScope()
+        granted, evicted = self.slots.acquire(peer, scope)
+        if not granted:
+            log.debug("http_request_refused", peer=peer, held=self.slots.held(peer))
             return  # closed unanswered: too many requests being read or served at once
-        self.busy += 1
-        self.reading[peer] = self.reading.get(peer, 0) + 1
+        if evicted is not None:
+            log.info("http_request_evicted", peer=peer)
+            evicted.cancel()  # type: ignore[attr-defined]  # its connection is closed unanswered
+        got = None
         try:
-            got = await self._request(stream)
+            with scope:
+                got = await self._request(stream)
         finally:
-            self.busy -= 1
-            self.reading[peer] -= 1
-            if not self.reading[peer]:
-                del self.reading[peer]
+            self.slots.release(peer, scope)
         if got is not None:  # a WebSocket: from here on the host's connection limits hold
             await self.host.handle(got)
 
@@ -421,9 +431,11 @@ class WebFront:
             return None  # timed out, or closed
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
         target = event.target.decode("latin-1").split("?", 1)[0]
-        if "websocket" in headers.get("upgrade", "").lower():
-            return await self._websocket(stream, bytes(raw), target, headers)
-        await self._file(stream, conn, event.method, target)
+        # the answer too has its time: a client that does not read must not keep the slot
+        with trio.move_on_after(self.head_timeout):
+            if "websocket" in headers.get("upgrade", "").lower():
+                return await self._websocket(stream, bytes(raw), target, headers)
+            await self._file(stream, conn, event.method, target)
         return None
 
     async def _file(

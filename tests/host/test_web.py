@@ -246,48 +246,86 @@ async def test_no_card_a_seat_may_not_see_reaches_it_over_the_websocket(tmp_path
     assert_no_card_leaked(tmp_path, sids, seen)
 
 
-async def test_requests_read_at_once_are_capped(web_host, monkeypatch):
-    import host.net.web
-
-    monkeypatch.setattr(host.net.web, "MAX_HTTP", 2)
-    port = web_host.host.http_port
-    silent = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(2)]
-    await silent[1].send_all(b"GET / HTTP/1.1\r\n")  # a head begun, never ended
-    await trio.testing.wait_all_tasks_blocked()  # both are being read
-    extra = await trio.open_tcp_stream("127.0.0.1", port)
-    await extra.send_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    assert await extra.receive_some(100) == b""  # closed unanswered
-    for s in silent:
-        await s.aclose()
-    await extra.aclose()
-    got = b""
-    while not got.startswith(b"HTTP/1.1 200"):  # the slots come back as the handlers end
-        got = await http_get(port, "/")
-
-
-async def test_one_address_cannot_take_every_request_slot(web_host, monkeypatch):
-    """Slowloris: heads begun and never ended from one address hold at most
-    ``MAX_HTTP_PER_PEER`` of the ``MAX_HTTP`` slots, so another address is still served."""
-    import host.net.web
-
-    monkeypatch.setattr(host.net.web, "MAX_HTTP", 4)
-    monkeypatch.setattr(host.net.web, "MAX_HTTP_PER_PEER", 2, raising=False)
-    port = web_host.host.http_port
-    silent = []
-    for _ in range(4):
-        s = await trio.open_tcp_stream("127.0.0.1", port)
-        await s.send_all(b"GET / HTTP/1.1\r\n")  # a head begun, never ended
-        silent.append(s)
-    await trio.testing.wait_all_tasks_blocked()
-    other = await trio.open_tcp_stream("127.0.0.1", port, local_address="127.0.0.2")
-    async with other:
-        await other.send_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+async def test_requests_read_at_once_are_capped(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, http_port=0, max_http_requests=2)
+        port = running.host.http_port
+        silent = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(2)]
+        await silent[1].send_all(b"GET / HTTP/1.1\r\n")  # a head begun, never ended
+        await trio.testing.wait_all_tasks_blocked()  # both are being read
+        extra = await trio.open_tcp_stream("127.0.0.1", port)
+        await extra.send_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert await extra.receive_some(100) == b""  # closed unanswered (no fairer to take one)
+        for s in silent:
+            await s.aclose()
+        await extra.aclose()
         got = b""
-        while data := await other.receive_some(65536):
+        while not got.startswith(b"HTTP/1.1 200"):  # the slots come back as the handlers end
+            got = await http_get(port, "/")
+        running.host.request_shutdown()
+
+
+async def begin_heads(port: int, address: str, count: int) -> list[trio.SocketStream]:
+    """``count`` connections from ``address`` that begin a request head and never end it."""
+    out = []
+    for _ in range(count):
+        s = await trio.open_tcp_stream("127.0.0.1", port, local_address=address)
+        await s.send_all(b"GET / HTTP/1.1\r\n")
+        out.append(s)
+    await trio.testing.wait_all_tasks_blocked()
+    return out
+
+
+async def get_from(port: int, address: str) -> bytes:
+    """A whole ``GET /`` answer to a connection from ``address`` (b"" when closed unanswered)."""
+    async with await trio.open_tcp_stream("127.0.0.1", port, local_address=address) as s:
+        await s.send_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        got = b""
+        while data := await s.receive_some(65536):
             got += data
-    assert got.startswith(b"HTTP/1.1 200")
-    for s in silent:
-        await s.aclose()
+    return got
+
+
+async def test_slowloris_from_a_few_addresses_cannot_take_every_request_slot(tmp_path):
+    """Heads begun and never ended: one address holds at most its per-address share, and when
+    a few addresses together hold every slot, a request from another address takes the oldest
+    slot of the busiest one, so it is served; the busy ones are not let back over it. Linux
+    routes all of 127.0.0.0/8 to lo, so each 127.0.0.x is an address of its own."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as n:
+            running = await start_host(
+                n,
+                tmp_path,
+                http_port=0,
+                max_http_requests=8,
+                max_http_requests_per_address=3,
+                address_limit_loopback=True,
+            )
+            port = running.host.http_port
+            held = []
+            for i in range(2, 5):  # 3 addresses x 3 heads, 8 slots: .4 gets only 2
+                held += await begin_heads(port, f"127.0.0.{i}", 3)
+            assert await get_from(port, "127.0.0.2") == b""  # at its per-address share
+            assert await get_from(port, "127.0.0.4") == b""  # 2 of 8 < 3: taking one is no fairer
+            for _ in range(3):  # another address is served each time, the attackers refilling
+                assert (await get_from(port, "127.0.0.9")).startswith(b"HTTP/1.1 200")
+                held += await begin_heads(port, "127.0.0.3", 1)
+            for s in held:
+                await s.aclose()
+            running.host.request_shutdown()
+
+
+async def test_without_the_flag_loopback_has_no_per_address_share(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(
+            n, tmp_path, http_port=0, max_http_requests=8, max_http_requests_per_address=1
+        )
+        port = running.host.http_port
+        held = await begin_heads(port, "127.0.0.2", 4)
+        assert (await get_from(port, "127.0.0.2")).startswith(b"HTTP/1.1 200")
+        for s in held:
+            await s.aclose()
+        running.host.request_shutdown()
 
 
 def test_serve_flags_reach_the_host_config(monkeypatch, tmp_path):
