@@ -398,7 +398,7 @@ class WebFront:
             log.debug("http_request_refused", peer=peer, held=self.slots.held(peer))
             return  # closed unanswered: too many requests being read or served at once
         if evicted is not None:
-            log.info("http_request_evicted", peer=peer)
+            log.debug("http_request_evicted", peer=peer)
             evicted.cancel()  # type: ignore[attr-defined]  # its connection is closed unanswered
         got = None
         try:
