@@ -55,6 +55,8 @@ async def test_a_live_log_shows_what_a_spectator_sees_and_no_secret(toy_host):
     assert got["records"][0]["seed"] is None
     text = orjson.dumps(got)
     assert b"token_hash" not in text
+    assert b'"holder"' not in text  # which connection holds a seat is never shown
+    assert all("ts" in r for r in got["records"][1:])  # every record's time, as documented
     dealt = next(r for r in got["records"] if r["type"] == "event")
     assert dealt["event"]["hands"] == [None, None]  # the spectator sees no card
     # a seat's view needs its token; the truth is hidden while the session is live
