@@ -129,6 +129,17 @@ def store_spec(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _public_url(text: str) -> str:
+    """``--public-url``: an ``http://`` or ``https://`` URL with a host name."""
+    from host.net.web import origin_of
+
+    try:
+        origin_of(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``serve`` sub-command."""
     p = sub.add_parser(
@@ -195,6 +206,37 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="open connections at most (default: what the descriptor limit leaves after the"
         " store's open-file cache and a reserve, at most 10,000)",
+    )
+    p.add_argument(
+        "--max-connections-per-address",
+        type=non_negative_int,
+        default=64,
+        metavar="N",
+        help="open connections (TCP and WebSocket) one peer address may hold; an IPv6 /64 is"
+        " one address; loopback exempt unless --address-limit-loopback (0: no limit)",
+    )
+    p.add_argument(
+        "--max-http-requests",
+        type=count,
+        default=64,
+        metavar="N",
+        help="HTTP requests being read or answered at once (a WebSocket until its handshake"
+        " is done)",
+    )
+    p.add_argument(
+        "--max-http-requests-per-address",
+        type=count,
+        default=8,
+        metavar="N",
+        help="of those, requests from one peer address (loopback exempt unless"
+        " --address-limit-loopback); when all are taken, an address holding fewer than the"
+        " busiest takes that one's oldest",
+    )
+    p.add_argument(
+        "--address-limit-loopback",
+        action="store_true",
+        help="hold loopback peers to the per-address connection and HTTP limits too (off: local"
+        " tools, and a reverse proxy on this machine, are not limited per address)",
     )
     p.add_argument(
         "--idle-timeout",
@@ -284,8 +326,17 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="ORIGIN",
-        help="an origin (scheme://host[:port]) besides the host's own whose pages may open the"
-        " WebSocket (repeatable)",
+        help="an origin (scheme://host[:port]) whose pages may open the WebSocket, besides"
+        " --public-url's and the host's own pages on a loopback name (repeatable)",
+    )
+    p.add_argument(
+        "--public-url",
+        type=_public_url,
+        default=None,
+        metavar="URL",
+        help="the URL browsers open the web client at (https://cards.example): its pages may"
+        " open the WebSocket, and behind a reverse proxy a loopback --http-bind accepts its"
+        " name; needed when the pages are reached by a name that is not loopback",
     )
     p.add_argument(
         "--debug-replay",
@@ -332,6 +383,10 @@ def serve_main(args: argparse.Namespace) -> int:
         max_sessions=args.max_sessions,
         max_records=args.max_records,
         max_connections=args.max_connections,
+        max_connections_per_address=args.max_connections_per_address,
+        max_http_requests=args.max_http_requests,
+        max_http_requests_per_address=args.max_http_requests_per_address,
+        address_limit_loopback=args.address_limit_loopback,
         idle_timeout=args.idle_timeout,
         line_timeout=args.line_timeout,
         keepalive=args.keepalive,
@@ -350,6 +405,7 @@ def serve_main(args: argparse.Namespace) -> int:
         http_port=args.http,
         http_bind=args.http_bind,
         allow_origins=tuple(args.allow_origin),
+        public_url=args.public_url,
         debug_replay=args.debug_replay,
         heavy_workers=max(args.heavy_workers, 0),
     )

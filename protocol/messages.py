@@ -31,11 +31,16 @@ __all__ = [
     "encode",
     "encode_error",
     "error_object",
+    "MAX_DEPTH",
+    "MAX_ID",
     "encode_ok",
     "error_table",
     "extra_problems",
     "leading_id",
+    "nesting_depth",
     "parse_request",
+    "safe_id",
+    "valid_id",
 ]
 
 PROTOCOL_VERSION = 1
@@ -44,6 +49,15 @@ _log = logging.getLogger("gamehost.protocol")
 
 MAX_MESSAGE = 500
 """The longest error ``message`` sent, in characters (longer ones are cut)."""
+
+MAX_ID = 256
+"""The longest string ``id`` accepted, in bytes (UTF-8); a longer one is refused (id null)."""
+
+MAX_DEPTH = 64
+"""The deepest nesting of arrays and objects a request may have (the request object itself is
+level 1); a deeper one is refused with ``bad_request``. orjson parses up to 1,024 levels but
+encodes only 254, and Python's ``repr`` stops near 1,000: what the host accepts it can always
+write to a log, echo and describe in an error message."""
 
 
 class ErrorCode(enum.StrEnum):
@@ -99,8 +113,10 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ),
     ErrorCode.UNKNOWN_OP: ErrorSpec("`op` names no operation"),
     ErrorCode.BAD_REQUEST: ErrorSpec(
-        "missing, unknown or mistyped fields (an `id` that is not an integer or a string"
-        " included); values out of range (seats, bots, `after` < 0, `limit`)"
+        "missing, unknown or mistyped fields (an `id` that is not an integer or a string of at"
+        " most 256 bytes included); values out of range (seats, bots, `after` < 0, `limit`);"
+        ' arrays and objects nested deeper than 64 levels (see "Request ids" for the reply\'s'
+        " `id`)"
     ),
     ErrorCode.UNSUPPORTED_PROTOCOL: ErrorSpec(
         "`hello` asked for a protocol other than 1",
@@ -115,9 +131,10 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
         "no session with that id (live, or ended with its log kept)"
     ),
     ErrorCode.SESSION_DAMAGED: ErrorSpec(
-        "the session's log is damaged, or is not a regular file: the host cannot serve it"
-        " (the message says what is wrong and where); retrying does not help, only its operator"
-        " can (`gamehost replay --verify` names the damage)"
+        "the session's log is damaged (e.g. a record that does not match its checksum), or is"
+        " not a regular file: the host cannot serve it (the message names the seq and what is"
+        " wrong); retrying does not help, only its operator can (`gamehost check` lists the"
+        " damaged logs, `gamehost replay --verify` names the damage)"
     ),
     ErrorCode.SESSION_FULL: ErrorSpec(
         "`join`: no free seat, or the seat asked for is taken",
@@ -182,8 +199,8 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ErrorCode.INTERNAL: ErrorSpec(
         "a bug in the host or a game: it is logged, nothing changed, the connection stays up."
         " A game's fault during a client's command fails only that command (nothing is"
-        " appended); during a step the host drives it ends the session with"
-        ' `aborted: "game_error"`'
+        " appended); during a step the host drives, in a view or redact, or past the game's"
+        ' time or memory budget, it ends the session with `aborted: "game_error"`'
     ),
 }
 """The one source of the error codes and their extra fields: :func:`encode_error` holds every
@@ -431,9 +448,47 @@ _LEADING_ID = re.compile(
 when the rest of the line cannot be parsed)."""
 
 
+def valid_id(rid: Any) -> bool:
+    """Whether ``rid`` is an id a request may carry: an integer (not a boolean), a string of at
+    most :data:`MAX_ID` bytes, or None (left out)."""
+    if rid is None:
+        return True
+    if isinstance(rid, str):
+        return len(rid) <= MAX_ID // 4 or len(rid.encode("utf-8", "surrogatepass")) <= MAX_ID
+    return isinstance(rid, int) and not isinstance(rid, bool)
+
+
+def safe_id(rid: Any) -> Any:
+    """The id to echo in the reply refusing a request whose ``id`` is ``rid``: ``rid`` itself
+    when it is valid or a scalar of another type (a float, a boolean), else None (an array, an
+    object, an over-long string: nothing the client could match, and nothing whose size or
+    nesting the reply should carry)."""
+    if valid_id(rid) or isinstance(rid, bool | float):
+        return rid
+    return None
+
+
+def nesting_depth(obj: Any, limit: int = MAX_DEPTH) -> int:
+    """How deeply arrays and objects nest in ``obj`` (a scalar: 0, ``[]``: 1, ``[[1]]``: 2),
+    counted without recursion; the walk stops once past ``limit`` (then ``limit + 1``)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = value.values()
+        elif not isinstance(value, list):
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return limit + 1
+        stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list))
+    return deepest
+
+
 def leading_id(line: bytes) -> Id:
     """The request id of a line the parser refused, when ``"id"`` is the object's first member
-    and its value a readable integer or string; else None."""
+    and its value a readable integer or string (of at most :data:`MAX_ID` bytes); else None."""
     m = _LEADING_ID.match(line)
     if m is None:
         return None
@@ -441,21 +496,24 @@ def leading_id(line: bytes) -> Id:
         rid = orjson.loads(m.group(1))
     except orjson.JSONDecodeError:  # a lone surrogate, an integer past 64 bits
         return None
-    return rid if isinstance(rid, int | str) else None
+    return rid if isinstance(rid, int | str) and valid_id(rid) else None
 
 
 def parse_request(line: bytes) -> Request:
     """Parse one line (without terminator) into a :class:`Request`.
 
-    The id rules (PROTOCOL.md, "Request ids"): an ``id`` must be an integer or a string (or
-    absent: null). A line that parses but whose ``id`` has another type is refused with
-    ``bad_request`` and that value echoed as the reply's ``id``. A line that does not parse is
-    ``bad_json``, answered with the id :func:`leading_id` recovers (else null).
+    The id rules (PROTOCOL.md, "Request ids"): an ``id`` must be an integer or a string of at
+    most :data:`MAX_ID` bytes (or absent: null). A line that parses but whose ``id`` is
+    something else is refused with ``bad_request``, answered with that value when it is a
+    scalar (a float, a boolean) and with null otherwise (:func:`safe_id`). A line nested
+    deeper than :data:`MAX_DEPTH` levels is ``bad_request`` too, answered with its id when
+    that is valid. A line that does not parse is ``bad_json``, answered with the id
+    :func:`leading_id` recovers (else null).
 
     Raises:
         ProtocolError: ``bad_json`` (not UTF-8 JSON, beyond the parser, or not an object),
-            ``bad_request`` (no ``op``, a bad ``id``, missing/extra/mistyped fields) or
-            ``unknown_op``; the error's ``extra["id"]`` holds the request id to answer.
+            ``bad_request`` (no ``op``, a bad ``id``, too deep, missing/extra/mistyped fields)
+            or ``unknown_op``; the error's ``extra["id"]`` holds the request id to answer.
     """
     try:
         msg = orjson.loads(line)
@@ -464,9 +522,18 @@ def parse_request(line: bytes) -> Request:
     if not isinstance(msg, dict):
         raise ProtocolError(ErrorCode.BAD_JSON, "a request must be a JSON object")
     rid = msg.pop("id", None)
-    if rid is not None and (isinstance(rid, bool) or not isinstance(rid, int | str)):
+    if not valid_id(rid):
         raise ProtocolError(
-            ErrorCode.BAD_REQUEST, "'id' must be an integer or a string (or left out)", id=rid
+            ErrorCode.BAD_REQUEST,
+            f"'id' must be an integer or a string of at most {MAX_ID} bytes (or left out)",
+            id=safe_id(rid),
+        )
+    # cheap first: a line with few brackets cannot nest deeply, and most have few
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and nesting_depth(msg) > MAX_DEPTH:
+        raise ProtocolError(
+            ErrorCode.BAD_REQUEST,
+            f"a request may nest arrays and objects at most {MAX_DEPTH} levels deep",
+            id=rid,
         )
     op = msg.pop("op", None)
     if not isinstance(op, str):

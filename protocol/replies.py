@@ -864,8 +864,9 @@ class StalledPush(_Push):
 
 @attrs.frozen
 class ClosedPush(_Push):
-    """The host hangs up (``reason``: ``shutdown``, ``too_many_connections``, ``idle``,
-    ``line_timeout``, ``slow_consumer``, ``unresponsive``)."""
+    """The host hangs up (``reason``: ``shutdown``, ``too_many_connections``,
+    ``too_many_from_address``, ``idle``, ``line_timeout``, ``slow_consumer``,
+    ``unresponsive``)."""
 
     name: ClassVar[str] = "closed"
     reason: str

@@ -176,8 +176,10 @@ def _start_server(cmd: list[str]) -> tuple[subprocess.Popen[bytes], int]:
     raise RuntimeError(f"{cmd[2]} exited (status {proc.returncode}) before listening")
 
 
-def _start_host(fsync: str, data_dir: str) -> tuple[subprocess.Popen[bytes], int]:
-    return _start_server(serve_command(fsync, data_dir))
+def _start_host(
+    fsync: str, data_dir: str, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[bytes], int]:
+    return _start_server([*serve_command(fsync, data_dir), *extra])
 
 
 def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:
@@ -649,6 +651,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="the clients ask for a view push after every change (join with view: true);"
         " compare lines_per_action, bytes_per_line and CPU per action with a run without",
     )
+    p.add_argument(
+        "--no-budget",
+        action="store_true",
+        help="start the host without the game budget (--game-time 0 --game-memory 0), to"
+        " measure what the budget's watchdog costs per action",
+    )
     p.add_argument("--json", action="store_true", help="print only one JSON object")
     from tools import stall
 
@@ -681,7 +689,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="gamehost-bench-") as tmp:
         proc = None
         if args.port is None:
-            proc, port = _start_host(args.fsync, tmp)
+            off = (
+                ("--game-time", "0", "--game-memory", "0")
+                if getattr(args, "no_budget", False)
+                else ()
+            )
+            proc, port = _start_host(args.fsync, tmp, off)
         else:
             port = args.port
         try:

@@ -67,7 +67,7 @@ import orjson
 import trio
 
 from host import logs
-from host.store.base import CorruptLog
+from host.store.base import CorruptLog, body_of, frame
 from host.store.file import read_log
 from tools.bench import listening_port, serve_command
 from tools.client import Client
@@ -912,16 +912,18 @@ def _check_database(dsn: str) -> str | None:
 
 def read_database(dsn: str) -> dict[str, list[bytes]]:
     """Every session's records in a PostgreSQL store: session id -> its lines, in seq order
-    (each the exact JSON line a file store would hold, without the newline)."""
+    (each the exact JSON line a file store would hold, with the stored checksum, without the
+    newline)."""
     import psycopg
 
     out: dict[str, list[bytes]] = {}
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
-            "SELECT session_id, line FROM gamehost_records ORDER BY session_id, seq"
+            "SELECT session_id, line, crc FROM gamehost_records ORDER BY session_id, seq"
         )
-        for sid, line in rows:
-            out.setdefault(sid, []).append(line.encode())
+        for sid, line, crc in rows:
+            body = line.encode()
+            out.setdefault(sid, []).append(body if crc is None else frame(body, crc)[:-1])
     return out
 
 
@@ -1102,7 +1104,7 @@ async def chaos(cfg: ChaosConfig) -> ChaosReport:
         check_logs(report, run.ledgers, sessions_dir)
     else:  # read the database, then export it as JSONL for replay --verify
         lines = await trio.to_thread.run_sync(read_database, cfg.store)
-        records = {sid: [orjson.loads(line) for line in ls] for sid, ls in lines.items()}
+        records = {sid: [orjson.loads(body_of(line)) for line in ls] for sid, ls in lines.items()}
         report.logs = len(records)
         check_records(report, run.ledgers, records)
         ended = {sid for sid, recs in records.items() if recs and recs[-1]["type"] == "ended"}

@@ -1,5 +1,5 @@
-"""The ``gamehost`` command: ``serve``, ``play``, ``replay``, ``bench``, ``demo``, ``chaos``,
-``db init``, ``export``, ``import``, ``schema``.
+"""The ``gamehost`` command: ``serve``, ``play``, ``replay``, ``check``, ``bench``, ``demo``,
+``chaos``, ``db init``, ``export``, ``import``, ``schema``.
 
 ``gamehost`` alone prints this help and exits 0; ``gamehost --version`` prints the host's version
 and each installed game's id and version. A bad option or value is refused by argparse with one
@@ -55,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_serve_parser(sub)
     if given[:1] != ["serve"]:  # a host starts without importing the tools (a faster start)
-        from tools import bench, chaos, db, demo, play, replay, schema
+        from tools import bench, chaos, check, db, demo, play, replay, schema
 
-        for tool in (play, replay, bench, demo, chaos, db, schema):
+        for tool in (play, replay, check, bench, demo, chaos, db, schema):
             tool.add_parser(sub)
     args = parser.parse_args(given)
     args.argv = given  # as given (serve --workers)

@@ -83,6 +83,10 @@ class Renderer:
             return f"  seat {ev['seat']}: {self.action(ev['action'])}{late}"
         if kind == "seat_taken":
             return f"  seat {ev['seat']} taken by {ev['name']}"
+        if kind == "seat_held":
+            return f"  seat {ev['seat']} is back"
+        if kind == "seat_released":
+            return f"  seat {ev['seat']} left ({ev.get('reason', 'left')})"
         if kind == "event":
             return f"  · {orjson.dumps(ev).decode()[:150]}"
         return None
@@ -233,7 +237,7 @@ async def _choose_unless_overtaken(
             ev = (q or {}).get("event") or {}
             played = q and q.get("kind") == "action" and ev.get("seat") == seat
             newer = q and q["push"] == "turn" and q.get("seat") == seat and q["seq"] != turn["seq"]
-            if q is None or q["push"] in ("ended", "closed") or played or newer:
+            if q is None or q["push"] in ("ended", "closed", "detached") or played or newer:
                 if played and ev.get("timed_out"):
                     print("\nyour turn timer ran out: the host played for you")
                 elif q is not None:
@@ -368,6 +372,10 @@ async def _loop(
             print(r.view(snap, seat))
             print("ended:", orjson.dumps(p["outcome"]).decode())
             return 0
+        elif p["push"] == "detached" and p.get("session") == sid:
+            why = "resumed on another connection" if p.get("reason") == "resumed" else "released"
+            print(f"this connection no longer holds seat {seat}: it was {why}")
+            return 1
         elif p["push"] == "closed":
             print(f"closed by the host: {p.get('reason')}")
             if getattr(args, "resume_hint", None):

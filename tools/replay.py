@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import secrets
 import sys
 import time
@@ -130,11 +131,11 @@ def _read_db(url: str, session: str) -> tuple[Path, list[dict[str, Any]]]:
     Raises:
         UnknownSession, CorruptLog, ValueError, OSError (``StoreUnavailable``).
     """
-    from host.store.pg import PostgresStore, parse_lines
+    from host.store.pg import PostgresStore, parse_rows
 
     store = PostgresStore(url)
     try:
-        return store.path(session), parse_lines(store.path(session), store.read_lines(session))
+        return store.path(session), parse_rows(store.path(session), store.read_rows(session))
     finally:
         store.disconnect()
 
@@ -339,7 +340,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--store",
         type=_store_url,
         metavar="URL",
-        help="read the session from this PostgreSQL store (postgresql://...)",
+        help="read the session from this PostgreSQL store (postgresql://...; default:"
+        " $GAMEHOST_STORE when LOG is not a file)",
     )
     p.add_argument(
         "--at", type=non_negative_int, metavar="SEQ", help="show the state after record SEQ"
@@ -378,6 +380,9 @@ def main(args: argparse.Namespace) -> int:
     """Run the command; exit status 0, 1 (verify found a difference), 2 (unusable input) or 3
     (verify passed, but on another version of the game than the log's)."""
     store = getattr(args, "store", None)
+    env = os.environ.get("GAMEHOST_STORE")
+    if store is None and env and env.startswith("postgresql://") and not Path(args.log).exists():
+        store = args.store = env  # a session id, not a file: the store serve would use
     registry = load_registry()  # start-up: before --stats starts its clock
     start = time.process_time()
     try:

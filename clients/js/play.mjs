@@ -260,6 +260,10 @@ class Viewer {
       // the host hangs up (shutdown, slow_consumer): the drop handler resumes if it can; but
       // `unresponsive` means a ping went unanswered, which this client never lets happen
       if (p.reason === 'unresponsive') this.fail('closed by the host as unresponsive');
+    } else if (p.push === 'detached') {
+      // another connection resumed this seat (last resume wins): this client never does that to
+      // itself, so a detached push here is a finding
+      this.fail(`detached from seat ${p.seat}: ${p.reason}`);
     } else if (p.push !== 'stalled') {
       this.fail(`an unknown push ${JSON.stringify(p)}`);
     }

@@ -170,8 +170,17 @@ class Connection:
         return self.send_nowait(b"".join([p.line() for p in pushes]))
 
     def answer(self, rid: Any, outcome: Outcome) -> None:
-        """Queue the reply to request ``rid``: ``outcome``, a result or :class:`Refused`."""
-        self.send_nowait(encode_reply(rid, outcome))
+        """Queue the reply to request ``rid``: ``outcome``, a result or :class:`Refused`.
+
+        A reply that cannot be encoded (a host bug: the parser keeps what it accepts within
+        what orjson writes) is logged and answered ``internal`` with id null instead, so the
+        connection stays up."""
+        try:
+            line = encode_reply(rid, outcome)
+        except TypeError:  # orjson.JSONEncodeError: too deep, a type it does not know
+            log.exception("reply_unencodable")
+            line = encode_reply(None, Refused(ErrorCode.INTERNAL, "internal error"))
+        self.send_nowait(line)
 
     def submit(self, session: Session, rid: Any, command: commands.Command) -> None:
         """Hand a command to a session's driver, which answers it (see :meth:`Session.submit`).

@@ -129,13 +129,13 @@ def _read(source: Source, sid: str, first: int, upto: int) -> list[Record]:
         except FileNotFoundError:
             raise UnknownSession(f"no session {sid}") from None
     else:
-        from host.store.pg import PostgresStore, parse_lines
+        from host.store.pg import PostgresStore, parse_rows
 
         store = _stores.get(where)
         if store is None:
             store = _stores[where] = PostgresStore(where)
-        lines = store.read_lines(sid, first - 1)[: upto + 1 - first]
-        raw = parse_lines(store.path(sid), lines, first)
+        rows = store.read_rows(sid, first - 1)[: upto + 1 - first]
+        raw = parse_rows(store.path(sid), rows, first)
     return [Record.from_json(r) for r in raw]
 
 

@@ -44,6 +44,7 @@ from host.store.base import CorruptLog, UnknownSession
 from host.table.engine import BadRecord, Engine, Record, SessionState
 from host.table.history import fork_records
 from host.table.snapshots import EVERY, Folded, Snapshots, load
+from host.table.visibility import NEVER_SHOWN
 from protocol.framing import MAX_LINE
 from protocol.messages import MAX_LOG_PAGE, ErrorCode, ProtocolError, Request
 from protocol.replies import Forked, LogPage, ReplayState, SeatInfo, Verified
@@ -393,8 +394,7 @@ def _record(
     engine: Engine, rec: Record, viewer: int | None, truth: bool, seed: str | None
 ) -> dict[str, Any]:
     """A record as the viewer may see it (never a token hash; the seed only when public)."""
-    data = dict(rec.data)
-    data.pop("token_hash", None)
+    data = {k: v for k, v in rec.data.items() if k not in NEVER_SHOWN}  # nor the holder
     if not truth:
         if rec.type == "header":
             data["seed"] = None
@@ -403,7 +403,11 @@ def _record(
             data["v"] = engine.game.info.event_version
         elif rec.type == "ended":
             data["seed"] = seed
-    return {"seq": rec.seq, "type": rec.type, **data}
+    out: dict[str, Any] = {"seq": rec.seq, "type": rec.type}
+    if rec.ts is not None:
+        out["ts"] = rec.ts
+    out.update(data)
+    return out
 
 
 async def _fold(engine: Engine, state: SessionState, records: list[Record]) -> SessionState:

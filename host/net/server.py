@@ -17,6 +17,10 @@ Limits, so that no client can exhaust the host (all in :class:`HostConfig`):
   ``{"push": "closed", "reason": "too_many_connections"}`` and closed at once. When ``accept``
   itself fails for want of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM), trio's
   ``serve_listeners`` logs it, sleeps 0.1 s and accepts again: the accept loop never dies of it.
+  One peer address (an IPv6 /64) may hold ``max_connections_per_address`` of them (TCP and
+  WebSocket together; loopback exempt unless ``address_limit_loopback``); one more from it is
+  told ``too_many_from_address`` the same way, so one address cannot hold every slot however
+  little it sends.
 - time: a line once begun must end within ``line_timeout`` seconds (a client trickling bytes is
   closed, reason ``line_timeout``), and a connection that neither plays nor watches a live session
   and sent no complete line for ``idle_timeout`` seconds is closed (reason ``idle``). A seated
@@ -80,7 +84,7 @@ from host.store.file import MAX_OPEN, FileStore, FsyncMode, read_log
 from host.table import commands
 from host.table.core import WINDOW, Table, TableSettings
 from host.table.engine import BadRecord, Engine, Record, SessionState
-from host.table.lobby import CreateLimiter, is_loopback, plan_create
+from host.table.lobby import AddressSlots, CreateLimiter, address_key, is_loopback, plan_create
 from protocol.framing import MAX_LINE
 from protocol.messages import (
     HOST_DEFAULT,
@@ -139,6 +143,19 @@ class HostConfig:
         max_connections: open connections at most (None: the soft descriptor limit less the
             store's open-file cache and a reserve, at most 10,000); one more is told
             ``closed`` / ``too_many_connections`` and hung up on.
+        max_connections_per_address: open connections (TCP and WebSocket together) one peer
+            address may hold (an IPv6 address's /64 counts as one; loopback exempt unless
+            ``address_limit_loopback``); one more from it is told ``closed`` /
+            ``too_many_from_address`` and hung up on. None or 0: no limit.
+        max_http_requests: HTTP requests (``http_port``) being read or answered at once (a
+            WebSocket counts until its handshake is done); see :mod:`host.net.web`.
+        max_http_requests_per_address: of those, requests from one peer address at most
+            (loopback exempt unless ``address_limit_loopback``). When every slot is held, a
+            request from an address holding fewer than the busiest address takes the oldest
+            slot of that address (:class:`host.table.lobby.AddressSlots`).
+        address_limit_loopback: hold loopback peers (127.0.0.0/8, ::1) to the per-address
+            connection and HTTP limits too (off: local tools and a reverse proxy on the same
+            machine, whose clients all have its address, are not limited per address).
         idle_timeout: seconds a connection that neither plays nor watches a live session may go
             without sending a complete line before it is closed (``idle``); None: never.
         line_timeout: seconds a begun line may take to end before the connection is closed
@@ -180,8 +197,12 @@ class HostConfig:
         http_port: serve the web client and protocol v1 over a WebSocket on this port too
             (None: no HTTP; 0: any free port, see ``Host.http_port``); see :mod:`host.net.web`.
         http_bind: the address the HTTP listener binds.
-        allow_origins: origins (``scheme://host[:port]``) besides the host's own whose pages
-            may open the WebSocket.
+        allow_origins: origins (``scheme://host[:port]``) whose pages may open the WebSocket,
+            besides ``public_url``'s and the host's own pages on a loopback name (see
+            :func:`host.net.web.origin_allowed`).
+        public_url: the URL browsers reach the web client at (``https://cards.example``): its
+            origin may open the WebSocket, and a loopback listener accepts its host name as
+            ``Host`` (a reverse proxy in front); None: loopback names only.
         debug_replay: the replay ops show every seat's view and the full truth of live
             sessions too, and fork them (development only; see :mod:`host.net.replayops`).
         heavy_workers: worker processes for heavy jobs (folding a whole long log for the
@@ -200,6 +221,10 @@ class HostConfig:
     max_sessions: int = 10_000
     max_records: int = 500_000
     max_connections: int | None = None
+    max_connections_per_address: int | None = 64
+    max_http_requests: int = 64
+    max_http_requests_per_address: int = 8
+    address_limit_loopback: bool = False
     idle_timeout: float | None = 300.0
     line_timeout: float | None = 30.0
     keepalive: float | None = 30.0
@@ -219,6 +244,7 @@ class HostConfig:
     http_port: int | None = None
     http_bind: str = "127.0.0.1"
     allow_origins: tuple[str, ...] = ()
+    public_url: str | None = None
     debug_replay: bool = False
     heavy_workers: int = 2
 
@@ -287,6 +313,10 @@ class Host:
             else config.max_connections
         )
         self._refusing = 0  # connections over the cap being told so
+        self.per_address = AddressSlots(
+            config.max_connections_per_address, limit_loopback=config.address_limit_loopback
+        )
+        """Open connections per peer address (``address_key``)."""
         self.instance = instance or secrets.token_hex(4)
         """This host process's id: the first part of every connection's key (a seat's holder
         in the log), so other hosts, and this one after a restart, can tell its connections'
@@ -898,20 +928,23 @@ class Host:
             s.id, s.game.info.id, s.seat_list(), st.free_seats, st.started, st.ended, st.seq
         )
 
-    async def _refuse(self, stream: trio.SocketStream, peer: str) -> None:
-        """Tell a connection over the cap why it is closed, then close it.
+    async def _refuse(
+        self, stream: trio.SocketStream, peer: str, reason: str = "too_many_connections"
+    ) -> None:
+        """Tell a connection over the cap (``reason``: ``too_many_connections``, or
+        ``too_many_from_address`` for its address's cap) why it is closed, then close it.
 
         What the client sent is read and dropped for up to a second: closing a socket with
         unread input would reset it, and the client could lose the ``closed`` push. At most
         ``FD_RESERVE // 2`` refusals linger at once; past that a connection is closed at once.
         """
-        log.warning("too_many_connections", peer=peer, open=len(self.connections))
+        log.warning(reason, peer=peer, open=len(self.connections))
         try:
             if self._refusing < FD_RESERVE // 2:
                 self._refusing += 1
                 try:
                     with trio.move_on_after(1):
-                        await stream.send_all(ClosedPush("too_many_connections").line())
+                        await stream.send_all(ClosedPush(reason).line())
                         await stream.send_eof()
                         while await stream.receive_some(65536):
                             pass
@@ -946,11 +979,17 @@ class Host:
         if len(self.connections) >= self.max_connections:
             await self._refuse(stream, peer)
             return
+        key = address_key(conn.address)
+        if not self.per_address.acquire(key, conn)[0]:
+            await self._refuse(stream, peer, "too_many_from_address")
+            return
         self.connections.add(conn)
         try:
             await conn.run()
         except Exception:
             log.exception("connection_failed", peer=peer)
+        finally:
+            self.per_address.release(key, conn)
 
 
 def _command(req: Request) -> commands.Command:
@@ -1043,7 +1082,12 @@ async def run_host(
     fd_limit = raise_fd_limit()
     if config.max_connections is None:
         config = attrs.evolve(config, max_connections=default_max_connections(fd_limit))
-    log.info("limits", fd_limit=fd_limit, max_connections=config.max_connections)
+    log.info(
+        "limits",
+        fd_limit=fd_limit,
+        max_connections=config.max_connections,
+        per_address=config.max_connections_per_address or None,
+    )
     if store is None:
         store = await _open_store(config)
         if feed is None and config.store is not None:  # other hosts may share the database
@@ -1087,6 +1131,7 @@ async def run_host(
                             config.http_bind,
                             config.allow_origins,
                             conns,
+                            config.public_url,
                         )
                         host.http_port = web[0].socket.getsockname()[1]
                         log.info("listening_http", bind=config.http_bind, port=host.http_port)

@@ -444,11 +444,12 @@ class Session:
         except ProtocolError as exc:
             conn.answer(rid, Refused.of(exc))
             return
-        closing = peer_closed(conn)
         key = conn.key
+        # whether the client has closed its side is asked when the table decides (after any
+        # catching up with the log), not before, so a resume that closes meanwhile takes nothing
         await self._run(
             lambda caught_up: self.table.command(
-                key, rid, command, self.now(), closing=closing, caught_up=caught_up
+                key, rid, command, self.now(), closing=peer_closed(conn), caught_up=caught_up
             ),
             key,
             rid,
@@ -542,6 +543,13 @@ class Session:
             if self.table.ended:
                 self.store.release(self.id)
             await self._carry(effects)
+            if conn is not None and conn in self.table.subs:
+                c = self._conns.get(conn)
+                if c is None or getattr(c, "dead", False):
+                    # it went away while its command was written (a resume whose client hung
+                    # up meanwhile): it holds nothing, so it is dropped like any other
+                    self._drops[conn] = "gone"
+                    self._poke()
             return
 
     async def _carry(self, effects: list[Effect]) -> None:

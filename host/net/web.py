@@ -2,7 +2,9 @@
 
 One listener (``HostConfig.http_port`` on ``http_bind``, 127.0.0.1 by default) answers two kinds
 of request, told apart by their head (read with h11, at most :data:`MAX_HEAD` bytes, within
-``line_timeout`` seconds or 30 s):
+``line_timeout`` seconds or 30 s, and answered within as long again; at most
+``max_http_requests`` at once, ``max_http_requests_per_address`` from one address, see
+:data:`MAX_HTTP_PER_PEER`):
 
 - ``GET``/``HEAD`` of a file of the web client (``host/static``, shipped as package data; ``/``
   is ``index.html``) or of ``/schema.json`` (every game's contract, :func:`schema_file`):
@@ -19,11 +21,17 @@ of request, told apart by their head (read with h11, at most :data:`MAX_HEAD` by
   a browser answers with a Pong by itself, and a Pong counts as life as a line does
   (``WebSocketStream.last_pong``; the ping timer is :mod:`host.net.connection`'s).
 
-Who may open the WebSocket: a request without ``Origin`` (not a browser), one whose ``Origin``
-is this host's own (``http://`` + its ``Host`` header), or one that ``--allow-origin`` names.
-Others are refused with 403. When the listener is bound to a loopback address, the ``Host``
-header must name a loopback host too (``localhost``, ``127.x.y.z``, ``[::1]``), so a page of
-another site that has its name resolve to 127.0.0.1 (DNS rebinding) is not same-origin.
+Who may open the WebSocket (:func:`origin_allowed`): a request without ``Origin`` (not a
+browser), one whose ``Origin`` is a configured one (``--allow-origin``, or the origin of
+``--public-url``), or one whose ``Origin`` is this host's own page on a loopback name
+(``http://`` + its ``Host`` header, when that names ``localhost``, ``127.x.y.z`` or ``[::1]``).
+Others are refused with 403. An ``Origin`` that merely equals the ``Host`` header of another
+name is never enough: a page of any site can have its name resolve to this host (DNS
+rebinding), and its requests then carry its own name as ``Host``. So a host whose pages are
+reached by a name other than a loopback one needs ``--public-url`` (or ``--allow-origin``) for
+its own pages to open the WebSocket. When the listener is bound to a loopback address, the
+``Host`` header must also name a loopback host, or ``--public-url``'s host (a reverse proxy in
+front that passes the public name on).
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ from wsproto.events import (
 )
 from wsproto.utilities import LocalProtocolError
 
+from host.table.lobby import AddressSlots, address_key
 from protocol.replies import PingPush
 
 __all__ = [
@@ -61,6 +70,7 @@ __all__ = [
     "MAX_HTTP_PER_PEER",
     "WebSocketStream",
     "origin_allowed",
+    "origin_of",
     "serve_http",
     "static_files",
 ]
@@ -71,13 +81,16 @@ MAX_HEAD = 16 * 1024
 """The largest HTTP request head read, in bytes (a larger one is answered 431)."""
 
 MAX_HTTP = 64
-"""Requests being read or answered at once (a WebSocket counts until its handshake is done,
-then ``--max-connections`` holds); one more connection is closed unanswered."""
+"""The default of ``--max-http-requests``: requests being read or answered at once (a
+WebSocket counts until its handshake is done, then ``--max-connections`` holds)."""
 
-MAX_HTTP_PER_PEER = 16
-"""Of those, requests from one peer address (an IPv6 one's /64) at most: one client that begins
-heads and never ends them (slowloris) cannot take every slot; more from it are closed
-unanswered while the others are served."""
+MAX_HTTP_PER_PEER = 8
+"""The default of ``--max-http-requests-per-address``: of those, requests from one peer
+address (an IPv6 address's /64) at most, loopback exempt unless ``--address-limit-loopback``.
+More from it are closed unanswered; and when every slot is held, a request from an address that
+holds fewer than the busiest one takes that address's oldest slot (that request is closed
+unanswered). So neither one address that begins heads and never ends them (slowloris) nor a
+few together keep the others out."""
 
 WS_PATH = "/ws"
 
@@ -122,39 +135,69 @@ def _hostname(host_header: str) -> str:
     return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
 
 
+def origin_of(url: str) -> tuple[str, str]:
+    """``(origin, host)`` of a URL such as ``--public-url https://cards.example/``: the origin
+    ``scheme://host[:port]`` (lower case, the scheme's default port left out) and the ``Host``
+    header naming it (``host[:port]``).
+
+    Raises:
+        ValueError: not an ``http://`` or ``https://`` URL with a host name.
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http:// or https:// URL with a host: {url!r}")
+    port = parts.port  # ValueError: a port out of range
+    name = parts.hostname.lower()
+    if ":" in name:  # an IPv6 address
+        name = f"[{name}]"
+    host = name if port is None or port == {"http": 80, "https": 443}[scheme] else f"{name}:{port}"
+    return f"{scheme}://{host}", host
+
+
 def origin_allowed(
-    origin: str | None, host_header: str | None, allowed: frozenset[str], loopback: bool
+    origin: str | None,
+    host_header: str | None,
+    allowed: frozenset[str],
+    loopback: bool,
+    hosts: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether a WebSocket request may be accepted.
 
     Args:
         origin: its ``Origin`` header (None: absent, not a browser).
-        host_header: its ``Host`` header.
-        allowed: origins ``--allow-origin`` names (``scheme://host[:port]``, lower case).
-        loopback: the listener is bound to a loopback address (then ``Host`` must be loopback).
+        host_header: its ``Host`` header (None: absent, refused).
+        allowed: the configured origins (``--allow-origin``, ``--public-url``'s;
+            ``scheme://host[:port]``, lower case).
+        loopback: the listener is bound to a loopback address (then ``Host`` must be a
+            loopback name or one of ``hosts``).
+        hosts: ``Host`` values a loopback listener accepts besides loopback names (lower case:
+            ``--public-url``'s).
+
+    An ``Origin`` equal to ``http://`` + ``Host`` (the host's own page) is accepted only when
+    ``Host`` is a loopback name: any other name could be a rebinding one.
     """
     if host_header is None:
         return False
     host_header = host_header.lower()
-    if loopback and not _is_loopback_name(_hostname(host_header)):
+    local = _is_loopback_name(_hostname(host_header))
+    if loopback and not local and host_header not in hosts:
         return False
     if origin is None:
         return True
     origin = origin.lower().rstrip("/")
-    return origin in allowed or origin == f"http://{host_header}"
+    return origin in allowed or (local and origin == f"http://{host_header}")
 
 
 def _peer(stream: trio.SocketStream) -> str:
-    """The peer address a request counts against (an IPv6 address's /64 network)."""
+    """The peer address a request counts against (:func:`host.table.lobby.address_key`: an
+    IPv6 address's /64 network)."""
     try:
-        address = ipaddress.ip_address(stream.socket.getpeername()[0])
-    except (OSError, ValueError, IndexError, TypeError):
+        return address_key(str(stream.socket.getpeername()[0]))
+    except (OSError, IndexError, TypeError):
         return "?"
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{address}/64", strict=False))
-    return str(address)
 
 
 class WebSocketStream(trio.abc.HalfCloseableStream):
@@ -297,17 +340,39 @@ def schema_file(registry: Any) -> bytes:
 class WebFront:
     """Answers one HTTP listener: static files, and WebSocket connections for ``host``."""
 
-    def __init__(self, host: Any, bind: str, allow_origins: tuple[str, ...]) -> None:
+    def __init__(
+        self, host: Any, bind: str, allow_origins: tuple[str, ...], public_url: str | None = None
+    ) -> None:
         self.host = host
         self.files = static_files()
         self.files["/schema.json"] = (schema_file(host.registry), "application/json")
-        self.allowed = frozenset(o.lower().rstrip("/") for o in allow_origins)
+        allowed = {o.lower().rstrip("/") for o in allow_origins}
+        self.hosts: frozenset[str] = frozenset()
+        if public_url:
+            origin, name = origin_of(public_url)
+            allowed.add(origin)
+            self.hosts = frozenset({name})
+        self.allowed = frozenset(allowed)
         try:
             self.loopback = ipaddress.ip_address(bind).is_loopback
         except ValueError:
             self.loopback = _is_loopback_name(bind)
-        self.busy = 0
-        self.reading: dict[str, int] = {}  # requests being read or answered, per peer
+        if not self.loopback and not self.allowed:
+            log.warning(
+                "websocket_origins_unset",
+                bind=bind,
+                hint="browsers reach this host by a name that is not loopback: only pages of"
+                " --public-url / --allow-origin origins may open the WebSocket",
+            )
+        cfg = host.config
+        self.slots = AddressSlots(
+            getattr(cfg, "max_http_requests_per_address", MAX_HTTP_PER_PEER),
+            getattr(cfg, "max_http_requests", MAX_HTTP),
+            limit_loopback=getattr(cfg, "address_limit_loopback", False),
+            fair=True,
+        )
+        """The requests being read or answered, per peer address (a request's holder is its
+        cancel scope: an evicted one is cancelled)."""
         timeout = host.config.line_timeout
         self.head_timeout = timeout if timeout else 30.0
 
@@ -325,21 +390,22 @@ class WebFront:
 
     async def _handle(self, stream: trio.SocketStream) -> None:
         peer = _peer(stream)
-        if (
-            self.host.shutdown.is_set()
-            or self.busy >= MAX_HTTP
-            or self.reading.get(peer, 0) >= MAX_HTTP_PER_PEER
-        ):
+        if self.host.shutdown.is_set():
+            return
+        scope = trio.CancelScope()
+        granted, evicted = self.slots.acquire(peer, scope)
+        if not granted:
+            log.debug("http_request_refused", peer=peer, held=self.slots.held(peer))
             return  # closed unanswered: too many requests being read or served at once
-        self.busy += 1
-        self.reading[peer] = self.reading.get(peer, 0) + 1
+        if evicted is not None:
+            log.debug("http_request_evicted", peer=peer)
+            evicted.cancel()  # type: ignore[attr-defined]  # its connection is closed unanswered
+        got = None
         try:
-            got = await self._request(stream)
+            with scope:
+                got = await self._request(stream)
         finally:
-            self.busy -= 1
-            self.reading[peer] -= 1
-            if not self.reading[peer]:
-                del self.reading[peer]
+            self.slots.release(peer, scope)
         if got is not None:  # a WebSocket: from here on the host's connection limits hold
             await self.host.handle(got)
 
@@ -365,9 +431,11 @@ class WebFront:
             return None  # timed out, or closed
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
         target = event.target.decode("latin-1").split("?", 1)[0]
-        if "websocket" in headers.get("upgrade", "").lower():
-            return await self._websocket(stream, bytes(raw), target, headers)
-        await self._file(stream, conn, event.method, target)
+        # the answer too has its time: a client that does not read must not keep the slot
+        with trio.move_on_after(self.head_timeout):
+            if "websocket" in headers.get("upgrade", "").lower():
+                return await self._websocket(stream, bytes(raw), target, headers)
+            await self._file(stream, conn, event.method, target)
         return None
 
     async def _file(
@@ -427,7 +495,7 @@ class WebFront:
             return None
         origin = headers.get("origin")
         if target != WS_PATH or not origin_allowed(
-            origin, headers.get("host"), self.allowed, self.loopback
+            origin, headers.get("host"), self.allowed, self.loopback, self.hosts
         ):
             status, why = (404, b"not found\n") if target != WS_PATH else (403, b"origin refused\n")
             if status == 403:
@@ -449,6 +517,7 @@ async def serve_http(
     bind: str,
     allow_origins: tuple[str, ...],
     conns: trio.Nursery,
+    public_url: str | None = None,
     *,
     task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -456,7 +525,7 @@ async def serve_http(
     ``task_status.started`` with the listeners. Handlers run in ``conns``. A worker of
     ``serve --workers`` listens with ``SO_REUSEPORT``, as on its TCP port, so every worker
     serves the one HTTP port."""
-    front = WebFront(host, bind, allow_origins)
+    front = WebFront(host, bind, allow_origins, public_url)
     async with trio.open_nursery() as nursery:
         if getattr(host.config, "reuse_port", False):  # one of several workers on one port
             from host.net.workers import reuse_port_listeners

@@ -183,7 +183,7 @@ async function joinSession(c, sid, name) {
 // ---- table ------------------------------------------------------------------------------------
 function tablePage(sid, watching) {
   const held = watching ? null : tokens.get(sid);
-  const me = held ? held.seat : null;
+  let me = held ? held.seat : null; // null once another connection resumes the seat
   document.title = `gamehost: ${watching ? "watching" : "playing"} ${sid}`;
   const t = {
     sid, me, watching: me === null, snap: null, legal: [], turnSeq: null, events: [], viewAsked: false, stopped: false,
@@ -211,6 +211,17 @@ function tablePage(sid, watching) {
     } else if (p.push === "ended") {
       t.legal = [];
       askView();
+    } else if (p.push === "detached") {
+      // another tab or device resumed this seat (last resume wins): this page no longer plays it
+      me = null;
+      t.detached = true;
+      t.me = null;
+      t.watching = true;
+      t.legal = [];
+      say(p.reason === "resumed"
+        ? "this seat was resumed on another connection (another tab or device): this page only watches now"
+        : "this connection no longer holds the seat", "error");
+      draw();
     } else if (p.push === "closed") {
       say(`the host closed the connection: ${p.reason}`, "error");
     }
@@ -278,7 +289,7 @@ function tablePage(sid, watching) {
     info.dataset.seq = String(s.seq);
     clear(info).append(
       el("h2", {}, `${s.game} \u00b7 `, el("code", {}, s.session)),
-      el("p", { id: "role" }, me === null ? "You are watching." : `You are seat ${me}, ${seatName(s.seats, me)}.`),
+      el("p", { id: "role" }, me === null ? (t.detached ? "This seat is played on another connection; you are watching." : "You are watching.") : `You are seat ${me}, ${seatName(s.seats, me)}.`),
       el("p", { id: "state", class: s.ended ? "ended" : "" },
         s.ended ? (s.aborted ? `Over: ended by the host (${s.aborted}).` : "The game is over.")
           : !s.started ? "Waiting for players\u2026"
@@ -297,6 +308,8 @@ function tablePage(sid, watching) {
     const e = p.event || {};
     if (p.kind === "action") return `#${p.seq} ${who(e.seat)}: ${describeAction(e.action)}${e.timed_out ? " (timed out: played by the host)" : ""}`;
     if (p.kind === "seat_taken") return `#${p.seq} seat ${e.seat} taken by ${e.name}${e.bot ? " (bot)" : ""}`;
+    if (p.kind === "seat_held") return `#${p.seq} ${who(e.seat)} is back`;
+    if (p.kind === "seat_released") return `#${p.seq} ${who(e.seat)} left (${e.reason || "left"})`;
     if (p.kind === "ended") return `#${p.seq} the game is over`;
     const parts = Object.entries(e).filter(([k]) => k !== "type").map(([k, v]) => `${k}=${fmt(v)}`);
     return `#${p.seq} ${e.type || p.kind} ${parts.join(" ")}`;

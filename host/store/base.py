@@ -26,6 +26,12 @@ Shared rules (the contract):
   record brings its own. A record is stored as ``{"seq", "ts", **record}`` in that key order and
   read back (``load``, ``read``) as new dicts equal to what was written, JSON-encoded by orjson
   (``TypeError`` for what it cannot encode, before anything is stored).
+- **Checksums.** Every record is stored with the CRC32C of its canonical bytes (the orjson
+  encoding of ``{"seq", "ts", **record}``, :func:`encode_bodies`): in a log file as the line's
+  first key, ``{"crc":"<8 hex>",...`` (:func:`frame`), in PostgreSQL in a ``crc`` column. Every
+  ``load`` and ``read`` checks it: a record that does not match is a :class:`CorruptLog` naming
+  its seq (``session_damaged``). Records written before checksums (a file line that starts
+  ``{"seq":``, a row whose ``crc`` is null) are accepted unchecked; new appends always carry one.
 - **Expected seq.** An append names the seq its first record must have: the log's length. Any
   other value, records whose seqs are not gapless from it, or a session that is not *open* in
   this store object is a :class:`Conflict` and writes nothing. A session is open once this store
@@ -57,6 +63,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
+import crc32c
 import orjson
 import trio
 
@@ -64,6 +71,7 @@ from host.errors import BadHeader, BadSessionId, LogError
 from host.game import seed_commitment
 
 __all__ = [
+    "CHECKSUM_KEY",
     "HEADER_FIELDS",
     "Conflict",
     "CorruptLog",
@@ -72,13 +80,26 @@ __all__ = [
     "StoreStatistics",
     "UnknownSession",
     "WriterThreadStore",
+    "body_of",
     "check_append",
+    "check_record",
     "check_seqs",
+    "checksum",
     "creation_records",
+    "decode_line",
+    "decode_row",
+    "encode_bodies",
     "encode_lines",
+    "frame",
     "now_ts",
 ]
 
+CHECKSUM_KEY = "crc"
+"""The key of a log line's checksum (first in the line); no record may have it."""
+_SUMMED = b'{"crc":"'  # how a checksummed line starts
+_UNSUMMED = b'{"seq":'  # how a line written before checksums starts
+_BODY = len(b'{"crc":"12345678",')  # where the rest of the canonical bytes starts in a line
+_OPEN = crc32c.crc32c(b"{")  # the CRC32C of the canonical bytes' opening brace
 _SESSION_ID = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
 HEADER_FIELDS = ("game", "options", "seats", "seed", "seed_commitment")
 """Fields every header record must have (``host.table.engine`` writes more)."""
@@ -212,18 +233,127 @@ def check_seqs(records: list[dict[str, Any]], first: int) -> None:
             raise Conflict(f"record {i} has seq {rec.get('seq')}, wanted {first + i}")
 
 
-def encode_lines(records: list[dict[str, Any]]) -> list[bytes]:
-    """The log lines of records appended together: ``{"seq", "ts", **record}`` each, one
-    timestamp for all (a record's own ``ts`` wins).
+def encode_bodies(records: list[dict[str, Any]]) -> list[bytes]:
+    """The canonical bytes of records appended together: ``{"seq", "ts", **record}`` each as
+    orjson writes it (no newline), one timestamp for all (a record's own ``ts`` wins). Their
+    CRC32C is the record's checksum (:func:`checksum`).
 
     Raises:
-        TypeError: a record JSON cannot hold.
+        TypeError: a record JSON cannot hold, or one with a key ``crc`` (the store's own).
     """
     ts = now_ts()
-    return [
-        orjson.dumps({"seq": r["seq"], "ts": ts, **r}, option=orjson.OPT_APPEND_NEWLINE)
-        for r in records
-    ]
+    out = []
+    for r in records:
+        if CHECKSUM_KEY in r:
+            raise TypeError(f"record {r.get('seq')!r}: the key {CHECKSUM_KEY!r} is the store's")
+        out.append(orjson.dumps({"seq": r["seq"], "ts": ts, **r}))
+    return out
+
+
+def checksum(body: bytes) -> int:
+    """The CRC32C (Castagnoli, as iSCSI and ext4 use it; hardware-accelerated by the ``crc32c``
+    package) of a record's canonical bytes, an unsigned 32-bit int."""
+    return crc32c.crc32c(body)
+
+
+def frame(body: bytes, crc: int | None = None) -> bytes:
+    """The log line of a record's canonical bytes: ``{"crc":"<8 hex digits>",`` then the bytes
+    after their opening brace, then a newline, e.g. ``{"crc":"1f2e3d4c","seq":3,...}\n``.
+
+    Args:
+        body: the canonical bytes (:func:`encode_bodies`).
+        crc: the checksum to write (a stored one, e.g. a database row's, so a copy keeps what
+            was stored); default: :func:`checksum` of ``body``.
+    """
+    return b'{"crc":"%08x",%b\n' % (checksum(body) if crc is None else crc, body[1:])
+
+
+def encode_lines(records: list[dict[str, Any]]) -> list[bytes]:
+    """The log lines of records appended together (:func:`encode_bodies`, each made a line by
+    :func:`frame`): what a log file holds.
+
+    Raises:
+        TypeError: see :func:`encode_bodies`.
+    """
+    return [frame(body) for body in encode_bodies(records)]
+
+
+def body_of(line: bytes) -> bytes:
+    """A log line's canonical bytes (without its newline): the line without its checksum, or
+    the line itself if it has none. Unchecked (see :func:`decode_line`)."""
+    line = line.rstrip(b"\n")
+    if line.startswith(_SUMMED):
+        return b"{" + line[_BODY:]
+    return line
+
+
+def decode_line(where: Path, seq: int, data: bytes, start: int = 0, end: int | None = None) -> Any:
+    """The JSON value of the log line ``data[start:end]`` (no newline), checked against its
+    checksum if it carries one; ``crc`` is taken out of the record.
+
+    A line is either checksummed (it starts with ``{"crc":"``: its 8 lowercase hex digits must
+    be the CRC32C of the rest as :func:`frame` wrote it) or written before checksums (it starts
+    with ``{"seq":``, as every line the store wrote then did), accepted unchecked. The two
+    beginnings differ in at least six bits, so no single flipped bit turns one into the other.
+
+    Raises:
+        CorruptLog: the checksum does not match, the line starts with neither, or it is not JSON.
+    """
+    end = len(data) if end is None else end
+    view = memoryview(data)[start:end]
+    if data.startswith(_SUMMED, start, end):
+        want = b"%08x" % crc32c.crc32c(view[_BODY:], _OPEN)
+        if end - start <= _BODY or view[_BODY - 2 : _BODY] != b'",' or view[8:16] != want:
+            raise CorruptLog(where, seq, "the record does not match its checksum")
+        try:
+            rec = orjson.loads(view)
+            del rec[CHECKSUM_KEY]
+        except (orjson.JSONDecodeError, KeyError, TypeError):  # a line that matches by chance
+            raise CorruptLog(where, seq, "the record is not a JSON object") from None
+        return rec
+    if not data.startswith(_UNSUMMED, start, end):
+        raise CorruptLog(where, seq, "the line starts with neither a checksum nor a seq")
+    try:
+        return orjson.loads(view)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptLog(where, seq, f"the record is not JSON ({exc})") from None
+
+
+def decode_row(where: Path, seq: int, line: str, crc: int | None) -> Any:
+    """The JSON value of a stored record's canonical text, checked against ``crc`` (None: a row
+    written before checksums, unchecked) — the PostgreSQL store's form of :func:`decode_line`.
+
+    Raises:
+        CorruptLog: the checksum does not match, or the text is not JSON.
+    """
+    body = line.encode()
+    if crc is not None and checksum(body) != crc:
+        raise CorruptLog(where, seq, "the record does not match its checksum")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptLog(where, seq, f"the record is not JSON ({exc})") from None
+
+
+def check_record(where: Path, seq: int, rec: Any) -> dict[str, Any]:
+    """``rec`` (a decoded line) if it may stand at ``seq`` of a log: a JSON object with that
+    int ``seq`` and a str ``type``, a valid header at seq 0 and no header elsewhere.
+
+    Raises:
+        CorruptLog: naming ``where`` and ``seq``.
+    """
+    if not isinstance(rec, dict):
+        raise CorruptLog(where, seq, "the record is not a JSON object")
+    got = rec.get("seq")
+    if type(got) is not int or got != seq:
+        raise CorruptLog(where, seq, f"found seq {got!r} where seq {seq} belongs (a gap)")
+    if not isinstance(rec.get("type"), str):
+        raise CorruptLog(where, seq, "the record has no type")
+    if seq == 0:
+        _check_header(where, rec)
+    elif rec["type"] == "header":
+        raise CorruptLog(where, seq, "a second header record")
+    return rec
 
 
 def creation_records(

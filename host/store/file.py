@@ -50,11 +50,18 @@ from what ``load`` returns, not from what it meant to write.
 Optimistic concurrency: an append names the seq it expects to write first; any other value is a
 :class:`Conflict`, never an overwrite.
 
-Damage: loading tells a torn tail from a damaged log. Only a torn *last* line (no newline at its
-end, or not JSON) is dropped — truncated in place, with a warning, when repairing; it was never
-acknowledged. Anything else raises :class:`CorruptLog` naming the file and the seq: an empty file,
-a first record that is not a valid header (its ``seed`` must hash to its ``seed_commitment``), a
-bad line before the last one, a seq out of order. :func:`fold_log` does the same for records that
+Checksums: each line is ``{"crc":"<8 hex digits>",`` followed by the rest of the record's
+canonical bytes, the CRC32C of which the digits are (see ``host.store.base``: one JSON object per
+line still, ``crc`` always its first key). Every read checks it; a line that starts ``{"seq":``
+was written before checksums and is accepted unchecked.
+
+Damage: loading tells a torn tail from a damaged log. Only a torn *last* line — no newline at its
+end, or (as before checksums) a last line that is not JSON and does not start with a checksum —
+is dropped: truncated in place, with a warning, when repairing; it was never acknowledged.
+Anything else raises :class:`CorruptLog` naming the file and the seq: an empty file, a record
+that does not match its checksum, a line that starts with neither a checksum nor a seq, a first
+record that is not a valid header (its ``seed`` must hash to its ``seed_commitment``), a bad line
+before the last one, a seq out of order. :func:`fold_log` does the same for records that
 read but do not fold (an unknown card, an inconsistent record).
 
 Links: logs are opened without following symbolic links and must be regular files; anything else
@@ -89,16 +96,18 @@ from host.errors import BadSessionId
 from host.store.base import (
     _SESSION_ID,
     _STOP,
+    _SUMMED,
     Conflict,
     CorruptLog,
     StoreClosed,
     StoreStatistics,
     UnknownSession,
     WriterThreadStore,
-    _check_header,
     check_append,
+    check_record,
     check_seqs,
     creation_records,
+    decode_line,
     encode_lines,
 )
 
@@ -109,8 +118,11 @@ __all__ = [
     "DataDirInUse",
     "FileStore",
     "FsyncMode",
+    "LogScan",
     "fold_log",
     "read_log",
+    "scan_bytes",
+    "scan_log",
 ]
 
 FsyncMode = Literal["always", "batch", "never"]
@@ -217,12 +229,93 @@ def _truncate(path: Path, size: int) -> None:
         os.close(fd)
 
 
-def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
-    """Read a session log, telling a torn tail from damage.
+@attrs.frozen
+class LogScan:
+    """What :func:`scan_log` found in a log file.
 
-    Only a torn last line — no newline at its end, or not JSON — is dropped (an append the crash
-    cut short, never acknowledged); with ``repair`` it is also truncated from the file, durably.
-    Links are not followed.
+    Attributes:
+        records: the records in order, as dicts (``crc`` taken out).
+        torn_at: the byte offset of a torn last line (dropped), or None.
+        unchecked: how many records carry no checksum (written before checksums).
+    """
+
+    records: list[dict[str, Any]]
+    torn_at: int | None
+    unchecked: int
+
+
+def scan_log(path: Path, repair: bool = False) -> LogScan:
+    """Read a session log, telling a torn tail from damage (see :func:`read_log`), and say what
+    it found.
+
+    Raises:
+        CorruptLog, OSError: as :func:`read_log`.
+    """
+    scan = scan_bytes(path, _read_all(path))
+    if repair and scan.torn_at is not None:
+        _truncate(path, scan.torn_at)
+    return scan
+
+
+def scan_bytes(path: Path, data: bytes) -> LogScan:
+    """:func:`scan_log` of a log's bytes ``data`` (``path`` names it in errors and warnings).
+
+    Raises:
+        CorruptLog: as :func:`read_log`.
+    """
+    if not data:
+        raise CorruptLog(path, 0, "the file is empty (no header record)")
+    records: list[dict[str, Any]] = []
+    pos = 0
+    torn = False
+    unchecked = 0
+    size = len(data)
+    while pos < size:
+        seq = len(records)
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            torn = True
+            break
+        try:
+            rec = decode_line(path, seq, data, pos, nl)
+        except CorruptLog as exc:
+            if nl == size - 1 and _torn_line(data[pos:nl]):
+                torn = True
+                break
+            raise CorruptLog(path, seq, f"the line at byte {pos}: {exc.message}") from None
+        if not data.startswith(_SUMMED, pos, nl):
+            unchecked += 1
+        records.append(check_record(path, seq, rec))
+        pos = nl + 1
+    if torn:
+        if not records:
+            raise CorruptLog(path, 0, "no complete header record (only a torn line)")
+        log.warning("torn_tail", path=str(path), offset=pos, dropped=size - pos)
+    return LogScan(records, pos if torn else None, unchecked)
+
+
+def _torn_line(line: bytes) -> bool:
+    """Whether a last line that ends with a newline but does not decode is a torn append (as
+    logs before checksums were told): it is not JSON and does not start as a checksummed line
+    (one that does is damage, as anywhere else)."""
+    if line.startswith(_SUMMED):
+        return False
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
+def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+    """Read a session log, telling a torn tail from damage, checking every record's checksum.
+
+    Only a torn last line is dropped (an append the crash cut short, never acknowledged): one
+    with no newline at its end, or — as logs were read before checksums — a last line that is
+    not JSON and does not start with a checksum. With ``repair`` it is also truncated from the
+    file, durably. Every other line must decode (:func:`host.store.base.decode_line`): a
+    checksummed line must match its checksum, a line without one (written before checksums)
+    must start ``{"seq":``. Links are not followed.
 
     Args:
         path: the ``.jsonl`` file.
@@ -230,54 +323,17 @@ def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
             is just skipped.
 
     Returns:
-        The records in order, as dicts (each with an int ``seq`` and a str ``type``); the first
-        is a header whose ``seed`` matches its ``seed_commitment``.
+        The records in order, as dicts (each with an int ``seq`` and a str ``type``, without
+        ``crc``); the first is a header whose ``seed`` matches its ``seed_commitment``.
 
     Raises:
         CorruptLog: naming the file and seq: an empty file or one with no complete header, a
-            first record that is not a valid header, a bad line before the last one, a seq out
-            of order, a second header; or ``path`` is a link or not a regular file.
+            record that does not match its checksum, a first record that is not a valid
+            header, a bad line before the last one, a seq out of order, a second header; or
+            ``path`` is a link or not a regular file.
         OSError: the file cannot be read.
     """
-    data = _read_all(path)
-    if not data:
-        raise CorruptLog(path, 0, "the file is empty (no header record)")
-    records: list[dict[str, Any]] = []
-    pos = 0
-    torn = False
-    while pos < len(data):
-        seq = len(records)
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            torn = True
-            break
-        try:
-            rec = orjson.loads(data[pos:nl])
-        except orjson.JSONDecodeError as exc:
-            if nl == len(data) - 1:
-                torn = True
-                break
-            raise CorruptLog(path, seq, f"the line at byte {pos} is not JSON ({exc})") from None
-        if not isinstance(rec, dict):
-            raise CorruptLog(path, seq, f"the line at byte {pos} is not a JSON object")
-        got = rec.get("seq")
-        if type(got) is not int or got != seq:
-            raise CorruptLog(path, seq, f"found seq {got!r} where seq {seq} belongs (a gap)")
-        if not isinstance(rec.get("type"), str):
-            raise CorruptLog(path, seq, "the record has no type")
-        if seq == 0:
-            _check_header(path, rec)
-        elif rec["type"] == "header":
-            raise CorruptLog(path, seq, "a second header record")
-        records.append(rec)
-        pos = nl + 1
-    if torn:
-        if not records:
-            raise CorruptLog(path, 0, "no complete header record (only a torn line)")
-        log.warning("torn_tail", path=str(path), offset=pos, dropped=len(data) - pos)
-        if repair:
-            _truncate(path, pos)
-    return records
+    return scan_log(path, repair).records
 
 
 def fold_log(path: Path | str, engine: Engine, records: Sequence[Record]) -> SessionState:
@@ -637,23 +693,16 @@ class FileStore(WriterThreadStore):
         lines = data.split(b"\n")
         out: list[dict[str, Any]] = []
         for i, seq in enumerate(range(first, stop)):
+            line = lines[i] if i < len(lines) else b""
             try:
-                rec = orjson.loads(lines[i])
-            except (orjson.JSONDecodeError, IndexError) as exc:
-                if seq == idx.count - 1:  # a torn last line ending in a newline: dropped
+                rec = decode_line(path, seq, line)
+            except CorruptLog:
+                # as read_log: a last line that is not JSON and carries no checksum is an
+                # append a crash cut short (never acknowledged): dropped
+                if seq == idx.count - 1 and not line.startswith(_SUMMED):
                     break
-                raise CorruptLog(path, seq, f"the record is not JSON ({exc})") from None
-            if not isinstance(rec, dict):
-                raise CorruptLog(path, seq, "the record is not a JSON object")
-            got = rec.get("seq")
-            if type(got) is not int or got != seq:
-                raise CorruptLog(path, seq, f"found seq {got!r} where seq {seq} belongs (a gap)")
-            if not isinstance(rec.get("type"), str):
-                raise CorruptLog(path, seq, "the record has no type")
-            if seq == 0:
-                _check_header(path, rec)
-            elif rec["type"] == "header":
-                raise CorruptLog(path, seq, "a second header record")
+                raise
+            check_record(path, seq, rec)
             out.append(rec)
         return out
 

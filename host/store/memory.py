@@ -3,9 +3,9 @@ durability, for tests and tools (see ``host.store.base`` for the contract)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-import orjson
 import trio
 
 from host.errors import BadSessionId
@@ -17,7 +17,9 @@ from host.store.base import (
     StoreStatistics,
     UnknownSession,
     check_append,
+    check_record,
     creation_records,
+    decode_line,
     encode_lines,
 )
 
@@ -58,18 +60,32 @@ class MemoryStore:
         """Every session in ``logs``, sorted."""
         return sorted(self.logs)
 
+    def _records(self, session: str, lines: list[bytes], first: int) -> list[dict[str, Any]]:
+        """The records of ``lines`` from seq ``first``, checked as a log file's are (checksums,
+        seqs, the header).
+
+        Raises:
+            CorruptLog: naming the first wrong seq.
+        """
+        where = Path(f"memory:{session}")
+        return [
+            check_record(where, seq, decode_line(where, seq, line, 0, len(line.rstrip(b"\n"))))
+            for seq, line in enumerate(lines, first)
+        ]
+
     def load(self, session: str) -> list[dict[str, Any]]:
         """See :meth:`~host.store.base.Store.load`."""
         lines = self._lines(session)
+        records = self._records(session, lines, 0)
         self._next[session] = len(lines)
-        return [orjson.loads(line) for line in lines]
+        return records
 
     async def read(self, session: str, after: int | None = None) -> list[dict[str, Any]]:
         """See :meth:`~host.store.base.Store.read`."""
         await trio.lowlevel.checkpoint()
         lines = self._lines(session)
         start = 0 if after is None else max(after + 1, 0)
-        return [orjson.loads(line) for line in lines[start:]]
+        return self._records(session, lines[start:], start)
 
     async def record_count(self, session: str) -> int:
         """See :meth:`host.store.file.FileStore.record_count`."""
@@ -79,7 +95,8 @@ class MemoryStore:
     async def read_range(self, session: str, first: int, stop: int) -> list[dict[str, Any]]:
         """See :meth:`host.store.file.FileStore.read_range`."""
         await trio.lowlevel.checkpoint()
-        return [orjson.loads(line) for line in self._lines(session)[max(first, 0) : max(stop, 0)]]
+        first, stop = max(first, 0), max(stop, 0)
+        return self._records(session, self._lines(session)[first:stop], first)
 
     def truncate(self, session: str, keep: int) -> None:
         """See :meth:`~host.store.base.Store.truncate`."""

@@ -3,9 +3,12 @@
 Schema (made and migrated by :func:`migrate`, i.e. ``gamehost db init --store URL``; versioned in
 ``gamehost_schema``, one row per migration applied):
 
-- ``gamehost_records(session_id, seq, line)``, primary key ``(session_id, seq)``: one row per
-  record; ``line`` is the exact JSON line a :class:`~host.store.file.FileStore` would write for it,
-  without its newline, so a log exported to a file is byte-equal to one the file store wrote.
+- ``gamehost_records(session_id, seq, line, crc)``, primary key ``(session_id, seq)``: one row per
+  record; ``line`` is the record's canonical bytes (``host.store.base.encode_bodies``: the JSON a
+  :class:`~host.store.file.FileStore` line holds, without its checksum and newline) and ``crc``
+  their CRC32C, so a log exported to a file is byte-equal to one the file store wrote. Every read
+  checks it (a mismatch is :class:`~host.store.base.CorruptLog`, ``session_damaged``). ``crc`` came
+  with migration 2: rows written before it have none (null) and are read unchecked.
 - ``gamehost_sessions(session_id, game, header, last_seq, ended, created_at, updated_at)``: one
   row per session, changed in the same transaction as its records. ``last_seq`` is the seq of
   its last record; ``ended`` is true once a record of type ``ended`` is in the log.
@@ -55,7 +58,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -77,11 +80,13 @@ from host.store.base import (
     StoreStatistics,
     UnknownSession,
     WriterThreadStore,
-    _check_header,
     check_append,
+    check_record,
     check_seqs,
+    checksum,
     creation_records,
-    encode_lines,
+    decode_row,
+    encode_bodies,
 )
 
 __all__ = [
@@ -89,9 +94,10 @@ __all__ = [
     "PostgresStore",
     "SchemaMismatch",
     "StoreUnavailable",
+    "import_log",
     "is_postgres_url",
     "migrate",
-    "parse_lines",
+    "parse_rows",
     "schema_version",
 ]
 
@@ -123,6 +129,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
                 updated_at timestamptz NOT NULL DEFAULT now())""",
             "CREATE INDEX gamehost_sessions_by_game ON gamehost_sessions (game, session_id)",
         ],
+    ),
+    (
+        2,
+        "a crc column in gamehost_records (rows written before it stay unchecked)",
+        ["ALTER TABLE gamehost_records ADD COLUMN crc bigint"],
     ),
 ]
 """Version, what it does, its statements; each runs once, in order, in ``db init``'s
@@ -366,6 +377,7 @@ class _Job:
     create: bool
     first: int  # seq of its first record
     lines: list[str]
+    crcs: list[int]
     ended: bool
     opened: int  # which opening of the session it belongs to (0 for a create)
     done: trio.Event = attrs.field(factory=trio.Event)
@@ -386,9 +398,9 @@ WITH made AS (
     WHERE NOT %(create)s AND session_id = %(s)s AND last_seq = %(first)s - 1
     RETURNING pg_notify('gamehost_log', session_id || ' ' || last_seq)
 )
-INSERT INTO gamehost_records (session_id, seq, line)
-SELECT %(s)s, %(first)s + t.i - 1, t.line
-FROM unnest(%(lines)s::text[]) WITH ORDINALITY AS t(line, i)
+INSERT INTO gamehost_records (session_id, seq, line, crc)
+SELECT %(s)s, %(first)s + t.i - 1, t.line, t.crc
+FROM unnest(%(lines)s::text[], %(crcs)s::bigint[]) WITH ORDINALITY AS t(line, crc, i)
 WHERE EXISTS (SELECT FROM made) OR EXISTS (SELECT FROM moved)
 """
 
@@ -401,6 +413,7 @@ class _Group:
     create: bool
     first: int
     lines: list[str]
+    crcs: list[int]
     ended: bool
     jobs: list[_Job]
 
@@ -416,6 +429,7 @@ class _Group:
             "last": self.first + len(self.lines) - 1,
             "ended": self.ended,
             "lines": self.lines,
+            "crcs": self.crcs,
         }
 
 
@@ -428,10 +442,13 @@ def _groups(jobs: list[_Job]) -> list[_Group]:
         g = last.get(job.session)
         if g is not None and not job.create and g.first + len(g.lines) == job.first:
             g.lines.extend(job.lines)
+            g.crcs.extend(job.crcs)
             g.ended = g.ended or job.ended
             g.jobs.append(job)
             continue
-        g = _Group(job.session, job.create, job.first, list(job.lines), job.ended, [job])
+        g = _Group(
+            job.session, job.create, job.first, list(job.lines), list(job.crcs), job.ended, [job]
+        )
         groups.append(g)
         last[job.session] = g
     groups.sort(key=lambda g: g.session)
@@ -449,33 +466,20 @@ def _own(exc: BaseException) -> BaseException:
     return copy
 
 
-def parse_lines(where: Path, lines: list[str], first: int = 0) -> list[dict[str, Any]]:
-    """Records from a session's lines starting at seq ``first``, checked as a file store checks
-    a log (JSON objects, gapless seqs, a valid header at seq 0, no second header).
+def parse_rows(
+    where: Path, rows: list[tuple[str, int | None]], first: int = 0
+) -> list[dict[str, Any]]:
+    """Records from a session's rows ``(line, crc)`` starting at seq ``first``, checked as a file
+    store checks a log (each against its checksum unless it has none, JSON objects, gapless
+    seqs, a valid header at seq 0, no second header).
 
     Raises:
         CorruptLog: naming the session and the first wrong seq.
     """
-    out: list[dict[str, Any]] = []
-    for i, line in enumerate(lines):
-        seq = first + i
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise CorruptLog(where, seq, f"the record is not JSON ({exc})") from None
-        if not isinstance(rec, dict):
-            raise CorruptLog(where, seq, "the record is not a JSON object")
-        got = rec.get("seq")
-        if type(got) is not int or got != seq:
-            raise CorruptLog(where, seq, f"found seq {got!r} where seq {seq} belongs (a gap)")
-        if not isinstance(rec.get("type"), str):
-            raise CorruptLog(where, seq, "the record has no type")
-        if seq == 0:
-            _check_header(where, rec)
-        elif rec["type"] == "header":
-            raise CorruptLog(where, seq, "a second header record")
-        out.append(rec)
-    return out
+    return [
+        check_record(where, seq, decode_row(where, seq, line, crc))
+        for seq, (line, crc) in enumerate(rows, first)
+    ]
 
 
 class PostgresStore(WriterThreadStore):
@@ -565,9 +569,11 @@ class PostgresStore(WriterThreadStore):
         """Close the idle reading connections (a tool done with a store it never ran)."""
         self._conns.close()
 
-    def read_lines(self, session: str, after: int = -1) -> list[str]:
-        """The stored lines (JSON, no newline) of the session's records with a seq above
-        ``after``, in seq order, unchecked; blocking (for tools: ``export``, ``replay``).
+    def read_rows(self, session: str, after: int = -1) -> list[tuple[str, int | None]]:
+        """The stored rows ``(line, crc)`` of the session's records with a seq above ``after``
+        (``line``: canonical JSON, no newline; ``crc``: its CRC32C, None for a row written before
+        checksums), in seq order, unchecked (see :func:`parse_rows`); blocking (for tools:
+        ``export``, ``replay``, ``check``).
 
         Raises:
             UnknownSession: no such session. ValueError: a bad session id.
@@ -575,29 +581,30 @@ class PostgresStore(WriterThreadStore):
         """
         return self._lines(self._checked(session), after)
 
-    def _lines(self, session: str, after: int) -> list[str]:
-        """The lines of seq above ``after``, in seq order (blocking).
+    def _lines(self, session: str, after: int) -> list[tuple[str, int | None]]:
+        """The rows ``(line, crc)`` of seq above ``after``, in seq order (blocking).
 
         Raises:
             UnknownSession: no such session. StoreUnavailable: the database failed.
         """
 
-        def fetch(conn: psycopg.Connection[Any]) -> list[str] | None:
+        def fetch(conn: psycopg.Connection[Any]) -> list[tuple[str, int | None]] | None:
             rows = conn.execute(
-                "SELECT line FROM gamehost_records WHERE session_id = %s AND seq > %s ORDER BY seq",
+                "SELECT line, crc FROM gamehost_records WHERE session_id = %s AND seq > %s"
+                " ORDER BY seq",
                 [session, after],
             ).fetchall()
             if rows:
-                return [r[0] for r in rows]
+                return [(r[0], r[1]) for r in rows]
             known = conn.execute(
                 "SELECT 1 FROM gamehost_records WHERE session_id = %s LIMIT 1", [session]
             ).fetchone()
             return [] if known else None
 
-        lines = self._conns.run(fetch)
-        if lines is None:
+        rows = self._conns.run(fetch)
+        if rows is None:
             raise UnknownSession(f"no session {session}")
-        return lines
+        return rows
 
     def _exists(self, session: str) -> bool:
         def exists(conn: psycopg.Connection[Any]) -> bool:
@@ -620,7 +627,7 @@ class PostgresStore(WriterThreadStore):
         self._checked(session)
         self._check_idle(session)
         self._next.pop(session, None)
-        records = parse_lines(self.path(session), self._lines(session, -1), 0)
+        records = parse_rows(self.path(session), self._lines(session, -1), 0)
         self._open(session, len(records))
         return records
 
@@ -632,8 +639,8 @@ class PostgresStore(WriterThreadStore):
         """
         self._checked(session)
         start = -1 if after is None else max(after, -1)
-        lines = await trio.to_thread.run_sync(self._lines, session, start)
-        return parse_lines(self.path(session), lines, start + 1)
+        rows = await trio.to_thread.run_sync(self._lines, session, start)
+        return parse_rows(self.path(session), rows, start + 1)
 
     async def record_count(self, session: str) -> int:
         """How many records the session holds (one look at the primary key's index).
@@ -666,23 +673,23 @@ class PostgresStore(WriterThreadStore):
         self._checked(session)
         first = max(first, 0)
 
-        def fetch(conn: psycopg.Connection[Any]) -> list[str] | None:
+        def fetch(conn: psycopg.Connection[Any]) -> list[tuple[str, int | None]] | None:
             rows = conn.execute(
-                "SELECT line FROM gamehost_records WHERE session_id = %s AND seq >= %s"
+                "SELECT line, crc FROM gamehost_records WHERE session_id = %s AND seq >= %s"
                 " AND seq < %s ORDER BY seq",
                 [session, first, stop],
             ).fetchall()
             if rows:
-                return [r[0] for r in rows]
+                return [(r[0], r[1]) for r in rows]
             known = conn.execute(
                 "SELECT 1 FROM gamehost_records WHERE session_id = %s LIMIT 1", [session]
             ).fetchone()
             return [] if known else None
 
-        lines = await trio.to_thread.run_sync(self._conns.run, fetch)
-        if lines is None:
+        rows = await trio.to_thread.run_sync(self._conns.run, fetch)
+        if rows is None:
             raise UnknownSession(f"no session {session}")
-        return parse_lines(self.path(session), lines, first)
+        return parse_rows(self.path(session), rows, first)
 
     def truncate(self, session: str, keep: int) -> None:
         """See :meth:`host.store.base.Store.truncate`: one transaction deletes the later records
@@ -784,7 +791,7 @@ class PostgresStore(WriterThreadStore):
         records = creation_records(session, records)
         check_seqs(records, 0)
         try:
-            lines = [line[:-1].decode() for line in encode_lines(records)]
+            bodies = encode_bodies(records)
         except TypeError:
             if await trio.to_thread.run_sync(self._exists, session):
                 raise Conflict(f"session {session} exists") from None
@@ -792,7 +799,8 @@ class PostgresStore(WriterThreadStore):
         if self._pending.get(session):
             raise Conflict(f"session {session} is being created")
         ended = any(r.get("type") == "ended" for r in records)
-        await self._write(_Job(session, True, 0, lines, ended, 0))
+        lines, crcs = [b.decode() for b in bodies], [checksum(b) for b in bodies]
+        await self._write(_Job(session, True, 0, lines, crcs, ended, 0))
         self._open(session, len(records))
         self._held.add(session)
 
@@ -813,12 +821,14 @@ class PostgresStore(WriterThreadStore):
         check_append(self._next.get(session), session, expected_seq, records)
         if not records:
             return
-        lines = [line[:-1].decode() for line in encode_lines(records)]
+        bodies = encode_bodies(records)
+        lines, crcs = [b.decode() for b in bodies], [checksum(b) for b in bodies]
         ended = any(r.get("type") == "ended" for r in records)
         self._next[session] = expected_seq + len(records)
         self._held.add(session)
         self._n_records += len(records)
-        await self._write(_Job(session, False, expected_seq, lines, ended, self._opened[session]))
+        opened = self._opened[session]
+        await self._write(_Job(session, False, expected_seq, lines, crcs, ended, opened))
 
     def follow(self, session: str, next_seq: int) -> None:
         """Open ``session`` for appends at ``next_seq`` without reading it: the caller has
@@ -998,3 +1008,100 @@ class PostgresStore(WriterThreadStore):
                 else:
                     for job in group.jobs:
                         job.error = None
+
+
+# -- import --------------------------------------------------------------------------------------
+def import_log(
+    url: str, session: str, batches: Iterable[list[str]], *, connect_timeout: float = 5.0
+) -> int:
+    """Create ``session`` from its log lines, given in batches, all in one transaction on a
+    connection of its own (``gamehost import``): the session row first (so an existing session
+    is refused before anything is sent), then one ``COPY`` per batch, then the row's
+    ``last_seq`` and ``ended`` and the notice, and ``COMMIT``. Nothing is visible to anyone
+    else before the commit; a failure anywhere (the database, or the iteration of ``batches``
+    raising) leaves nothing of it.
+
+    While the caller makes the next batch the connection is idle in its transaction, which the
+    server allows for ``idle_in_transaction_session_timeout`` (:data:`IDLE_IN_TRANSACTION`,
+    10 s, unless the URL sets ``options``): a batch must take well under that to make. An
+    importer frozen between batches so loses its transaction instead of holding it open.
+
+    Args:
+        url: the database. session: the session id.
+        batches: lists of lines (JSON, no newline), in seq order from seq 0, already checked
+            to be the session's log (the first line its header); an empty list is skipped.
+        connect_timeout: seconds the connection attempt may take.
+
+    Returns:
+        The number of records written.
+
+    Raises:
+        Conflict: the session exists (nothing written).
+        ValueError: ``batches`` holds no line.
+        StoreUnavailable: the database failed or the connection was lost, naming the seq the
+            import had reached (nothing committed; if during ``COMMIT``, ``load`` tells).
+        Whatever iterating ``batches`` raises (nothing written).
+    """
+    conn = _connect(url, connect_timeout)
+    seq = 0
+    step = "the import"
+    timeout = "?"
+    ended = False
+    try:
+        row = conn.execute("SHOW idle_in_transaction_session_timeout").fetchone()
+        timeout = str(row[0]) if row else timeout
+        with conn.transaction():
+            for lines in batches:
+                if not lines:
+                    continue
+                if seq == 0:
+                    header = orjson.loads(lines[0])
+                    made = conn.execute(
+                        "INSERT INTO gamehost_sessions (session_id, game, header, last_seq)"
+                        " VALUES (%s, %s, %s, -1) ON CONFLICT (session_id) DO NOTHING RETURNING 1",
+                        [session, header.get("game"), lines[0]],
+                    ).fetchone()
+                    if made is None:
+                        raise Conflict(f"session {session} exists")
+                with (
+                    conn.cursor() as cur,
+                    cur.copy(
+                        "COPY gamehost_records (session_id, seq, line, crc) FROM STDIN"
+                    ) as copy,
+                ):
+                    for line in lines:
+                        copy.write_row((session, seq, line, checksum(line.encode())))
+                        seq += 1
+                        ended = ended or ('"type":"ended"' in line and _is_ended(line))
+            if seq == 0:
+                raise ValueError(f"session {session}: no records to import")
+            conn.execute(
+                "UPDATE gamehost_sessions SET last_seq = %s, ended = %s, updated_at = now()"
+                " WHERE session_id = %s RETURNING pg_notify('gamehost_log',"
+                " session_id || ' ' || last_seq)",
+                [seq - 1, ended, session],
+            )
+            step = "COMMIT"
+    except psycopg.Error as exc:
+        if step == "COMMIT":
+            raise StoreUnavailable(
+                f"the database failed during COMMIT of session {session} ({seq} records):"
+                f" {_first_line(exc)}; it may or may not have been committed"
+            ) from exc
+        hint = (
+            f" (the connection was lost; the server ends a transaction idle for longer than its"
+            f" idle_in_transaction_session_timeout, {timeout}: a smaller batch is made sooner)"
+            if conn.broken
+            else ""
+        )
+        raise StoreUnavailable(
+            f"the database failed importing session {session} at seq {seq}:"
+            f" {_first_line(exc)}{hint}; nothing of it was committed"
+        ) from exc
+    finally:
+        conn.close()
+    return seq
+
+
+def _is_ended(line: str) -> bool:
+    return orjson.loads(line).get("type") == "ended"

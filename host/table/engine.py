@@ -90,6 +90,11 @@ _SCALARS = frozenset({str, int, bool, float, type(None)})
 KNOWN_GOOD_MAX = 4096
 """How many checked actions and events an engine remembers (an equal value with the same JSON
 text is not structured again; the set is emptied when full)."""
+KNOWN_GOOD_BYTES = 512
+"""Only values whose JSON is at most this many bytes are remembered as known good: the small,
+repeated ones (a card played, a draw) that the cache is for. A large one (a deal: the whole
+shoe) is checked each time, so the cache holds at most about 2 MiB and keeps nothing of a
+finished session's big events alive."""
 
 __all__ = [
     "LOG_FORMAT",
@@ -283,7 +288,7 @@ class Engine:
                 f"the {kind} {tag_of(cls)!r} reads back from its wire form as {back!r},"
                 f" not as {obj!r}",
             )
-        if key is not None:
+        if key is not None and len(text) <= KNOWN_GOOD_BYTES:
             if len(self._known_good) >= KNOWN_GOOD_MAX:
                 self._known_good.clear()
             self._known_good.add(key)

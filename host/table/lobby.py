@@ -1,4 +1,5 @@
-"""The lobby's decisions, with no I/O: what a ``create`` writes, and who may create.
+"""The lobby's decisions, with no I/O: what a ``create`` writes, who may create, and how many
+connections and HTTP requests one address may hold (:class:`AddressSlots`).
 
 ``host.net.server.Host`` carries these out (the store's create, the reply); the rules live here
 so they are tested without a socket and read in one place.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import ipaddress
 import math
+from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Any
 
 import attrs
@@ -17,7 +20,14 @@ from host.table.core import format_ts
 from host.table.engine import Engine, Record, SessionState
 from protocol.messages import ErrorCode, ProtocolError
 
-__all__ = ["CreateLimiter", "NewSession", "is_loopback", "plan_create"]
+__all__ = [
+    "AddressSlots",
+    "CreateLimiter",
+    "NewSession",
+    "address_key",
+    "is_loopback",
+    "plan_create",
+]
 
 log = structlog.get_logger("gamehost.server")
 
@@ -134,3 +144,102 @@ def is_loopback(address: str) -> bool:
         return ipaddress.ip_address(address).is_loopback
     except ValueError:
         return False
+
+
+def address_key(address: str) -> str:
+    """The address a peer counts as for the per-address limits: an IPv4 address as it is (an
+    IPv4-mapped IPv6 one as its IPv4 address), an IPv6 address as its /64 network (one
+    subscriber's share, which it can fill with addresses at will; ``::1`` stays itself),
+    anything else as it is."""
+    try:
+        ip = ipaddress.ip_address(address.strip("[]"))
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        if not ip.is_loopback:
+            return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
+class AddressSlots:
+    """Slots (connections, HTTP requests) held per peer address, with no I/O.
+
+    Args:
+        per_address: slots one address may hold at once (None or 0: no limit per address).
+        total: slots all addresses may hold at once (None: no limit here; the caller may cap
+            the total itself).
+        limit_loopback: hold loopback addresses (:func:`is_loopback`) to ``per_address`` too;
+            off, they have no per-address limit (they still count towards ``total``).
+        fair: when ``total`` slots are held, a new holder from an address that holds fewer
+            than the address holding the most (by more than one) takes the slot of that
+            address's oldest holder, which the caller then ends (:meth:`acquire` names it).
+            So a few addresses that fill every slot (slowloris) cannot keep out one more:
+            they are pushed back to their fair share.
+
+    Addresses are counted as given: pass them through :func:`address_key`.
+    """
+
+    def __init__(
+        self,
+        per_address: int | None,
+        total: int | None = None,
+        *,
+        limit_loopback: bool = False,
+        fair: bool = False,
+    ) -> None:
+        self.per_address = per_address or None
+        self.total = total
+        self.limit_loopback = limit_loopback
+        self.fair = fair
+        self._held: dict[str, OrderedDict[Hashable, None]] = {}  # address -> holders, oldest first
+        self._count = 0
+
+    def __len__(self) -> int:
+        """Slots held now, over every address."""
+        return self._count
+
+    def held(self, address: str) -> int:
+        """Slots ``address`` holds now."""
+        return len(self._held.get(address, ()))
+
+    def limited(self, address: str) -> bool:
+        """Whether ``address`` is held to ``per_address``."""
+        return self.per_address is not None and (self.limit_loopback or not is_loopback(address))
+
+    def acquire(self, address: str, holder: Hashable) -> tuple[bool, Hashable | None]:
+        """Take a slot for ``holder`` (any hashable, unique among the holders) from
+        ``address``.
+
+        Returns:
+            ``(granted, evicted)``: ``granted`` False when ``address`` holds ``per_address``
+            slots already, or every slot is held and taking one would not be fairer (nothing
+            changed then); ``evicted`` the holder whose slot was taken to make room (its slot
+            is released already; the caller ends it), else None.
+        """
+        mine = self.held(address)
+        if self.limited(address) and mine >= self.per_address:  # type: ignore[operator]
+            return False, None
+        evicted: Hashable | None = None
+        if self.total is not None and self._count >= self.total:
+            if not self.fair or not self._held:
+                return False, None
+            heaviest = max(self._held, key=lambda a: len(self._held[a]))
+            if mine + 1 >= len(self._held[heaviest]):
+                return False, None
+            evicted = next(iter(self._held[heaviest]))
+            self.release(heaviest, evicted)
+        self._held.setdefault(address, OrderedDict())[holder] = None
+        self._count += 1
+        return True, evicted
+
+    def release(self, address: str, holder: Hashable) -> None:
+        """Give back ``holder``'s slot (nothing if it holds none: evicted, or never granted)."""
+        mine = self._held.get(address)
+        if mine is None or holder not in mine:
+            return
+        del mine[holder]
+        self._count -= 1
+        if not mine:
+            del self._held[address]

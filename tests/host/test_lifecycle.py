@@ -701,3 +701,41 @@ async def test_a_session_whose_log_is_gone_for_good_stops_instead_of_retrying(tm
         r = await a.request("view", session=sid)
         assert r["error"]["code"] == "unknown_session"
         running.host.request_shutdown()
+
+
+async def test_a_resume_whose_client_hangs_up_while_it_is_written_leaves_nobody_holding(
+    tmp_path, autojump_clock
+):
+    """A resume is written while its client hangs up (the store is slow): once written, the
+    gone connection does not hold the seat, its release is in the log, and the turn timer and
+    abandonment can run (breaker's finding: it was left "held" by a dead connection)."""
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, turn_timeout=None, abandon_after=None)
+        a = await running.client()
+        sid = (await create(a))["session"]
+        joined = await a.call("join", session=sid)
+        store = running.host.store
+        real = store.append
+        entered, gate = trio.Event(), trio.Event()
+
+        async def slow(*args: Any, **kw: Any) -> None:
+            entered.set()
+            await gate.wait()
+            await real(*args, **kw)
+
+        store.append = slow  # type: ignore[method-assign]
+        b = await running.client()
+        line = orjson.dumps({"id": 1, "op": "resume", "session": sid, "token": joined["token"]})
+        await b.send_raw(line + b"\n")
+        await entered.wait()
+        await b.aclose()
+        await trio.sleep(30)  # past the time a closing connection waits for its answers
+        store.append = real  # type: ignore[method-assign]
+        gate.set()
+        table = running.host.sessions[sid].table
+        with trio.fail_after(120):  # the table, not only the file: what decides later commands
+            while log_of(tmp_path, sid)[-1].type != "seat_released" or any(table.holders):
+                await trio.sleep(0.1)
+        running.host.request_shutdown()
+    kinds = [r.type for r in log_of(tmp_path, sid)]
+    assert kinds[-2:] == ["seat_held", "seat_released"]

@@ -11,10 +11,11 @@ import pytest
 import trio
 
 from host.store import open_store
-from host.store.base import Conflict
+from host.store.base import Conflict, CorruptLog, checksum, encode_bodies
 from host.store.file import FileStore
 from host.store.pg import (
     LIVENESS,
+    MIGRATIONS,
     SCHEMA_VERSION,
     PostgresStore,
     SchemaMismatch,
@@ -184,7 +185,7 @@ def test_db_init_is_idempotent_and_versioned(pg_dsn):
     url = pg.shared_cluster().new_database(schema=False)
     with pytest.raises(SchemaMismatch, match="db init"):
         PostgresStore(url).check()
-    assert migrate(url) == (0, ["migration 1: tables gamehost_records and gamehost_sessions"])
+    assert migrate(url) == (0, [f"migration {v}: {what}" for v, what, _ in MIGRATIONS])
     assert migrate(url) == (SCHEMA_VERSION, [])
     PostgresStore(url).check()
     with psycopg.connect(url) as conn:
@@ -280,3 +281,52 @@ async def test_a_frozen_writer_mid_batch_does_not_block_the_other_hosts(pg_store
         finally:
             frozen.close()
         assert [r["seq"] for r in await store.read("s1")] == [0, 1]
+
+
+async def test_every_row_carries_the_crc32c_of_its_line_and_a_changed_line_is_damage(pg_store_url):
+    async with stores(pg_store_url, 1) as (store,):
+        await store.create("s1", [rec(0), rec(1, x=1)])
+        await store.append("s1", 2, [rec(2, x=2)])
+        got = rows(pg_store_url, "SELECT line, crc FROM gamehost_records ORDER BY seq")
+        assert [crc for _, crc in got] == [checksum(line.encode()) for line, _ in got]
+        with psycopg.connect(pg_store_url) as conn:
+            conn.execute(
+                "UPDATE gamehost_records SET line = replace(line, '\"x\":2', '\"x\":3')"
+                " WHERE seq = 2"
+            )
+        with pytest.raises(CorruptLog, match="seq 2: the record does not match its checksum"):
+            store.load("s1")
+        with pytest.raises(CorruptLog, match="seq 2"):
+            await store.read("s1", after=1)  # a follower's read is checked too
+
+
+async def test_a_version_1_database_is_migrated_its_rows_read_unchecked_new_ones_checked(pg_dsn):
+    url = pg.shared_cluster().new_database(schema=False)
+    old = [b.decode() for b in encode_bodies([rec(0), rec(1, x=1)])]
+    with psycopg.connect(url) as conn:  # the schema and a session as a gamehost of version 1 left
+        conn.execute("CREATE TABLE gamehost_schema (version int NOT NULL)")
+        for statement in MIGRATIONS[0][2]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO gamehost_schema VALUES (1)")
+        for seq, line in enumerate(old):
+            conn.execute("INSERT INTO gamehost_records VALUES ('old', %s, %s)", [seq, line])
+        conn.execute(
+            "INSERT INTO gamehost_sessions (session_id, game, header, last_seq)"
+            " VALUES ('old', %s, %s, 1)",
+            [rec(0)["game"], old[0]],
+        )
+    with pytest.raises(SchemaMismatch, match="db init"):
+        PostgresStore(url).check()
+    assert migrate(url) == (1, [f"migration 2: {MIGRATIONS[1][1]}"])
+    async with stores(url, 1) as (store,):
+        store.check()
+        assert [r.get("x") for r in store.load("old")] == [None, 1]
+        await store.append("old", 2, [rec(2, x=2)])
+        crcs = rows(url, "SELECT seq, crc, line FROM gamehost_records ORDER BY seq")
+        assert [c for _, c, _ in crcs[:2]] == [None, None]
+        assert crcs[2][1] == checksum(crcs[2][2].encode())
+        with psycopg.connect(url) as conn:  # an old row has nothing to be checked against
+            conn.execute(
+                "UPDATE gamehost_records SET line = replace(line, ':1}', ':5}') WHERE seq = 1"
+            )
+        assert [r.get("x") for r in store.load("old")] == [None, 5, 2]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import orjson
 import pytest
 import trio
 from hypothesis import given, settings
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from host.store import file as file_store
 from host.store.base import CorruptLog, UnknownSession
-from host.store.file import FileStore
+from host.store.file import FileStore, read_log
 from host.store.memory import MemoryStore
 from tests.host.test_store import rec
 
@@ -70,7 +71,10 @@ async def test_the_index_grows_with_the_log_and_is_built_again_for_another_file(
         assert await store.read_range("s1", 5, 100) == (await store.read("s1"))[5:]
         # another file of the same length, put in place by a tool: its own index
         other = tmp_path / "other.jsonl"
-        other.write_bytes(b"".join(data[:6]) + data[6].replace(b'"seq":6', b'"seq": 6'))
+        # its line 6 written without a checksum (as before checksums), one byte longer
+        rest = {k: v for k, v in read_log(path)[6].items() if k != "seq"}
+        line6 = b'{"seq":6, ' + orjson.dumps(rest)[1:] + b"\n"
+        other.write_bytes(b"".join(data[:6]) + line6)
         os.replace(other, path)
         assert [r["seq"] for r in await store.read_range("s1", 6, 7)] == [6]
         await store.aclose()
@@ -129,3 +133,33 @@ async def test_postgres_reads_a_range_with_one_query(pg_store_url):
             await store.record_count("nosuch")
         await store.aclose()
     store.disconnect()
+
+
+async def test_a_range_checks_each_record_against_its_checksum(tmp_path, pg_store_url):
+    """A flipped byte inside a range (the line still JSON, the seq right) is damage, named by its
+    seq, in every store; the records before it still read."""
+    from host.store.pg import PostgresStore
+
+    for store in (FileStore(tmp_path), MemoryStore(), PostgresStore(pg_store_url)):
+        async with trio.open_nursery() as n:
+            await n.start(store.run)
+            await filled(store, "s1", 12)
+            if isinstance(store, FileStore):
+                path = store.path("s1")
+                path.write_bytes(path.read_bytes().replace(b'"x":"yyyy"', b'"x":"yyyz"'))
+            elif isinstance(store, MemoryStore):
+                store.logs["s1"][4] = store.logs["s1"][4].replace(b'"x":"yyyy"', b'"x":"yyyz"')
+            else:
+                store._conns.run(
+                    lambda conn: conn.execute(
+                        "UPDATE gamehost_records SET line = replace(line, 'yyyy', 'yyyz')"
+                        " WHERE session_id = 's1' AND seq = 4"
+                    )
+                )
+            assert [r["seq"] for r in await store.read_range("s1", 0, 4)] == [0, 1, 2, 3]
+            with pytest.raises(CorruptLog) as err:
+                await store.read_range("s1", 2, 8)
+            assert err.value.seq == 4
+            await store.aclose()
+        if isinstance(store, PostgresStore):
+            store.disconnect()

@@ -10,6 +10,7 @@ import pytest
 import trio
 import trio.testing
 
+from host.store.base import body_of, frame
 from host.store.file import read_log
 from host.table.engine import Record
 from tests.conftest import start_host
@@ -52,6 +53,8 @@ async def test_a_live_log_shows_what_a_spectator_sees_and_no_secret(toy_host):
     assert got["records"][0]["seed"] is None
     text = orjson.dumps(got)
     assert b"token_hash" not in text
+    assert b'"holder"' not in text  # which connection holds a seat is never shown
+    assert all("ts" in r for r in got["records"][1:])  # every record's time, as documented
     dealt = next(r for r in got["records"] if r["type"] == "event")
     assert dealt["event"]["hands"] == [None, None]  # the spectator sees no card
     # a seat's view needs its token; the truth is hidden while the session is live
@@ -187,9 +190,9 @@ async def test_verify_names_the_first_record_that_differs(toy_host):
     path = toy_host.data_dir / "sessions" / f"{sid}.jsonl"
     lines = path.read_bytes().splitlines()
     at = next(i for i, line in enumerate(lines) if b'"dealt"' in line)
-    rec = orjson.loads(lines[at])
+    rec = orjson.loads(body_of(lines[at]))
     rec["event"]["stock"] = rec["event"]["stock"][1:]  # (the file's size changes too)
-    lines[at] = orjson.dumps(rec)
+    lines[at] = frame(orjson.dumps(rec))[:-1]  # checksummed anew: a log that reads
     path.write_bytes(b"\n".join(lines) + b"\n")
     toy_host.host._ended.pop(sid, None)
     got = await c.call("verify", session=sid)

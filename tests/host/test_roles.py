@@ -205,7 +205,9 @@ async def exchange(port: int, lines: list[bytes]) -> list[dict]:
     [
         (b'{"id": 1.5, "op": "ping"}', 1.5, "bad_request"),
         (b'{"id": true, "op": "ping"}', True, "bad_request"),
-        (b'{"id": [1], "op": "ping"}', [1], "bad_request"),
+        (b'{"id": [1], "op": "ping"}', None, "bad_request"),  # an array is not echoed
+        (b'{"id": ' + b"[" * 300 + b"]" * 300 + b', "op": "ping"}', None, "bad_request"),
+        (b'{"id": 6, "op": "ping", "x": ' + b"[" * 300 + b"]" * 300 + b"}", 6, "bad_request"),
         (b'{"id": 7, "op": "ping", "x": 1e400}', 7, "bad_json"),
         (
             b'{"id": "deep", "op": "ping", "x": ' + b"[" * 1100 + b"]" * 1100 + b"}",

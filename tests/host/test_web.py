@@ -8,7 +8,7 @@ import pytest
 import trio
 import trio.testing
 
-from host.net.web import origin_allowed
+from host.net.web import origin_allowed, origin_of
 from protocol.framing import MAX_LINE
 from tests.conftest import start_host
 from tests.wsclient import LineOverWebSocket, handshake_status, open_ws, ws_client
@@ -139,11 +139,76 @@ def test_origin_rules():
     assert not origin_allowed(None, None, none, loopback=True)
     assert origin_allowed("http://[::1]:8", "[::1]:8", none, loopback=True)
     assert not origin_allowed("http://a.example:8", "a.example:8", none, loopback=True)
-    assert origin_allowed("http://a.example:8", "a.example:8", none, loopback=False)
     assert not origin_allowed("http://b.example:8", "a.example:8", none, loopback=False)
     assert origin_allowed(
         "HTTP://B.example:8/", "a.example:8", frozenset({"http://b.example:8"}), False
     )
+
+
+def test_off_loopback_only_configured_origins_open_the_websocket():
+    """DNS rebinding: a page of any site whose name resolves to the host sends its own name as
+    both Origin and Host; off loopback that is refused, whatever the name."""
+    none: frozenset[str] = frozenset()
+    assert not origin_allowed("http://evil.example:8080", "evil.example:8080", none, False)
+    assert not origin_allowed("http://10.0.0.5:8080", "10.0.0.5:8080", none, loopback=False)
+    assert not origin_allowed("https://cards.example", "cards.example", none, loopback=False)
+    cards = frozenset({"https://cards.example"})
+    assert origin_allowed("https://cards.example", "cards.example", cards, loopback=False)
+    assert origin_allowed("https://cards.example", "10.0.0.5:8080", cards, loopback=False)
+    assert not origin_allowed("http://cards.example", "cards.example", cards, loopback=False)
+    assert not origin_allowed("http://evil.example", "evil.example", cards, loopback=False)
+    # the host's own page on a loopback name stays same-origin on any bind (0.0.0.0 too)
+    assert origin_allowed("http://localhost:8080", "localhost:8080", none, loopback=False)
+    assert origin_allowed("http://127.0.0.1:8080", "127.0.0.1:8080", none, loopback=False)
+    assert not origin_allowed("http://localhost:8081", "localhost:8080", none, loopback=False)
+    assert origin_allowed(None, "evil.example", none, loopback=False)  # not a browser
+
+
+def test_a_loopback_listener_behind_a_proxy_accepts_the_public_name_only():
+    cards, hosts = frozenset({"https://cards.example"}), frozenset({"cards.example"})
+    assert origin_allowed("https://cards.example", "cards.example", cards, True, hosts)
+    assert not origin_allowed("https://cards.example", "evil.example", cards, True, hosts)
+    assert not origin_allowed("http://cards.example", "cards.example", cards, True, hosts)
+    assert not origin_allowed("http://evil.example", "evil.example", cards, True, hosts)
+
+
+@pytest.mark.parametrize(
+    ("url", "origin", "host"),
+    [
+        ("https://Cards.Example/", "https://cards.example", "cards.example"),
+        ("https://cards.example:443/play", "https://cards.example", "cards.example"),
+        ("http://10.0.0.5:8080", "http://10.0.0.5:8080", "10.0.0.5:8080"),
+        ("http://[2001:db8::1]:80", "http://[2001:db8::1]", "[2001:db8::1]"),
+    ],
+)
+def test_public_url_gives_its_origin_and_host(url, origin, host):
+    assert origin_of(url) == (origin, host)
+
+
+@pytest.mark.parametrize(
+    "url", ["cards.example", "ftp://cards.example", "https://", "http://a:99999"]
+)
+def test_a_bad_public_url_is_refused(url):
+    with pytest.raises(ValueError):
+        origin_of(url)
+
+
+async def test_off_loopback_the_hosts_own_name_is_not_enough(tmp_path):
+    """Over the wire: bound to 0.0.0.0, a rebinding page (Origin = Host = its name) is refused,
+    the configured public URL is admitted, a loopback name's own page still is."""
+    async with trio.open_nursery() as n:
+        running = await start_host(
+            n, tmp_path, http_port=0, http_bind="0.0.0.0", public_url="https://cards.example"
+        )
+        port = running.host.http_port
+        evil = f"evil.example:{port}"
+        assert await handshake_status(port, evil, f"http://{evil}") == 403
+        assert await handshake_status(port, f"10.0.0.5:{port}", f"http://10.0.0.5:{port}") == 403
+        assert await handshake_status(port, "cards.example", "https://cards.example") == 101
+        here = f"localhost:{port}"
+        assert await handshake_status(port, here, f"http://{here}") == 101
+        assert await handshake_status(port, evil, None) == 101  # not a browser
+        running.host.request_shutdown()
 
 
 async def test_no_card_a_seat_may_not_see_reaches_it_over_the_websocket(tmp_path):
@@ -181,48 +246,86 @@ async def test_no_card_a_seat_may_not_see_reaches_it_over_the_websocket(tmp_path
     assert_no_card_leaked(tmp_path, sids, seen)
 
 
-async def test_requests_read_at_once_are_capped(web_host, monkeypatch):
-    import host.net.web
-
-    monkeypatch.setattr(host.net.web, "MAX_HTTP", 2)
-    port = web_host.host.http_port
-    silent = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(2)]
-    await silent[1].send_all(b"GET / HTTP/1.1\r\n")  # a head begun, never ended
-    await trio.testing.wait_all_tasks_blocked()  # both are being read
-    extra = await trio.open_tcp_stream("127.0.0.1", port)
-    await extra.send_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    assert await extra.receive_some(100) == b""  # closed unanswered
-    for s in silent:
-        await s.aclose()
-    await extra.aclose()
-    got = b""
-    while not got.startswith(b"HTTP/1.1 200"):  # the slots come back as the handlers end
-        got = await http_get(port, "/")
-
-
-async def test_one_address_cannot_take_every_request_slot(web_host, monkeypatch):
-    """Slowloris: heads begun and never ended from one address hold at most
-    ``MAX_HTTP_PER_PEER`` of the ``MAX_HTTP`` slots, so another address is still served."""
-    import host.net.web
-
-    monkeypatch.setattr(host.net.web, "MAX_HTTP", 4)
-    monkeypatch.setattr(host.net.web, "MAX_HTTP_PER_PEER", 2, raising=False)
-    port = web_host.host.http_port
-    silent = []
-    for _ in range(4):
-        s = await trio.open_tcp_stream("127.0.0.1", port)
-        await s.send_all(b"GET / HTTP/1.1\r\n")  # a head begun, never ended
-        silent.append(s)
-    await trio.testing.wait_all_tasks_blocked()
-    other = await trio.open_tcp_stream("127.0.0.1", port, local_address="127.0.0.2")
-    async with other:
-        await other.send_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+async def test_requests_read_at_once_are_capped(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, http_port=0, max_http_requests=2)
+        port = running.host.http_port
+        silent = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(2)]
+        await silent[1].send_all(b"GET / HTTP/1.1\r\n")  # a head begun, never ended
+        await trio.testing.wait_all_tasks_blocked()  # both are being read
+        extra = await trio.open_tcp_stream("127.0.0.1", port)
+        await extra.send_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert await extra.receive_some(100) == b""  # closed unanswered (no fairer to take one)
+        for s in silent:
+            await s.aclose()
+        await extra.aclose()
         got = b""
-        while data := await other.receive_some(65536):
+        while not got.startswith(b"HTTP/1.1 200"):  # the slots come back as the handlers end
+            got = await http_get(port, "/")
+        running.host.request_shutdown()
+
+
+async def begin_heads(port: int, address: str, count: int) -> list[trio.SocketStream]:
+    """``count`` connections from ``address`` that begin a request head and never end it."""
+    out = []
+    for _ in range(count):
+        s = await trio.open_tcp_stream("127.0.0.1", port, local_address=address)
+        await s.send_all(b"GET / HTTP/1.1\r\n")
+        out.append(s)
+    await trio.testing.wait_all_tasks_blocked()
+    return out
+
+
+async def get_from(port: int, address: str) -> bytes:
+    """A whole ``GET /`` answer to a connection from ``address`` (b"" when closed unanswered)."""
+    async with await trio.open_tcp_stream("127.0.0.1", port, local_address=address) as s:
+        await s.send_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        got = b""
+        while data := await s.receive_some(65536):
             got += data
-    assert got.startswith(b"HTTP/1.1 200")
-    for s in silent:
-        await s.aclose()
+    return got
+
+
+async def test_slowloris_from_a_few_addresses_cannot_take_every_request_slot(tmp_path):
+    """Heads begun and never ended: one address holds at most its per-address share, and when
+    a few addresses together hold every slot, a request from another address takes the oldest
+    slot of the busiest one, so it is served; the busy ones are not let back over it. Linux
+    routes all of 127.0.0.0/8 to lo, so each 127.0.0.x is an address of its own."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as n:
+            running = await start_host(
+                n,
+                tmp_path,
+                http_port=0,
+                max_http_requests=8,
+                max_http_requests_per_address=3,
+                address_limit_loopback=True,
+            )
+            port = running.host.http_port
+            held = []
+            for i in range(2, 5):  # 3 addresses x 3 heads, 8 slots: .4 gets only 2
+                held += await begin_heads(port, f"127.0.0.{i}", 3)
+            assert await get_from(port, "127.0.0.2") == b""  # at its per-address share
+            assert await get_from(port, "127.0.0.4") == b""  # 2 of 8 < 3: taking one is no fairer
+            for _ in range(3):  # another address is served each time, the attackers refilling
+                assert (await get_from(port, "127.0.0.9")).startswith(b"HTTP/1.1 200")
+                held += await begin_heads(port, "127.0.0.3", 1)
+            for s in held:
+                await s.aclose()
+            running.host.request_shutdown()
+
+
+async def test_without_the_flag_loopback_has_no_per_address_share(tmp_path):
+    async with trio.open_nursery() as n:
+        running = await start_host(
+            n, tmp_path, http_port=0, max_http_requests=8, max_http_requests_per_address=1
+        )
+        port = running.host.http_port
+        held = await begin_heads(port, "127.0.0.2", 4)
+        assert (await get_from(port, "127.0.0.2")).startswith(b"HTTP/1.1 200")
+        for s in held:
+            await s.aclose()
+        running.host.request_shutdown()
 
 
 def test_serve_flags_reach_the_host_config(monkeypatch, tmp_path):
@@ -234,12 +337,16 @@ def test_serve_flags_reach_the_host_config(monkeypatch, tmp_path):
     monkeypatch.setattr(host.cli.logs, "configure", lambda *a, **k: None)  # keep the tests' own
     args = ["serve", "--data-dir", str(tmp_path), "--http", "8080", "--http-bind", "0.0.0.0"]
     args += ["--allow-origin", "https://a.example", "--allow-origin", "http://b.example:9"]
-    assert main([*args, "--debug-replay"]) == 0
+    assert main([*args, "--debug-replay", "--public-url", "https://cards.example"]) == 0
     cfg = seen[0]
     assert (cfg.http_port, cfg.http_bind, cfg.debug_replay) == (8080, "0.0.0.0", True)
     assert cfg.allow_origins == ("https://a.example", "http://b.example:9")
+    assert cfg.public_url == "https://cards.example"
     assert main(["serve", "--data-dir", str(tmp_path)]) == 0
     assert (seen[1].http_port, seen[1].allow_origins, seen[1].debug_replay) == (None, (), False)
+    assert seen[1].public_url is None
+    with pytest.raises(SystemExit):
+        main(["serve", "--data-dir", str(tmp_path), "--public-url", "cards.example"])
 
 
 async def test_every_games_contract_is_served_for_the_lobby_forms(web_host):

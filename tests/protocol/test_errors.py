@@ -88,25 +88,25 @@ json_values = st.recursive(
     | st.booleans()
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.integers(-(2**63), 2**64 - 1)
-    | st.text(),
+    | st.text(max_size=64),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
     max_leaves=6,
 )
 
 
 @given(json_values)
-def test_a_mistyped_id_is_refused_and_echoed_as_sent(rid):
+def test_a_mistyped_id_is_refused_and_echoed_only_when_a_scalar(rid):
     line = orjson.dumps({"id": rid, "op": "ping"})
     if rid is None or (isinstance(rid, int | str) and not isinstance(rid, bool)):
         assert parse_request(line).id == rid
     else:
         reply = refusal(line)
         assert reply["error"]["code"] == "bad_request"
-        assert reply["id"] == rid
+        assert reply["id"] == (rid if isinstance(rid, bool | float) else None)
 
 
 @given(
-    st.integers(-(2**63), 2**64 - 1) | st.text(),
+    st.integers(-(2**63), 2**64 - 1) | st.text(max_size=64),
     st.sampled_from([b"1e400", b"[" * 1100, b'"\\udc00"', b"nope"]),
 )
 def test_an_unparsable_line_is_answered_with_its_leading_id(rid, junk):

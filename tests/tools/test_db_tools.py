@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from host.plugins.registry import load_registry
+from host.store.base import body_of, checksum
 from host.store.file import FileStore
 from host.table.local import play_local
 from tests import pg
@@ -49,12 +50,14 @@ def test_db_init_creates_the_schema_once_and_says_what_it_did(pg_dsn, capsys):
     url = pg.shared_cluster().new_database(schema=False)
     assert main(["db", "init", "--store", url]) == 0
     assert capsys.readouterr().out == (
-        "created the schema: migration 1: tables gamehost_records and gamehost_sessions\n"
+        "created the schema: migration 1: tables gamehost_records and gamehost_sessions;"
+        " migration 2: a crc column in gamehost_records (rows written before it stay"
+        " unchecked)\n"
     )
     assert main(["db", "init", "--store", url]) == 0
-    assert capsys.readouterr().out == "the schema is at version 1: nothing to do\n"
+    assert capsys.readouterr().out == "the schema is at version 2: nothing to do\n"
     with psycopg.connect(url) as conn:
-        assert conn.execute("SELECT version FROM gamehost_schema").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM gamehost_schema").fetchall() == [(1,), (2,)]
 
 
 def test_db_init_on_an_unreachable_server_is_one_error_line(pg_dsn, capsys):
@@ -89,7 +92,7 @@ async def test_import_refuses_an_existing_session_and_a_line_it_cannot_keep_exac
     assert await cli("import", "--store", pg_store_url, str(files[1])) == 0
     respaced = tmp_path / "respaced.jsonl"
     lines = files[1].read_bytes().splitlines()
-    lines[1] = lines[1].replace(b'"seq":1,', b'"seq": 1,')
+    lines[1] = body_of(lines[1]).replace(b'"seq":1,', b'"seq": 1,')  # no checksum: read as old
     respaced.write_bytes(b"\n".join(lines[:2]) + b"\n")
     capsys.readouterr()
     argv = ["import", "--store", pg_store_url, *map(str, files), str(respaced)]
@@ -124,6 +127,13 @@ async def test_replay_reads_and_verifies_a_session_in_the_database(pg_store_url,
         conn.execute(
             "UPDATE gamehost_records SET line = %s WHERE session_id = 'game1' AND seq = %s",
             [orjson.dumps(rec_).decode(), seq],
+        )
+    assert await trio.to_thread.run_sync(main, verify) == 2  # the checksum tells
+    assert f"seq {seq}: the record does not match its checksum" in capsys.readouterr().err
+    with psycopg.connect(pg_store_url) as conn:  # a forger's checksum: the re-run tells
+        conn.execute(
+            "UPDATE gamehost_records SET crc = %s WHERE session_id = 'game1' AND seq = %s",
+            [checksum(orjson.dumps(rec_)), seq],
         )
     assert await trio.to_thread.run_sync(main, verify) == 1
     assert f"DIFFERS at seq {seq}" in capsys.readouterr().out
@@ -176,7 +186,7 @@ def error_lines(err: str) -> list[str]:
         ("postgresql://a b/x", "argument --store: bad database URL: unexpected spaces"),
         ("mysql://h/x", "argument --store: not a postgresql:// URL"),
         ("unreachable", "cannot connect to PostgreSQL at 127.0.0.1:"),
-        ("no schema", "has no gamehost schema, this gamehost needs version 1: run `gamehost db"),
+        ("no schema", "has no gamehost schema, this gamehost needs version 2: run `gamehost db"),
     ],
 )
 def test_serve_on_a_bad_or_unreachable_database_is_one_error_line_and_status_2(

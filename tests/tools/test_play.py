@@ -160,3 +160,43 @@ async def test_by_default_every_seat_but_yours_is_a_bot(tmp_path, nursery, capsy
     assert f"(crazy-eights, {seats} seats, {bots} bots)" in out
     assert "ended:" in out
     running.host.request_shutdown()
+
+
+async def test_a_seat_resumed_elsewhere_ends_play_with_a_clear_line(
+    tmp_path, nursery, capsys, monkeypatch
+):
+    """Last resume wins: ``gamehost play`` whose seat another connection resumes says so and
+    exits 1 (it does not sit waiting for turns that now go elsewhere)."""
+    typing = trio.Event()
+
+    async def waits_at_the_prompt(prompt: str) -> str:
+        typing.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    monkeypatch.setattr(play, "read_line", waits_at_the_prompt)
+    running = await start_host(nursery, tmp_path, registry=REGISTRY, turn_timeout=None)
+    async with await Client.connect("127.0.0.1", running.port) as c:
+        created = await c.call(
+            "create", game="crazy-eights", seats=2, bots=1, options={"target": 1}
+        )
+        sid = created["session"]
+        joined = await c.call("join", session=sid, name="ann")
+    args = _args("--port", str(running.port), "--session", sid, "--resume", joined["token"])
+    done: list[int] = []
+
+    async def run_play() -> None:
+        done.append(await play.play(args))
+
+    nursery.start_soon(run_play)
+    await typing.wait()  # play holds the seat and waits for a move
+    async with await Client.connect("127.0.0.1", running.port) as other:
+        await other.call("resume", session=sid, token=joined["token"])
+        with trio.fail_after(10):
+            while not done:
+                await trio.sleep(0.01)
+    assert done == [1]
+    assert "this connection no longer holds seat 0: it was resumed on another connection" in (
+        capsys.readouterr().out
+    )
+    running.host.request_shutdown()

@@ -542,6 +542,32 @@ def test_fork_here_starts_a_session_the_page_plays_on(host, browser):
     assert ann.data["token_hash"] != records[ann.seq].data["token_hash"]
 
 
+def test_a_page_whose_seat_is_resumed_elsewhere_says_so_and_stops_playing(host, browser):
+    """Last resume wins: a client that resumes the page's seat with its token takes it; the page
+    is told (the ``detached`` push), says so, shows no moves, and the log has the resume."""
+    d = browser
+    d.get(host.base + "/#/")
+    form = wait_for(d, lambda d: css(d, 'form[data-game="crazy-eights"]'), "the games")[0]
+    form.find_element("css selector", "button.create").click()
+    wait_for(d, lambda d: css(d, "#controls button"), "my first turn")
+    sid = d.current_url.rsplit("/", 1)[1]
+    token = orjson.loads(d.execute_script(f"return sessionStorage.getItem('gamehost.seat.{sid}')"))[
+        "token"
+    ]
+
+    async def take(c: Client) -> dict:
+        return await c.call("resume", session=sid, token=token)
+
+    taken = host.run(take)
+    assert taken["seat"] == 0
+    wait_for(d, lambda d: "another connection" in css(d, "#role")[0].text, "the notice")
+    assert "you are watching" in css(d, "#role")[0].text
+    assert "another connection" in css(d, "#status")[0].text
+    assert css(d, "#controls button") == []
+    kinds = [r.type for r in host.records(sid)]
+    assert "seat_held" in kinds
+
+
 def test_a_table_resumes_its_seat_by_itself_after_the_host_restarts(browser, tmp_path):
     d = browser
     first = RunningHost(tmp_path)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import orjson
 from high_low import HighLow
 from high_low.model import GameOver, Guess, Guessed, Options, State
 
 from host.game import Rng
+from host.store.file import read_log
 from host.table.engine import Engine, Record
 from host.testing import check_game, installed_registry
 
@@ -59,6 +59,6 @@ async def test_a_session_over_tcp_ends_and_its_log_verifies(game_host) -> None:
             break
     assert len(push["outcome"]["scores"]) == 3
     log = Path(game_host.data_dir) / "sessions" / f"{sid}.jsonl"  # durable before any push
-    records = [Record.from_json(orjson.loads(line)) for line in log.read_bytes().splitlines()]
+    records = [Record.from_json(r) for r in read_log(log)]  # checksums checked and taken out
     assert Engine(GAME).verify(records) is None
     assert records[-1].type == "ended"

@@ -1,0 +1,84 @@
+"""``gamehost check``: lists the damaged logs of a data dir or a database with their seq, tells
+torn tails apart, counts records without a checksum, and exits 1 when anything is damaged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import trio
+
+from host.store.base import body_of
+from tests.tools.test_db_tools import write_logs
+from tools.cli import main
+
+
+async def cli(*argv: str) -> int:
+    return await trio.to_thread.run_sync(main, list(argv))
+
+
+def flip(path: Path, line: int, offset: int = 30) -> None:
+    """Flip one bit of byte ``offset`` of line ``line`` (from 0) of a log."""
+    data = bytearray(path.read_bytes())
+    at = sum(len(x) + 1 for x in data.split(b"\n")[:line]) + offset
+    data[at] ^= 0x04
+    path.write_bytes(bytes(data))
+
+
+async def test_check_lists_damaged_and_torn_logs_and_counts_old_records(tmp_path, capsys):
+    sessions = tmp_path / "data" / "sessions"
+    files = await write_logs(sessions)
+    assert await cli("check", "--data-dir", str(tmp_path / "data")) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "not folded: odd: its game is not installed"  # read and checked only
+    assert out[1].startswith("checked 2 sessions (") and "0 damaged, 0 with a torn tail;" in out[1]
+    assert "0 records without a checksum" in out[1]
+
+    game, odd = files  # game1.jsonl, odd.jsonl
+    flip(game, 5)
+    data = odd.read_bytes()
+    odd.write_bytes(data + data.splitlines()[-1][:20])  # a torn append
+    old = b"".join(body_of(line) + b"\n" for line in data.splitlines())
+    (sessions / "old.jsonl").write_bytes(old)  # written before checksums
+    assert await cli("check", "--store", str(tmp_path / "data")) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "damaged: game1: seq 5: the line at byte " + lines[0].split("byte ")[1]
+    assert lines[0].endswith(": the record does not match its checksum")
+    assert lines[1] == (
+        f"torn: odd: a torn last line at byte {len(data)} (never acknowledged; a host cuts it off)"
+    )
+    assert lines[2:4] == [f"not folded: {sid}: its game is not installed" for sid in ("odd", "old")]
+    assert lines[-1].endswith(
+        f"1 damaged, 1 with a torn tail; {len(old.splitlines())} records"
+        " without a checksum (written before checksums)"
+    )
+    assert odd.read_bytes().endswith(data.splitlines()[-1][:20])  # nothing was changed
+
+
+async def test_check_of_a_database_names_the_damaged_row(pg_store_url, tmp_path, capsys):
+    files = await write_logs(tmp_path / "in")
+    assert await cli("import", "--store", pg_store_url, *map(str, files)) == 0
+    assert await cli("check", "--store", pg_store_url) == 0
+    assert "checked 2 sessions" in capsys.readouterr().out
+    with psycopg.connect(pg_store_url) as conn:
+        conn.execute(
+            "UPDATE gamehost_records SET line = replace(line, '\"seq\":2,', '\"seq\":2, ')"
+            " WHERE session_id = 'odd' AND seq = 2"
+        )
+    assert await cli("check", "--store", pg_store_url) == 1
+    out = capsys.readouterr().out
+    assert "damaged: odd: seq 2: the record does not match its checksum\n" in out
+
+
+async def test_check_of_no_data_dir_is_status_2(tmp_path, capsys):
+    assert await cli("check", "--data-dir", str(tmp_path / "nope")) == 2
+    assert capsys.readouterr().err.startswith("gamehost check: error: no data dir ")
+
+
+async def test_replay_verify_names_a_checksum_mismatch(tmp_path, capsys):
+    game, _ = await write_logs(tmp_path)
+    flip(game, 3)
+    assert await cli("replay", "--verify", str(game)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {game}: seq 3: the line at byte ")
+    assert err.endswith("the record does not match its checksum\n")
