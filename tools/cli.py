@@ -2,7 +2,7 @@
 ``chaos``, ``db init``, ``export``, ``import``, ``schema``.
 
 ``gamehost`` alone prints this help and exits 0; ``gamehost --version`` prints the host's version
-and each installed game's id and version. A bad option or value is refused by argparse with one
+and each installed game's id and version. A bad option or value is refused with one
 ``gamehost <command>: error: ...`` line (no usage: ``--help`` prints that) and exit status 2.
 """
 
