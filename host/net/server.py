@@ -1070,12 +1070,21 @@ async def _accept(
 async def _signals(
     host: Host, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
+    """SIGTERM and SIGINT (unless ignored: a worker of ``serve --workers``, whose supervisor
+    turns Ctrl-C into SIGTERM) begin a clean shutdown. The signals stay caught until the host
+    has stopped: one more (a Ctrl-C to the whole process group and the supervisor's SIGTERM
+    both reach a worker) is logged, not fatal."""
+    wanted = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        wanted.append(signal.SIGINT)
+    with trio.open_signal_receiver(*wanted) as sigs:
         task_status.started()  # from here on a signal is a clean shutdown, even mid-start
         async for sig in sigs:
+            if host.shutdown.is_set():
+                log.info("signal_while_stopping", signal=signal.Signals(sig).name)
+                continue
             log.info("signal", signal=signal.Signals(sig).name)
             host.request_shutdown()
-            return
 
 
 async def _open_store(config: HostConfig) -> Any:
