@@ -11,15 +11,24 @@ import pytest
 import trio
 
 from host.net import admin
+from host.store.feed import MemoryHub
 from host.store.file import read_log
 from host.table.engine import Record
 from host.table.history import verify_log
 from protocol.messages import ProtocolError
 from tests.conftest import start_host, toy_registry
-from tests.host.test_multi_host import Shared, client, shared, start_shared  # noqa: F401
+from tests.host.test_multi_host import Shared, client, start_shared
 from tests.host.test_server import new_session
 
 LOCAL = {"host": "127.0.0.1:8080"}
+
+
+@pytest.fixture(params=["memory", "postgres"])
+def shared(request: pytest.FixtureRequest) -> Shared:
+    """Two hosts' store: an in-process hub, or a throwaway PostgreSQL database."""
+    if request.param == "memory":
+        return Shared(hub=MemoryHub())
+    return Shared(url=request.getfixturevalue("pg_store_url"))
 
 
 def test_without_a_token_only_loopback_peers_naming_a_loopback_host_may():

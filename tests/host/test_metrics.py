@@ -101,9 +101,7 @@ async def test_a_served_host_counts_what_it_does_and_the_page_parses(served: Ser
         c.start(n)
         ws = await ws_client(n, served.http)
         # a table of bots plays to its end at once, watched over the WebSocket
-        made = await c.call(
-            "create", game="crazy-eights", seats=2, bots=2, options={"target": 20}
-        )
+        made = await c.call("create", game="crazy-eights", seats=2, bots=2, options={"target": 20})
         snap = await ws.call("watch", session=made["session"])
         while not snap["ended"]:
             p = await ws.next_push()

@@ -166,7 +166,7 @@ def test_verify_of_many_logs_tells_each_bad_one_and_exits_with_the_worst(tmp_pat
     assert status == 2  # several logs go with --verify only
 
 
-# -- check -------------------------------------------------------------------------------------------
+# -- check -----------------------------------------------------------------------------------------
 
 
 def test_check_shows_its_progress(data_dir: Path):
@@ -182,7 +182,7 @@ def test_check_shows_its_progress(data_dir: Path):
     ] == "check: 6/6"
 
 
-# -- import and export -------------------------------------------------------------------------------
+# -- import and export -----------------------------------------------------------------------------
 
 
 def test_import_and_export_show_their_progress(data_dir: Path, pg_store_url: str, tmp_path):
@@ -206,7 +206,7 @@ def test_import_and_export_show_their_progress(data_dir: Path, pg_store_url: str
     assert any(line.startswith("exported long000000000001.jsonl: ") for line in lines), out
 
 
-# -- chaos -------------------------------------------------------------------------------------------
+# -- chaos -----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("terminal", [True, False])
