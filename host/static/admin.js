@@ -103,7 +103,7 @@ function showSessions(page) {
       el("td", {}, s.game),
       el("td", { class: "state" }, s.state),
       el("td", {}, String(s.seq)),
-      el("td", { class: "seats" }, ...s.seats.map((x) => el("div", {}, seatText(x)))),
+      el("td", { class: "holders" }, ...s.seats.map((x) => el("div", {}, seatText(x)))),
       el("td", {}, String(s.spectators)),
       el("td", {}, s.driven ? "yes" : "no"),
       el("td", {}, endButton(s))));
