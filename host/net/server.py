@@ -1070,12 +1070,11 @@ async def _accept(
 async def _signals(
     host: Host, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    """SIGTERM and SIGINT (unless ignored: a worker of ``serve --workers``, whose supervisor
-    turns Ctrl-C into SIGTERM) begin a clean shutdown. The signals stay caught until the host
-    has stopped: one more (a Ctrl-C to the whole process group and the supervisor's SIGTERM
-    both reach a worker) is logged, not fatal."""
+    """SIGTERM and SIGINT (not in a worker of ``serve --workers``: its supervisor turns
+    Ctrl-C into SIGTERM) begin a clean shutdown. The signals stay caught until the host has
+    stopped: one more is logged, not fatal."""
     wanted = [signal.SIGTERM]
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+    if host.config.worker is None:
         wanted.append(signal.SIGINT)
     with trio.open_signal_receiver(*wanted) as sigs:
         task_status.started()  # from here on a signal is a clean shutdown, even mid-start
