@@ -29,7 +29,6 @@ docs/operations.md for why it is not the library's multiprocess mode.
 from __future__ import annotations
 
 import bisect
-import functools
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -458,4 +457,4 @@ async def serve_metrics(
         async with limit:
             await _handle(metrics, stream)
 
-    await trio.serve_tcp(functools.partial(handler), port, host=bind, task_status=task_status)
+    await trio.serve_tcp(handler, port, host=bind, task_status=task_status)

@@ -18,9 +18,12 @@ from prometheus_client.samples import Sample
 from host.game import hookimpl
 from host.net.metrics import Metrics, _quantile
 from host.plugins.registry import load_registry
+from host.store.feed import MemoryHub
 from tests import broken_games
 from tests.conftest import start_host
 from tests.host.test_budget import deal, ended_push
+from tests.host.test_multi_host import Shared, _host_nursery, client, start_shared
+from tests.host.test_server import new_session
 from tests.wsclient import ws_client
 from tools.client import Client
 
@@ -192,3 +195,34 @@ def test_the_quantile_estimate_is_the_bound_of_the_bucket_that_holds_it():
     assert _quantile(m.append_seconds, 1.0) == 10.0
     summary = m.summary()
     assert summary["append_p50"] == 0.0005 and summary["sessions_live"] == {}
+
+
+async def test_a_lease_taken_over_from_a_dead_host_is_counted(tmp_path: Path):
+    hub = Shared(hub=MemoryHub())
+    async with trio.open_nursery() as n:
+        nurseries, hosts = [], []
+        for name in "ab":
+            nurseries.append(await n.start(_host_nursery))
+            hosts.append(await start_shared(nurseries[-1], hub, tmp_path / name, bot_delay=1.0))
+        sid = await new_session(await client(n, hosts[0]), seats=3, bots=3, rounds=2)
+        watcher = await client(n, hosts[1])
+        await watcher.call("watch", session=sid)  # b follows it too
+        with trio.fail_after(10):
+            while not any(h.host.sessions[sid].driver for h in hosts):
+                await trio.sleep(0.01)
+        drivers = [h for h in hosts if h.host.sessions[sid].driver]
+        assert len(drivers) == 1
+        dead = hosts.index(drivers[0])
+        alive = hosts[1 - dead].host
+        assert drivers[0].host.metrics.leases_taken == 1
+        assert drivers[0].host.metrics.lease_takeovers == 0
+        assert alive.metrics.leases_taken == 0
+        nurseries[dead].cancel_scope.cancel()  # the driver dies, its lease with it
+        with trio.fail_after(20):
+            while not alive.sessions[sid].driver:
+                await trio.sleep(0.05)
+        assert (alive.metrics.leases_taken, alive.metrics.lease_takeovers) == (1, 1)
+        page = samples(alive.metrics.page().decode())
+        assert value(page, "gamehost_lease_takeovers_total") == 1
+        assert value(page, "gamehost_sessions_driven") == 1
+        n.cancel_scope.cancel()
