@@ -107,6 +107,14 @@ def test_the_operator_sees_a_session_and_ends_it_and_its_log_verifies(host, brow
         cwd=ROOT,
     )
     assert timeline.stdout.splitlines()[-1].split()[2:] == ["ended", "outcome", "null"]
+    # the debugger loads the log page by page and says how far it got, then hides the bar
+    d.get(f"{host.base}/debug.html#{sid}")
+    last = str(records[-1].seq)
+    wait_for(d, lambda d: css(d, "#last")[0].text == last, "the whole timeline")
+    wait_for(d, lambda d: not css(d, "#loading")[0].is_displayed(), "the loading bar gone")
+    count = f"{len(records):,}"
+    said = d.execute_script("return document.getElementById('load-text').textContent")
+    assert said == f"loading records: {count} of {count}", said
 
 
 def test_with_an_admin_token_the_page_asks_for_it(browser):
