@@ -657,6 +657,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="start the host without the game budget (--game-time 0 --game-memory 0), to"
         " measure what the budget's watchdog costs per action",
     )
+    p.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="pass ARG to the gamehost serve it starts (repeatable; write"
+        " --serve-arg=--metrics=9100)",
+    )
     p.add_argument("--json", action="store_true", help="print only one JSON object")
     from tools import stall
 
@@ -694,7 +702,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 if getattr(args, "no_budget", False)
                 else ()
             )
-            proc, port = _start_host(args.fsync, tmp, off)
+            extra = (*off, *getattr(args, "serve_arg", ()))
+            proc, port = _start_host(args.fsync, tmp, extra)
         else:
             port = args.port
         try:

@@ -7,10 +7,12 @@ header — and then folded with its game (a record that reads but does not fold 
 log whose game is not installed is only read. Nothing is changed: a torn last line (an append a
 crash cut short, which a host cuts off when it loads the log) is reported, not cut.
 
-Output: one line per finding, ``damaged: <session>: seq N: <what>`` or ``torn: <session>: ...``,
-then a summary with how many records carry no checksum (written before checksums: accepted
-unchecked). Exit status: 0 no log damaged (torn tails are no damage), 1 some damaged, 2
-unusable arguments (no such data dir) or an unreachable database.
+While it runs it shows its progress on stdout (logs checked of all; :mod:`tools.progress`: a
+bar on a terminal, a plain line every 5 s otherwise). Output: one line per finding,
+``damaged: <session>: seq N: <what>`` or ``torn: <session>: ...``, then a summary with how many
+records carry no checksum (written before checksums: accepted unchecked). Exit status: 0 no log
+damaged (torn tails are no damage), 1 some damaged, 2 unusable arguments (no such data dir) or
+an unreachable database.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from host.plugins.registry import Registry, load_registry
 from host.store.base import _SESSION_ID, CorruptLog
 from host.store.file import fold_log, scan_log
 from host.table.engine import Record
+from tools.progress import Progress
 
 __all__ = ["Report", "add_parser", "check_data_dir", "check_database", "main"]
 
@@ -64,9 +67,15 @@ def _fold(report: Report, registry: Registry, sid: str, where: Path, raw: list[A
     fold_log(where, engine, records)
 
 
-def check_data_dir(data_dir: Path, registry: Registry) -> Report:
+def _tick(progress: Progress | None, report: Report) -> None:
+    if progress is not None:
+        bad = len(report.damaged)
+        progress.update(report.sessions, status=f"{bad} damaged" if bad else "")
+
+
+def check_data_dir(data_dir: Path, registry: Registry, progress: Progress | None = None) -> Report:
     """Check every ``<session>.jsonl`` in ``data_dir/sessions`` (the folder itself if it has no
-    ``sessions``: a folder of logs, as ``export`` writes).
+    ``sessions``: a folder of logs, as ``export`` writes); ``progress`` told of each log.
 
     Raises:
         FileNotFoundError: no such folder.
@@ -75,10 +84,16 @@ def check_data_dir(data_dir: Path, registry: Registry) -> Report:
     if not folder.is_dir():
         raise FileNotFoundError(f"no data dir {data_dir}")
     report = Report()
-    for name in sorted(os.listdir(folder)):
+    names = [
+        name
+        for name in sorted(os.listdir(folder))
+        if name.endswith(".jsonl") and _SESSION_ID.match(name.removesuffix(".jsonl"))
+    ]
+    if progress is not None:
+        progress.update(0, total=len(names))
+    for name in names:
+        _tick(progress, report)
         sid = name.removesuffix(".jsonl")
-        if not name.endswith(".jsonl") or not _SESSION_ID.match(sid):
-            continue
         report.sessions += 1
         path = folder / name
         try:
@@ -91,11 +106,12 @@ def check_data_dir(data_dir: Path, registry: Registry) -> Report:
             report.damaged.append((sid, exc.seq, exc.message))
         except OSError as exc:
             report.damaged.append((sid, 0, f"cannot be read: {exc}"))
+    _tick(progress, report)
     return report
 
 
-def check_database(url: str, registry: Registry) -> Report:
-    """Check every session of a PostgreSQL store.
+def check_database(url: str, registry: Registry, progress: Progress | None = None) -> Report:
+    """Check every session of a PostgreSQL store; ``progress`` told of each session.
 
     Raises:
         StoreUnavailable: the database cannot be reached (an ``OSError``).
@@ -106,7 +122,11 @@ def check_database(url: str, registry: Registry) -> Report:
     report = Report()
     try:
         store.check()
-        for sid in store.session_ids():
+        ids = store.session_ids()
+        if progress is not None:
+            progress.update(0, total=len(ids))
+        for sid in ids:
+            _tick(progress, report)
             report.sessions += 1
             where = store.path(sid)
             try:
@@ -117,6 +137,7 @@ def check_database(url: str, registry: Registry) -> Report:
                 report.damaged.append((sid, exc.seq, exc.message))
             except LookupError:  # gone since it was listed
                 report.sessions -= 1
+        _tick(progress, report)
     finally:
         store.disconnect()
     return report
@@ -160,10 +181,11 @@ def main(args: argparse.Namespace) -> int:
     registry = load_registry()
     spec = args.store or str(args.data_dir)
     try:
-        if "://" in spec:
-            report = check_database(spec, registry)
-        else:
-            report = check_data_dir(Path(spec), registry)
+        with Progress("check", unit="logs") as progress:
+            if "://" in spec:
+                report = check_database(spec, registry, progress)
+            else:
+                report = check_data_dir(Path(spec), registry, progress)
     except OSError as exc:
         print(f"gamehost check: error: {exc}", file=sys.stderr)
         return 2

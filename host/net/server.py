@@ -51,6 +51,7 @@ Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tel
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -72,6 +73,7 @@ from host import __version__
 from host.net import replayops
 from host.net.connection import Connection, set_keepalive
 from host.net.heavy import HeavyWork
+from host.net.metrics import Metrics, connection_kind, serve_metrics
 from host.net.session import Session
 from host.net.workers import reuse_port_listeners
 from host.plugins.budget import Budget, BudgetExceeded
@@ -208,6 +210,16 @@ class HostConfig:
         heavy_workers: worker processes for heavy jobs (folding a whole long log for the
             replay ops' snapshots, ``verify``), at most this many at once; 0: a worker thread
             (see :mod:`host.net.heavy`).
+        metrics_port: serve the Prometheus page (``/metrics``, :mod:`host.net.metrics`) on a
+            listener of its own on this port (None: none; 0: any free port, see
+            ``Host.metrics_port``).
+        metrics_bind: the address the metrics listener binds.
+        admin_token: the token the admin view (``/admin.html`` and ``/admin/api/...`` on the
+            HTTP listener, and ``/metrics`` there) asks for as ``Authorization: Bearer``;
+            None: only requests from loopback that name a loopback host may use it (see
+            :mod:`host.net.admin`).
+        worker: this process's index under ``serve --workers`` (None: a host alone); a label
+            of ``gamehost_host_info``.
     """
 
     data_dir: Path
@@ -247,6 +259,10 @@ class HostConfig:
     public_url: str | None = None
     debug_replay: bool = False
     heavy_workers: int = 2
+    metrics_port: int | None = None
+    metrics_bind: str = "127.0.0.1"
+    admin_token: str | None = None
+    worker: int | None = None
 
 
 FD_RESERVE = 64
@@ -361,6 +377,13 @@ class Host:
         self._creating: set[str] = set()  # ids of sessions this host is creating
         self.heavy = HeavyWork(registry, store, config.heavy_workers)
         """Where heavy jobs run: worker processes, bounded (:mod:`host.net.heavy`)."""
+        self.metrics = Metrics(self, config.worker)
+        """This host's metrics (:mod:`host.net.metrics`); the store reports its fsync rounds
+        and retries to them too."""
+        self.metrics_port: int | None = None
+        """The port the metrics page is served on (``serve --metrics``), or None."""
+        with contextlib.suppress(AttributeError):  # a store that reports nothing
+            store.metrics = self.metrics
 
     def discover(self, sid: str) -> None:
         """Another host created or appended to ``sid``, which is not live here: load it in the
@@ -410,6 +433,7 @@ class Host:
             linger=self.config.linger,
             clock_base=self.clock_base,
             budget=self.budget,
+            metrics=self.metrics,
         )
         if not live:
             session.retire()
@@ -423,6 +447,8 @@ class Host:
 
     def forget(self, conn: Connection) -> None:
         """Remove a closed connection."""
+        if conn in self.connections:
+            self.metrics.connections_closed[conn.reason or "client"] += 1
         self.connections.discard(conn)
         self._conns_changed.set()
 
@@ -677,6 +703,7 @@ class Host:
                 )
         except BudgetExceeded as exc:
             log.error("game_budget_exceeded", fault=exc.what, error=exc.message, game=game_id)
+            self.metrics.budget_overruns[(game_id, exc.what)] += 1
             raise ProtocolError(
                 ErrorCode.INTERNAL, "internal error: the game failed to start"
             ) from None
@@ -710,12 +737,14 @@ class Host:
         structlog.contextvars.bind_contextvars(session=sid)
         log.info("session_created", game=game_id, seats=len(state.seats), bots=bots)
         structlog.contextvars.unbind_contextvars("session")
-        notify_isolated(
+        self.metrics.sessions_created[game_id] += 1
+        if notify_isolated(
             self.registry.hook.gamehost_session_created,
             session=sid,
             game=game_id,
             header=header.to_json(),
-        )
+        ):
+            self.metrics.plugin_faults[(game_id, "observer")] += 1
         await self.nursery.start(self._run_session, session)
         session._observe(seated)  # the bots' records: durable, answered
         return session
@@ -939,6 +968,7 @@ class Host:
         ``FD_RESERVE // 2`` refusals linger at once; past that a connection is closed at once.
         """
         log.warning(reason, peer=peer, open=len(self.connections))
+        self.metrics.connections_refused[reason] += 1
         try:
             if self._refusing < FD_RESERVE // 2:
                 self._refusing += 1
@@ -984,6 +1014,7 @@ class Host:
             await self._refuse(stream, peer, "too_many_from_address")
             return
         self.connections.add(conn)
+        self.metrics.connections_opened[connection_kind(conn)] += 1
         try:
             await conn.run()
         except Exception:
@@ -1039,12 +1070,20 @@ async def _accept(
 async def _signals(
     host: Host, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
+    """SIGTERM and SIGINT (not in a worker of ``serve --workers``: its supervisor turns
+    Ctrl-C into SIGTERM) begin a clean shutdown. The signals stay caught until the host has
+    stopped: one more is logged, not fatal."""
+    wanted = [signal.SIGTERM]
+    if host.config.worker is None:
+        wanted.append(signal.SIGINT)
+    with trio.open_signal_receiver(*wanted) as sigs:
         task_status.started()  # from here on a signal is a clean shutdown, even mid-start
         async for sig in sigs:
+            if host.shutdown.is_set():
+                log.info("signal_while_stopping", signal=signal.Signals(sig).name)
+                continue
             log.info("signal", signal=signal.Signals(sig).name)
             host.request_shutdown()
-            return
 
 
 async def _open_store(config: HostConfig) -> Any:
@@ -1135,6 +1174,14 @@ async def run_host(
                         )
                         host.http_port = web[0].socket.getsockname()[1]
                         log.info("listening_http", bind=config.http_bind, port=host.http_port)
+                    if config.metrics_port is not None:
+                        page = await conns.start(
+                            serve_metrics, host.metrics, config.metrics_port, config.metrics_bind
+                        )
+                        host.metrics_port = page[0].socket.getsockname()[1]
+                        log.info(
+                            "listening_metrics", bind=config.metrics_bind, port=host.metrics_port
+                        )
                     sessions.start_soon(host.load_sessions)  # in the background
                     task_status.started((host, port))
                     await host.shutdown.wait()

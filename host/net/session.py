@@ -43,6 +43,7 @@ import attrs
 import structlog
 import trio
 
+from host.net.metrics import Metrics
 from host.plugins.budget import Budget, BudgetExceeded
 from host.plugins.faults import notify_isolated
 from host.store.base import Conflict, CorruptLog, UnknownSession
@@ -183,6 +184,8 @@ class Session:
             epoch); default: now's wall clock.
         budget: the host's budget for game code (``host.plugins.budget``): every call into
             the table (which runs the game) is one bounded step; None: unbounded.
+        metrics: the host's metrics (:mod:`host.net.metrics`): append latency, actions,
+            endings, faults, store errors, leases; None: not counted.
     """
 
     def __init__(
@@ -193,6 +196,7 @@ class Session:
         linger: float = 60.0,
         clock_base: float | None = None,
         budget: Budget | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.table = table
         self.id = table.id
@@ -202,6 +206,8 @@ class Session:
         self.hooks = hooks
         self.linger = linger
         self.budget = budget or Budget(None, None)
+        self.metrics = metrics
+        self._told_driver: bool | None = None  # what the feed last said (None: nothing yet)
         self.clock_base = time.time() - trio.current_time() if clock_base is None else clock_base
         self._conns: dict[str, Subscriber] = {}
         self._inflight: dict[str, int] = {}
@@ -276,6 +282,14 @@ class Session:
     # -- what the host tells ------------------------------------------------------------------
     def set_driver(self, driver: bool) -> None:
         """Run host-driven steps from now on (this host holds the session's lease) or not."""
+        m = self.metrics
+        if m is not None and driver != self._told_driver:
+            if driver:
+                m.leases_taken += 1
+                m.lease_takeovers += self._told_driver is False  # another host held it
+            elif self._told_driver:
+                m.leases_lost += 1
+        self._told_driver = driver
         if driver != self.table.driver:
             self.table.set_driver(driver)
             self._poke()
@@ -467,6 +481,8 @@ class Session:
         """The game ran past its budget in a step: logged; the requester, if any, is answered
         ``internal``; the table ends the session on its next step (``game_error``)."""
         log.error("game_budget_exceeded", fault=exc.what, error=exc.message)
+        if self.metrics is not None:
+            self.metrics.budget_overruns[(self.game.info.id, exc.what)] += 1
         self.table.overran(exc.what)
         if conn is not None:
             c = self._conns.get(conn)
@@ -511,12 +527,15 @@ class Session:
             if not step.records:
                 await self._carry(step.effects)
                 return
+            began = time.perf_counter()
             try:
                 await self.store.append(self.id, step.expected, step.to_store())
             except Conflict:
                 # another host sharing the store appended first: catch up, decide again
                 log.info("append_conflict", seq=step.expected)
                 self.lost_races += 1
+                if self.metrics is not None:
+                    self.metrics.append_conflicts += 1
                 races += 1
                 try:
                     await self._follow(reopen=True)
@@ -534,12 +553,23 @@ class Session:
                 self._store_failed("append_failed", exc)
                 await self._carry(self.table.failed(step))
                 return
+            m = self.metrics
+            if m is not None:
+                m.append_seconds.observe(time.perf_counter() - began)
+                actions = self.table.actions
             if self._store_failures:
                 log.warning("store_recovered", failures=self._store_failures)
                 self._store_failures = 0
             self._changed_at = trio.current_time()
             with self.budget.step("the pushes of a change"):
                 effects = self.table.commit(step)  # an overrun inside: the table's to handle
+            if m is not None:
+                game = self.game.info.id
+                if self.table.actions != actions:
+                    m.actions[game] += self.table.actions - actions
+                last = step.records[-1]
+                if last.type == "ended":
+                    m.ended(game, last.data)
             if self.table.ended:
                 self.store.release(self.id)
             await self._carry(effects)
@@ -565,6 +595,13 @@ class Session:
                 conn = conns.get(e.conn)  # type: ignore[union-attr]
                 if conn is not None:
                     conn.answer(e.rid, e.outcome)  # type: ignore[union-attr]
+                outcome = e.outcome  # type: ignore[union-attr]
+                if (
+                    outcome.__class__ is Refused
+                    and outcome.code is ErrorCode.INTERNAL
+                    and self.metrics is not None
+                ):  # the game's code failed on a command
+                    self.metrics.plugin_faults[(self.game.info.id, "command")] += 1
             elif kind is SendMany:
                 conn = conns.get(e.conn)  # type: ignore[union-attr]
                 if conn is not None:
@@ -593,6 +630,8 @@ class Session:
             raw = await self.store.read(self.id, e.after)
         except Exception:
             log.exception("log_read_failed", after=e.after)
+            if self.metrics is not None:
+                self.metrics.store_errors["backfill"] += 1
             kill = getattr(conn, "kill", None)
             if kill is not None:
                 kill("store_error")
@@ -612,14 +651,17 @@ class Session:
         each implementation on its own: one that raises is logged, never fatal."""
         if self.hooks is None:
             return
+        failed = 0
         for rec in records:
-            notify_isolated(
+            failed += notify_isolated(
                 self.hooks.gamehost_event_appended, session=self.id, record=rec.to_json()
             )
             if rec.type == "ended":
-                notify_isolated(
+                failed += notify_isolated(
                     self.hooks.gamehost_session_ended, session=self.id, outcome=rec.data["outcome"]
                 )
+        if failed and self.metrics is not None:
+            self.metrics.plugin_faults[(self.game.info.id, "observer")] += failed
 
     # -- the store -----------------------------------------------------------------------------
     def _store_failed(self, event: str, exc: Exception) -> None:
@@ -629,6 +671,8 @@ class Session:
         line each."""
         self._store_failures += 1
         n = self._store_failures
+        if self.metrics is not None:
+            self.metrics.store_errors[event.partition("_")[0]] += 1
         delay = min(RELOAD_RETRY_MAX, RELOAD_RETRY * 2 ** min(n - 1, 16))
         self._reload_at = trio.current_time() + delay
         if n == 1:
@@ -650,6 +694,8 @@ class Session:
                 ``session_damaged`` if it is gone or damaged for good (the session stops).
         """
         old = self.table.seq
+        if self.metrics is not None:
+            self.metrics.store_retry("session")
         try:
             raw = await trio.to_thread.run_sync(self.store.load, self.id)
             records = [Record.from_json(r) for r in raw]

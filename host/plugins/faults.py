@@ -48,7 +48,7 @@ class GameFault(Exception):
         self.seq = seq
 
 
-def notify_isolated(caller: pluggy.HookCaller, **kwargs: Any) -> None:
+def notify_isolated(caller: pluggy.HookCaller, **kwargs: Any) -> int:
     """Call every implementation of an observer hook on its own, in pluggy's order.
 
     An implementation that raises is logged (``observer_failed`` with the hook and plugin name
@@ -58,14 +58,20 @@ def notify_isolated(caller: pluggy.HookCaller, **kwargs: Any) -> None:
     Args:
         caller: the hook, e.g. ``registry.hook.gamehost_event_appended``.
         kwargs: the hook's arguments by name (each implementation gets those it asks for).
+
+    Returns:
+        How many implementations raised (the host counts them as plugin faults).
     """
+    failed = 0
     for impl in reversed(caller.get_hookimpls()):  # pluggy calls the last registered first
         if impl.hookwrapper or impl.wrapper:
             continue
         try:
             impl.function(**{name: kwargs[name] for name in impl.argnames})
         except Exception:
+            failed += 1
             log.exception("observer_failed", hook=caller.name, plugin=impl.plugin_name)
+    return failed
 
 
 def refusal(exc: ProtocolError | GamehostError) -> Refused:

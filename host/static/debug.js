@@ -49,15 +49,34 @@ async function open() {
   go(d.records.length - 1);
 }
 
+// Loading shows its progress: records read of the log's seq + 1 (one `log` page at a time);
+// a job with no known size (verify) shows a bar that only says it is under way.
+function progress(text, done = null, total = null) {
+  const box = $("loading");
+  if (text === null) { box.hidden = true; return; }
+  const bar = $("load-bar");
+  if (total === null) { bar.removeAttribute("value"); bar.removeAttribute("max"); }
+  else { bar.max = Math.max(total, 1); bar.value = done; }
+  $("load-text").textContent = text;
+  box.hidden = false;
+}
+
 async function loadLog(fillViewers) {
   const records = [];
   let after = null;
   let page;
-  do {
-    page = await conn.call("log", { session: d.sid, after, limit: 1000, ...viewer() });
-    records.push(...page.records);
-    after = page.next;
-  } while (after !== null);
+  progress("loading the log…");
+  try {
+    do {
+      page = await conn.call("log", { session: d.sid, after, limit: 1000, ...viewer() });
+      records.push(...page.records);
+      after = page.next;
+      const total = page.seq + 1;
+      progress(`loading records: ${records.length.toLocaleString()} of ${total.toLocaleString()}`, records.length, total);
+    } while (after !== null);
+  } finally {
+    progress(null);
+  }
   d.records = records;
   d.open = page.open;
   d.live = page.live;
@@ -128,8 +147,9 @@ async function compare() {
 
 async function verify() {
   const box = clear($("verdict"));
+  progress("verifying the log on this host's code…");
   try {
-    const v = await conn.call("verify", { session: d.sid });
+    const v = await conn.call("verify", { session: d.sid }).finally(() => progress(null));
     if (v.ok) box.append(el("p", { class: "ok", id: "verify-ok" }, `ok: ${v.records} records replay to the same events on this host's code`));
     else {
       box.append(el("p", { class: "bad", id: "verify-bad" }, `DIFFERS at seq ${v.seq}`, " ",

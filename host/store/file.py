@@ -79,6 +79,7 @@ import queue
 import secrets
 import stat
 import threading
+import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -980,15 +981,22 @@ class FileStore(WriterThreadStore):
                         os.ftruncate(fd, start)  # the half-written append, cut off again
                     raise
                 if self.fsync == "always":
+                    began = time.perf_counter()
                     _datasync(fd)
                     self._n_fsyncs += 1
+                    if self.metrics is not None:
+                        self.metrics.observe_fsync(time.perf_counter() - began)
                 elif self.fsync == "batch":
                     unsynced.setdefault(job.session, []).append(job)
             except (OSError, CorruptLog) as exc:
                 job.error = exc
                 failed[job.session] = exc
                 self._close(job.session, unsynced, failed)  # a fresh open after the reload
-        self._sync_all(unsynced, failed)
+        if unsynced:
+            began = time.perf_counter()
+            self._sync_all(unsynced, failed)
+            if self.metrics is not None:  # one round: every file the batch wrote, synced
+                self.metrics.observe_fsync(time.perf_counter() - began)
         for job in batch:
             if job.error is not None:
                 self._failed[job.session] = job.opened

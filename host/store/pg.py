@@ -947,10 +947,13 @@ class PostgresStore(WriterThreadStore):
                     return None
             committing = False
             try:
+                began = time.perf_counter()
                 with conn.transaction():
                     self._run_groups(conn, groups)
                     committing = True
                 self._n_batches += 1
+                if self.metrics is not None:
+                    self.metrics.observe_fsync(time.perf_counter() - began)
                 return conn
             except (psycopg.errors.IntegrityError, psycopg.errors.TransactionRollback):
                 # a duplicate seq despite the session row, or a deadlock with a foreign writer:
@@ -976,6 +979,8 @@ class PostgresStore(WriterThreadStore):
                 conn = None
                 if reused and not committing and attempt == 0:
                     log.warning("store_reconnecting", error=_first_line(exc))
+                    if self.metrics is not None:
+                        self.metrics.store_retry("store")
                     continue  # dead before COMMIT was sent: nothing committed, write again
                 error = StoreUnavailable(
                     f"the database failed{' during COMMIT' if committing else ''}:"

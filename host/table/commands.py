@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Act", "Command", "Join", "Leave", "Resume", "View", "Watch"]
+__all__ = ["Act", "Command", "End", "Join", "Leave", "Resume", "View", "Watch"]
 
 
 @attrs.frozen
@@ -63,5 +63,14 @@ class Leave:
     """Stop playing or watching. Answered :class:`protocol.replies.Left`."""
 
 
-Command = Join | Watch | Resume | View | Act | Leave
+@attrs.frozen
+class End:
+    """End the session now, as the host's operator (no wire request makes this: the admin view
+    of ``host.net.web`` does): an ``ended`` record with ``outcome`` null and ``aborted`` =
+    ``reason``. Answered :class:`protocol.replies.Accepted` with the ``ended`` record's seq."""
+
+    reason: str = "admin"
+
+
+Command = Join | Watch | Resume | View | Act | Leave | End
 """Everything a session's mailbox carries (with the requester and the request id)."""

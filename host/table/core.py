@@ -4,7 +4,8 @@ Like h11's ``Connection``, which a trio server only drives, a :class:`Table` is 
 records of a session's log and takes one input at a time:
 
 - a client's command (:meth:`Table.command`: ``join``, ``watch``, ``resume``, ``view``,
-  ``act``, ``leave``) or a connection going away (:meth:`Table.drop`);
+  ``act``, ``leave``; or the operator's ``End``) or a connection going away
+  (:meth:`Table.drop`);
 - a host-driven step that is due (:meth:`Table.due`, :meth:`Table.next_due`): a host bot's
   move, a turn timer, a seat whose player is absent, abandonment, the end of a session whose
   game faulted, bots a ``create`` cut short did not seat, seats held by connections that are
@@ -57,7 +58,7 @@ from host.errors import GamehostError
 from host.game import Seat, Viewer
 from host.plugins.budget import BudgetExceeded
 from host.plugins.faults import GameFault, refusal
-from host.table.commands import Act, Command, Join, Leave, Resume, View, Watch
+from host.table.commands import Act, Command, End, Join, Leave, Resume, View, Watch
 from host.table.engine import CAUSES, BadRecord, Engine, Record, SessionState
 from host.table.freshness import stale_reason
 from host.table.visibility import Visibility
@@ -600,6 +601,8 @@ class Table:
                 return self._view(conn, rid)
             if isinstance(cmd, Leave):
                 return self._leave(conn, rid, now)
+            if isinstance(cmd, End):
+                return self._end(conn, rid, cmd, now, caught_up)
             raise TypeError(f"not a command: {cmd!r}")
         except _Refuse as r:
             return Step(effects=[Reply(conn, rid, refusal(r.exc))], conn=conn, rid=rid)
@@ -1077,6 +1080,26 @@ class Table:
                 then(out)
 
         step.then = left
+        return step
+
+    def _end(self, conn: str, rid: Any, cmd: End, now: float, caught_up: bool) -> Step:
+        """The operator ends the session: its ``ended`` record (``aborted``: ``cmd.reason``),
+        pushed to every subscriber as any end is, and answered with its seq. On a shared store
+        the log's end is read first, so whichever host drives the session, the end follows
+        every record before it."""
+        if self.shared and not caught_up and self.live:
+            return Step(follow_first=True, conn=conn, rid=rid, what="end")
+        if self.state.ended or not self.live:
+            raise _protocol(ErrorCode.SESSION_ENDED, "the session is over")
+        stop, after = self.engine.abort_step(self.state, cmd.reason)
+        log.warning("session_aborted", session=self.id, reason=cmd.reason, seq=self.state.seq)
+        step = self._finish(Step(conn=conn, rid=rid, what="end"), stop, [after], now)
+
+        def then(out: list[Effect]) -> None:
+            out.append(Reply(conn, rid, Accepted(self.state.seq)))
+            self._publish(step.records, out)
+
+        step.then = then
         return step
 
     def _release(

@@ -57,7 +57,7 @@ refuses it: a log the current code cannot fold is a corrupt log to its reader.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -85,6 +85,8 @@ PRESENCE = frozenset({"seat_held", "seat_released"})
 CAUSES = frozenset({"seat_taken", "action"}) | PRESENCE
 """The record types that begin a cause (an ``ended`` the host appends is one too)."""
 RELEASE_REASONS = frozenset({"left", "gone", "unresponsive", "host_gone"})
+VERIFY_STEP = 4096
+"""Records between two calls of :meth:`Engine.verify`'s ``progress``."""
 _SCALARS = frozenset({str, int, bool, float, type(None)})
 
 KNOWN_GOOD_MAX = 4096
@@ -903,8 +905,11 @@ class Engine:
         return whole, before, states
 
     # -- replay checking -----------------------------------------------------------------------
-    def verify(self, records: list[Record]) -> tuple[int, str] | None:
-        """Re-run every cause in a log on the current code.
+    def verify(
+        self, records: list[Record], progress: Callable[[int], None] | None = None
+    ) -> tuple[int, str] | None:
+        """Re-run every cause in a log on the current code; ``progress`` (if given) is called
+        with the number of records checked so far every :data:`VERIFY_STEP` records or so.
 
         A recorded event is compared with the produced one as the current code reads it: one
         written under another event schema version (its ``v`` is not ``event_version``) is
@@ -928,7 +933,11 @@ class Engine:
             state = self.initial(records[0])
             i = 1
             n = len(records)
+            mark = VERIFY_STEP if progress is not None else n
             while i < n:
+                if i >= mark:
+                    progress(i)  # type: ignore[misc]
+                    mark = i + VERIFY_STEP
                 rec = records[i]
                 at = rec.seq
                 diff, produced, after = self._replay_cause(state, rec, actions)
