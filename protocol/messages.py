@@ -328,12 +328,14 @@ class Join:
     name: str | None = None
     seat: int | None = None
     view: bool = False
+    text: bool = False  # event pushes carry "text": the record in words for this viewer
 
 
 @attrs.frozen
 class Watch:
     session: str
     view: bool = False
+    text: bool = False
 
 
 @attrs.frozen
@@ -342,6 +344,7 @@ class Resume:
     token: str
     after: int | None = None
     view: bool = False
+    text: bool = False
 
 
 @attrs.frozen
@@ -381,6 +384,7 @@ class Log:
     seat: int | None = None
     truth: bool = False
     token: str | None = None
+    text: bool = False  # each record carries "text": the record in words for the viewer
 
 
 @attrs.frozen

@@ -481,7 +481,8 @@ class Pong:
 @attrs.frozen
 class LogPage:
     """``log``: a page of a session's records as the viewer may see them (each a JSON object:
-    ``seq``, ``type`` and the record's fields), and ``next``, the ``after`` of the next page."""
+    ``seq``, ``type`` and the record's fields, and ``text``, the record in words, when the
+    request asked for it), and ``next``, the ``after`` of the next page."""
 
     session: str
     game: str
@@ -758,28 +759,34 @@ def _line_field() -> Any:
 
 @attrs.frozen
 class EventPush(_Push):
-    """One log record for a viewer: ``kind`` is ``event``, ``action``, ``seat_taken`` or
-    ``ended``; ``event`` its (redacted) body."""
+    """One log record for a viewer: ``kind`` is ``event``, ``action``, ``seat_taken``,
+    ``seat_held``, ``seat_released`` or ``ended``; ``event`` its (redacted) body; ``text`` the
+    record in words for this viewer (``""``: nothing to say), sent only to a connection that
+    asked with ``"text": true`` (None: the field is left out)."""
 
     name: ClassVar[str] = "event"
     session: str
     seq: int
     kind: str
     event: Any
+    text: str | None = None
     _line: bytes | None = _line_field()
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        out = {
             "push": "event",
             "session": self.session,
             "seq": self.seq,
             "kind": self.kind,
             "event": self.event,
         }
+        if self.text is not None:
+            out["text"] = self.text
+        return out
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> EventPush:
-        return cls(obj["session"], obj["seq"], obj["kind"], obj["event"])
+        return cls(obj["session"], obj["seq"], obj["kind"], obj["event"], obj.get("text"))
 
     @classmethod
     def with_encoded_body(
@@ -825,24 +832,28 @@ class TurnPush(_Push):
 @attrs.frozen
 class EndedPush(_Push):
     """The session is over: ``outcome`` (None when the host ended it, then ``aborted`` says
-    why; ``aborted`` is sent only when not None)."""
+    why; ``aborted`` is sent only when not None); ``text`` the end in words (who won, the
+    final scores; sent only when not None: to a connection that asked for text)."""
 
     name: ClassVar[str] = "ended"
     session: str
     seq: int
     outcome: Any
     aborted: str | None = None
+    text: str | None = None
     _line: bytes | None = _line_field()
 
     def to_wire(self) -> dict[str, Any]:
         out = {"push": "ended", "session": self.session, "seq": self.seq, "outcome": self.outcome}
         if self.aborted is not None:
             out["aborted"] = self.aborted
+        if self.text is not None:
+            out["text"] = self.text
         return out
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> EndedPush:
-        return cls(obj["session"], obj["seq"], obj["outcome"], obj.get("aborted"))
+        return cls(obj["session"], obj["seq"], obj["outcome"], obj.get("aborted"), obj.get("text"))
 
 
 @attrs.frozen

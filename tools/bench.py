@@ -27,7 +27,8 @@ Figures (``--json`` prints them as one JSON object; otherwise a summary, then th
   included); ``request_bytes``: the average size of a line the clients sent.
 - ``view_pushes``: whether the clients asked for state pushes (``--view-pushes``: a ``view``
   push after every change); its cost is the difference in the figures above against a run
-  without.
+  without. ``text_pushes`` likewise: whether they asked for each record in words
+  (``--text-pushes``: ``"text": true``, a ``text`` field on every event push).
 
 ``--baseline`` then measures, in the same run, a bare trio server (:mod:`tools.baseline`, in its
 own process too) with the same framing (:class:`protocol.framing.LineBuffer`, orjson, one
@@ -283,7 +284,8 @@ async def _connect(port: int, counts: Counts) -> Client:
 class Load:
     """What a run plays: ``sessions`` tables of ``game`` with ``seats`` seats, ``clients`` of
     them TCP clients (the rest host bots), for ``seconds`` (None: one session per table);
-    ``view_pushes``: the clients join with ``"view": true`` (a view push after every change)."""
+    ``view_pushes``: the clients join with ``"view": true`` (a view push after every change);
+    ``text_pushes``: with ``"text": true`` (every event push carries its text)."""
 
     sessions: int
     game: str
@@ -292,6 +294,7 @@ class Load:
     seconds: float | None
     seed: int
     view_pushes: bool = False
+    text_pushes: bool = False
 
 
 @attrs.define
@@ -448,6 +451,8 @@ async def _host_session(port: int, sid: str, load: Load, rng: random.Random, t: 
         async with await _connect(port, t.counts) as c:
             await c.call("hello", protocol=1, client=f"bench-{i}")
             views = {"view": True} if load.view_pushes else {}
+            if load.text_pushes:
+                views["text"] = True
             joined = await c.call("join", session=sid, name=f"bench{i}", **views)
             res = SeatResult(joined["seat"])
             t.seats.append(res)
@@ -510,6 +515,7 @@ async def run_host_load(load: Load, port: int, pid: int | None) -> dict[str, Any
         "clients_per_table": load.clients,
         "all_clients": load.clients == load.seats,
         "view_pushes": load.view_pushes,
+        "text_pushes": load.text_pushes,
         "seconds": snap.seconds,
         "actions": snap.actions,
         "actions_per_s": snap.actions / snap.seconds,
@@ -652,6 +658,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         " compare lines_per_action, bytes_per_line and CPU per action with a run without",
     )
     p.add_argument(
+        "--text-pushes",
+        action="store_true",
+        help="the clients ask for each record in words (join with text: true); compare"
+        " bytes_per_line and CPU per action with a run without",
+    )
+    p.add_argument(
         "--no-budget",
         action="store_true",
         help="start the host without the game budget (--game-time 0 --game-memory 0), to"
@@ -692,6 +704,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         seconds=args.seconds,
         seed=args.seed,
         view_pushes=args.view_pushes,
+        text_pushes=args.text_pushes,
     )
     result: dict[str, Any] = {"fsync": args.fsync}
     with tempfile.TemporaryDirectory(prefix="gamehost-bench-") as tmp:
@@ -752,6 +765,7 @@ def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
         f"{args.sessions} concurrent {args.game} sessions ({args.seats} seats,"
         f" {clients} client{'s' if clients > 1 else ''} each"
         + (", view pushes on" if r.get("view_pushes") else "")
+        + (", text pushes on" if r.get("text_pushes") else "")
         + "),"
         f" fsync={args.fsync}: {r['actions']} actions in {r['seconds']:.2f} s ="
         f" {r['actions_per_s']:.0f} actions/s; client act round trip p50"

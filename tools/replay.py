@@ -1,9 +1,14 @@
 """``gamehost replay LOG``: read a session's event log (``replay --store URL SESSION``: the log
 of that session in a PostgreSQL store).
 
-- no flags: the timeline, one line per record (seq, time, type, what happened); an action the
-  host chose for a seat whose turn timer ran out (``"timed_out": true``) ends with
-  ``[timed out: played by the host]``, here and with ``--as``;
+- no flags: the timeline in words, one line per record that has something to say (seq, time,
+  what happened: the game's own text, ``describe_event``, e.g. ``bot1 played 8♠ and named ♥``;
+  seat names from the log's ``seat_taken`` records), ending with the winners and the final
+  scores (``describe_outcome``). An action is told by the events it caused, except one the host
+  chose for a seat whose turn timer ran out (``Time ran out for Ann: the host played draw``).
+  Without ``--as``/``--spectator`` the timeline is the full truth (every card of every event);
+  ``--raw`` prints every record instead as it is logged (seq, time, type, its fields), an action
+  the host chose for a timed-out seat ending with ``[timed out: played by the host]``;
 - ``--at SEQ``: the state after record SEQ — the full truth, or ``--as SEAT`` / ``--spectator``
   for what that viewer saw (the game's ``view``). It is printed as text: the viewer's view by the
   game's ``render`` when it has one, anything else as indented ``key: value`` lines; ``--json``
@@ -25,7 +30,8 @@ of that session in a PostgreSQL store).
   so the fork replays. The fork keeps the session's seed: if the original session ended, its
   seed is public and the fork's future deals can be predicted — forks are for debugging.
   With ``--store`` and no ``--out`` the fork is a new session in that database.
-- ``--as SEAT`` / ``--spectator`` without ``--at``: the timeline as that viewer saw it.
+- ``--as SEAT`` / ``--spectator`` without ``--at``: the timeline as that viewer saw it (in
+  words: ``you`` for that seat, and nothing it was not shown).
 
 The game comes from the installed plugins (the header names it).
 """
@@ -52,6 +58,7 @@ from host.store.base import CorruptLog
 from host.store.file import FileStore, fold_log, read_log
 from host.table.engine import Engine, Record
 from host.table.history import fork_records, verify_log, version_warning  # re-exported here
+from host.table.words import Words, display_names
 
 __all__ = [
     "ReplayError",
@@ -439,6 +446,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", type=Path, help="with --fork-at: the folder (default: the log's)")
     p.add_argument("--width", type=count, default=160, help="cut timeline lines to this width")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="the timeline as logged (type and fields of every record) instead of in words",
+    )
     p.set_defaults(func=main)
 
 
@@ -545,6 +557,8 @@ def main(args: argparse.Namespace) -> int:
         if isinstance(viewer, int) and isinstance(seats, int) and not 0 <= viewer < seats:
             print(f"error: no seat {viewer}", file=sys.stderr)
             return 2
+    words = Words(engine.game)
+    names = seat_names(records)
     for rec, ts in zip(records, times, strict=True):
         shown = rec
         if viewer != "all" and rec.type == "event":
@@ -553,6 +567,28 @@ def main(args: argparse.Namespace) -> int:
             shown = Record(rec.seq, rec.type, {**rec.data, "event": redacted})
         if viewer != "all" and rec.type == "header":
             shown = Record(rec.seq, rec.type, {**rec.data, "seed": None})
-        line = f"{rec.seq:>5}  {ts[11:23]}  {rec.type:<10}  {_summary(engine, shown)}"
-        print(line if len(line) <= args.width else line[: args.width - 1] + "…")
+        if args.raw:
+            lines = [f"{rec.type:<10}  {_summary(engine, shown)}"]
+        else:
+            body = shown.data.get("event") if rec.type == "event" else shown.data
+            text = words.record(rec.type, body, None if viewer == "all" else viewer, names)
+            if not text:
+                continue
+            lines = text.splitlines()
+        pad = " " * 21
+        for i, line in enumerate(lines):
+            line = f"{rec.seq:>5}  {ts[11:23]}  {line}" if i == 0 else f"{pad}{line}"
+            print(line if len(line) <= args.width else line[: args.width - 1] + "…")
     return 0
+
+
+def seat_names(records: list[Record]) -> list[str]:
+    """Each seat's name as the timeline's texts use it, from the log's ``seat_taken`` records
+    (:func:`host.table.words.display_names`; the header gives the number of seats)."""
+    seats = records[0].data.get("seats") if records else None
+    found: list[str | None] = [None] * (seats if isinstance(seats, int) and seats > 0 else 0)
+    for rec in records:
+        seat = rec.data.get("seat")
+        if rec.type == "seat_taken" and isinstance(seat, int) and 0 <= seat < len(found):
+            found[seat] = str(rec.data.get("name") or "")
+    return display_names(found)

@@ -45,6 +45,7 @@ from host.table.engine import BadRecord, Engine, Record, SessionState
 from host.table.history import fork_records
 from host.table.snapshots import EVERY, Folded, Snapshots, load
 from host.table.visibility import NEVER_SHOWN
+from host.table.words import Words, display_names
 from protocol.framing import MAX_LINE
 from protocol.messages import MAX_LOG_PAGE, ErrorCode, ProtocolError, Request
 from protocol.replies import Forked, LogPage, ReplayState, SeatInfo, Verified
@@ -113,6 +114,15 @@ _folding: weakref.WeakKeyDictionary[Any, dict[str, trio.Event]] = weakref.WeakKe
 _verifying: weakref.WeakKeyDictionary[Any, dict[tuple[str, int], Any]] = weakref.WeakKeyDictionary()
 _shown: weakref.WeakKeyDictionary[Any, tuple[str, SessionState]] = weakref.WeakKeyDictionary()
 """Per connection: the session and state it was last shown (so stepping on is cheap)."""
+_seat_names: weakref.WeakKeyDictionary[Any, OrderedDict[str, list[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per host: the seat names of logs that are not live (see :func:`_names`)."""
+
+NAMES_PAGE = 200
+"""Records read at a time while looking for a log's ``seat_taken`` records."""
+CACHED_NAMES = 1024
+"""Logs whose seat names a host remembers."""
 
 
 async def dispatch(host: Any, conn: Any, req: Request) -> Any:
@@ -151,11 +161,16 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
         seed = header.data.get("seed") if engine.game.info.reveal_seed else None
         stop = min(start + p.limit, meta.last + 1)
         records = await _range(host, p.session, start, stop) if start < stop else []
+        words = Words(engine.game) if p.text else None
+        names = await _names(host, p.session, meta) if p.text else []
         shown, size = [], 0
         for i, r in enumerate(records, 1):
             if i % SLICE == 0:  # the other tables run between two slices of redaction
                 await trio.lowlevel.checkpoint()
             item = _record(engine, r, viewer, p.truth, seed)
+            if words is not None:
+                body = item.get("event") if r.type == "event" else item
+                item["text"] = words.record(r.type, body, viewer, names)
             size += len(orjson.dumps(item)) + 1
             if shown and size > PAGE_BYTES:
                 break
@@ -219,6 +234,41 @@ async def _count(host: Any, sid: str) -> int:
         return len(await store.read(sid))
     except Exception as exc:  # noqa: BLE001 - UnknownSession, CorruptLog, OSError, ...
         raise _unreadable(host, sid, exc) from None
+
+
+async def _names(host: Any, sid: str, meta: _Meta) -> list[str]:
+    """Each seat's name as texts use it (:func:`host.table.words.display_names`): a live
+    session's from its state; else from the log's ``seat_taken`` records, read from seq 1 in
+    pages of :data:`NAMES_PAGE` up to the first game record (every seat is taken before the
+    game starts), then remembered (the last :data:`CACHED_NAMES` logs)."""
+    session = await host._live_session(sid)
+    if session is not None:
+        return display_names([s.name if s is not None else None for s in session.state.seats])
+    known = _seat_names.setdefault(host, OrderedDict())
+    if sid in known:
+        known.move_to_end(sid)
+        return known[sid]
+    seats = meta.header.data.get("seats")
+    found: list[str | None] = [None] * (seats if isinstance(seats, int) and seats > 0 else 0)
+    at, started = 1, False
+    while at <= meta.last and not started and None in found:
+        page = await _range(host, sid, at, min(at + NAMES_PAGE, meta.last + 1))
+        if not page:
+            break
+        for r in page:
+            seat = r.data.get("seat")
+            if r.type == "seat_taken" and isinstance(seat, int) and 0 <= seat < len(found):
+                found[seat] = str(r.data.get("name") or "")
+            elif r.type not in ("seat_taken", "seat_held", "seat_released"):
+                started = True
+                break
+        at = page[-1].seq + 1
+    names = display_names(found)
+    if started or None not in found:  # a seat may still be taken (on another host) otherwise
+        known[sid] = names
+        while len(known) > CACHED_NAMES:
+            known.popitem(last=False)
+    return names
 
 
 async def _meta(host: Any, sid: str) -> _Meta:

@@ -639,9 +639,9 @@ class Host:
             if ended is None:
                 raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {p.session!r}")
             if req.op == "resume":
-                await ended.execute(conn, req.id, commands.Resume(p.token, p.after))
+                await ended.execute(conn, req.id, commands.Resume(p.token, p.after, text=p.text))
             elif req.op == "watch":
-                await ended.execute(conn, req.id, commands.Watch())
+                await ended.execute(conn, req.id, commands.Watch(text=p.text))
             elif req.op == "view":
                 await ended.execute(conn, req.id, commands.View())
             else:
@@ -1029,11 +1029,11 @@ def _command(req: Request) -> commands.Command:
     p = req.params
     if req.op == "join":
         name = "".join(ch for ch in (p.name or "") if ch.isprintable())[:64] or "player"
-        return commands.Join(name, p.seat, p.view)
+        return commands.Join(name, p.seat, p.view, p.text)
     if req.op == "watch":
-        return commands.Watch(p.view)
+        return commands.Watch(p.view, p.text)
     if req.op == "resume":
-        return commands.Resume(p.token, p.after, p.view)
+        return commands.Resume(p.token, p.after, p.view, p.text)
     if req.op == "view":
         return commands.View()
     if req.op == "act":

@@ -639,7 +639,7 @@ class Session:
         records = [Record.from_json(r) for r in raw if r["seq"] <= e.upto]
         try:
             with self.budget.step("redact"):
-                pushes = self.table.pushes_for(records, e.viewer)
+                pushes = self.table.pushes_for(records, e.viewer, e.text)
         except BudgetExceeded as exc:
             self._overran(exc)
             pushes = []

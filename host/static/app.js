@@ -202,6 +202,7 @@ function tablePage(sid, watching) {
     if (t.stopped || p.session !== sid && p.push !== "closed") return;
     if (p.push === "event") {
       t.events.push(p);
+      if (p.kind === "ended" && typeof p.text === "string") t.endText = p.text;
       listEvent(p);
       if (t.snap && p.seq > t.snap.seq) askView();
     } else if (p.push === "turn" && p.seat === me) {
@@ -210,6 +211,7 @@ function tablePage(sid, watching) {
       draw();
     } else if (p.push === "ended") {
       t.legal = [];
+      if (typeof p.text === "string") t.endText = p.text;
       askView();
     } else if (p.push === "detached") {
       // another tab or device resumed this seat (last resume wins): this page no longer plays it
@@ -227,14 +229,18 @@ function tablePage(sid, watching) {
     }
   }
   // "What happened", newest first, one entry per seq: the history fetched when the table opens
-  // (loadHistory) and the pushes may arrive in any order and overlap.
+  // (loadHistory) and the pushes may arrive in any order and overlap. Each entry is the host's
+  // text of the record for this viewer (asked with "text": true); a record with nothing to say
+  // in words (an action: its events tell it) keeps a hidden entry, so the seqs stay in order.
   const listed = new Set();
   function listEvent(p) {
     if (listed.has(p.seq)) return;
     listed.add(p.seq);
     let at = eventsBox.firstChild;
     while (at && Number(at.dataset.seq) > p.seq) at = at.nextSibling;
-    eventsBox.insertBefore(el("li", { "data-seq": p.seq }, describeEvent(p, t.snap)), at);
+    const text = describeEvent(p, t.snap);
+    eventsBox.insertBefore(el("li", { "data-seq": p.seq, "data-kind": p.kind, hidden: text === null },
+      `#${p.seq}`, text === null ? "" : ` ${text}`), at);
     while (eventsBox.childNodes.length > HISTORY) {
       listed.delete(Number(eventsBox.lastChild.dataset.seq));
       eventsBox.lastChild.remove();
@@ -247,7 +253,7 @@ function tablePage(sid, watching) {
     const viewer = held ? { seat: me, token: held.token } : {};
     let after = Math.max(0, upto - HISTORY);
     while (after !== null && after < upto && !t.stopped) {
-      const got = await c.call("log", { session: sid, after, limit: HISTORY, ...viewer });
+      const got = await c.call("log", { session: sid, after, limit: HISTORY, text: true, ...viewer });
       for (const r of got.records) if (r.seq <= upto && r.type !== "header") listEvent(recordAsPush(r));
       after = got.next;
     }
@@ -257,7 +263,8 @@ function tablePage(sid, watching) {
     let event = rest;
     if (type === "event") event = rest.event;
     else if (type === "action") event = { seat: rest.seat, action: rest.action, timed_out: rest.timed_out };
-    return { push: "event", session: sid, seq, kind: type, event };
+    if (type === "ended" && typeof r.text === "string") t.endText = r.text;
+    return { push: "event", session: sid, seq, kind: type, event, text: r.text };
   }
   async function askView() {
     if (t.viewAsked) return;
@@ -294,7 +301,9 @@ function tablePage(sid, watching) {
         s.ended ? (s.aborted ? `Over: ended by the host (${s.aborted}).` : "The game is over.")
           : !s.started ? "Waiting for players\u2026"
           : s.to_act.length ? `To act: ${s.to_act.map((i) => seatName(s.seats, i)).join(", ")}` : ""),
-      s.ended && s.outcome ? el("div", { id: "outcome" }, el("h3", {}, "Outcome"), jsonTree(s.outcome)) : "");
+      s.ended && (s.outcome || t.endText) ? el("div", { id: "outcome" }, el("h3", {}, "Game over"),
+        t.endText ? el("p", { class: "end-text" }, t.endText) : null,
+        s.outcome ? el("details", {}, el("summary", {}, "the outcome as sent"), jsonTree(s.outcome)) : null) : "");
     const render = renderers[s.game] || renderers.generic;
     clear(board).append(render.board(s, me));
     clear(controls);
@@ -302,26 +311,29 @@ function tablePage(sid, watching) {
       controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act));
     }
   }
+  // A record in words: the host's text (null when it has nothing to say); a host that sent
+  // none gets the record's fields.
   function describeEvent(p, snap) {
+    if (typeof p.text === "string") return p.text || null;
     const seats = snap ? snap.seats : [];
     const who = (i) => seatName(seats, i);
     const e = p.event || {};
-    if (p.kind === "action") return `#${p.seq} ${who(e.seat)}: ${describeAction(e.action)}${e.timed_out ? " (timed out: played by the host)" : ""}`;
-    if (p.kind === "seat_taken") return `#${p.seq} seat ${e.seat} taken by ${e.name}${e.bot ? " (bot)" : ""}`;
-    if (p.kind === "seat_held") return `#${p.seq} ${who(e.seat)} is back`;
-    if (p.kind === "seat_released") return `#${p.seq} ${who(e.seat)} left (${e.reason || "left"})`;
-    if (p.kind === "ended") return `#${p.seq} the game is over`;
+    if (p.kind === "action") return `${who(e.seat)}: ${describeAction(e.action)}${e.timed_out ? " (timed out: played by the host)" : ""}`;
+    if (p.kind === "seat_taken") return `seat ${e.seat} taken by ${e.name}${e.bot ? " (bot)" : ""}`;
+    if (p.kind === "seat_held") return `${who(e.seat)} is back`;
+    if (p.kind === "seat_released") return `${who(e.seat)} left (${e.reason || "left"})`;
+    if (p.kind === "ended") return "the game is over";
     const parts = Object.entries(e).filter(([k]) => k !== "type").map(([k, v]) => `${k}=${fmt(v)}`);
-    return `#${p.seq} ${e.type || p.kind} ${parts.join(" ")}`;
+    return `${e.type || p.kind} ${parts.join(" ")}`;
   }
 
   (async () => {
     try {
       let snap;
       if (held) {
-        snap = await c.call("resume", { session: sid, token: held.token });
+        snap = await c.call("resume", { session: sid, token: held.token, text: true });
       } else {
-        snap = await c.call("watch", { session: sid });
+        snap = await c.call("watch", { session: sid, text: true });
       }
       t.snap = snap;
       recent.add(sid, snap.game);

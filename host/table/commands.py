@@ -18,20 +18,23 @@ __all__ = ["Act", "Command", "End", "Join", "Leave", "Resume", "View", "Watch"]
 @attrs.frozen
 class Join:
     """Take a seat: ``seat`` (None: the lowest free one) under ``name`` (already cleaned: at
-    most 64 printable characters); ``view``: a ``view`` push after every change. Answered
+    most 64 printable characters); ``view``: a ``view`` push after every change; ``text``:
+    event and ``ended`` pushes carry their text (:mod:`host.table.words`). Answered
     :class:`protocol.replies.Joined`."""
 
     name: str
     seat: int | None = None
     view: bool = False
+    text: bool = False
 
 
 @attrs.frozen
 class Watch:
-    """Watch as a spectator (``view``: a ``view`` push after every change). Answered
-    :class:`protocol.replies.Watching`."""
+    """Watch as a spectator (``view``: a ``view`` push after every change; ``text``: event
+    and ``ended`` pushes carry their text). Answered :class:`protocol.replies.Watching`."""
 
     view: bool = False
+    text: bool = False
 
 
 @attrs.frozen
@@ -42,6 +45,7 @@ class Resume:
     token: str
     after: int | None = None
     view: bool = False
+    text: bool = False
 
 
 @attrs.frozen

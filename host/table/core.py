@@ -62,6 +62,7 @@ from host.table.commands import Act, Command, End, Join, Leave, Resume, View, Wa
 from host.table.engine import CAUSES, BadRecord, Engine, Record, SessionState
 from host.table.freshness import stale_reason
 from host.table.visibility import Visibility
+from host.table.words import Words, display_names
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import (
     Accepted,
@@ -187,6 +188,7 @@ class Backfill:
     viewer: Viewer
     after: int
     upto: int
+    text: bool = False  # the pushes carry their text (the connection asked for it)
 
 
 @attrs.frozen
@@ -280,6 +282,7 @@ class Step:
 class _Sub:
     viewer: Viewer
     views: bool = False
+    text: bool = False  # event and ended pushes carry "text" (host.table.words)
 
 
 class _Refuse(Exception):
@@ -333,6 +336,8 @@ class Table:
         self.engine = engine
         self.game = engine.game
         self.visible = Visibility(engine)
+        self.words = Words(engine.game)
+        self._names: tuple[tuple[Any, ...], list[str]] = ((), [])
         self.settings = settings
         self.instance = instance
         self.driver = driver
@@ -357,6 +362,7 @@ class Table:
         self.faulted = False
         self.fault: str | None = None  # a budget the game ran past (time, memory), if any
         self._lost_logged = False
+        self._words_logged = False
         # (id of a game state, seat) -> (that game state, its legal list): the states of the
         # freshness window (each kept alive by the entry itself, so an id is never reused)
         self._legal: dict[tuple[int, Seat], tuple[Any, list[Any]]] = {}
@@ -540,12 +546,40 @@ class Table:
                 return rec.data
         return {"outcome": None}
 
-    def _ended_push(self) -> EndedPush:
+    def _ended_push(self, text: bool = False) -> EndedPush:
         data = self._ended_data()
-        return EndedPush(self.id, self.state.seq, data.get("outcome"), data.get("aborted"))
+        outcome, aborted = data.get("outcome"), data.get("aborted")
+        words = self._said(self.words.outcome(outcome, aborted, self.names())) if text else None
+        return EndedPush(self.id, self.state.seq, outcome, aborted, words)
 
-    def pushes_for(self, records: Iterable[Record], viewer: Viewer) -> list[Push]:
-        """The ``event`` pushes of ``records`` for ``viewer`` (for a :class:`Backfill`).
+    def names(self) -> list[str]:
+        """Each seat's name as texts use it (:func:`host.table.words.display_names`), made
+        again only when the seats change."""
+        seats = self.state.seats
+        key = tuple((s.name if s is not None else None) for s in seats)
+        if self._names[0] != key:
+            self._names = (key, display_names(list(key)))
+        return self._names[1]
+
+    def _said(self, text: str) -> str:
+        """``text`` as made; logs once per table that a text member of the game raised (its
+        text was replaced by the host's plain one)."""
+        if self.words.failed and not self._words_logged:
+            self._words_logged = True
+            log.warning("game_text_failed", session=self.id, game=self.game.info.id)
+        return text
+
+    def text_push(self, push: EventPush, viewer: Viewer) -> EventPush:
+        """``push`` with its ``text`` for ``viewer``, told from the push's own (redacted)
+        body, so it says nothing the push does not."""
+        text = self.words.record(push.kind, push.event, viewer, self.names())
+        return EventPush(push.session, push.seq, push.kind, push.event, self._said(text))
+
+    def pushes_for(
+        self, records: Iterable[Record], viewer: Viewer, text: bool = False
+    ) -> list[Push]:
+        """The ``event`` pushes of ``records`` for ``viewer`` (for a :class:`Backfill`), with
+        their text when ``text``.
 
         Raises:
             GameFault: the game's ``redact`` failed.
@@ -555,7 +589,7 @@ class Table:
         for rec in records:
             push = self.visible.push(self.id, rec, viewer, header)
             if push is not None:
-                out.append(push)
+                out.append(self.text_push(push, viewer) if text else push)
         return out
 
     def holder_of(self, conn: str) -> Seat | None:
@@ -775,6 +809,7 @@ class Table:
                 if gone:
                     subs = [(k, s) for k, s in subs if k not in gone]
             cache: dict[Viewer, EventPush | None] = {}
+            told: dict[Viewer, EventPush] = {}  # the same with its text, for those who asked
             shared: list[EventPush] = []
             for key, sub in subs:
                 viewer = sub.viewer
@@ -785,6 +820,10 @@ class Table:
                         self._game_failed("redact")  # and the seq stays gapless
                         cache[viewer] = EventPush(self.id, rec.seq, rec.type, None)
                 msg = cache[viewer]
+                if msg is not None and sub.text:
+                    if viewer not in told:
+                        told[viewer] = self.text_push(msg, viewer)
+                    msg = told[viewer]
                 if msg is not None:
                     out.append(Send(key, msg))
         if any(s.views for _, s in subs) and not self.visible.game_off:
@@ -803,7 +842,8 @@ class Table:
                         out.append(Send(key, push))
         if self.state.ended:
             end = self._ended_push()
-            out.extend(Send(key, end) for key, _ in subs)
+            told_end = self._ended_push(text=True) if any(s.text for _, s in subs) else end
+            out.extend(Send(key, told_end if sub.text else end) for key, sub in subs)
             return
         try:
             for key, sub in list(self.subs.items()):
@@ -869,10 +909,12 @@ class Table:
             ErrorCode.ALREADY_ATTACHED, f"this connection {what} already; leave first", seat=held
         )
 
-    def _subscribe(self, conn: str, viewer: Viewer, views: bool, out: list[Effect]) -> None:
+    def _subscribe(
+        self, conn: str, viewer: Viewer, views: bool, out: list[Effect], text: bool = False
+    ) -> None:
         if not self.live:
             return
-        self.subs[conn] = _Sub(viewer, views)
+        self.subs[conn] = _Sub(viewer, views, text)
         out.append(Attach(conn, viewer))
 
     def _unsubscribe(self, conn: str, out: list[Effect]) -> None:
@@ -913,7 +955,7 @@ class Table:
 
         def then(out: list[Effect]) -> None:
             if not closing:
-                self._subscribe(conn, seat, cmd.view, out)
+                self._subscribe(conn, seat, cmd.view, out, cmd.text)
             log.info("seat_taken", session=self.id, seat=seat, conn=conn)
             out.append(Reply(conn, rid, Joined(seat, token, snap)))
             self._publish(step.records, out, skip=conn)
@@ -925,10 +967,10 @@ class Table:
         self._one_role(conn)
         snap = self.snapshot(None)
         out: list[Effect] = []
-        self._subscribe(conn, None, cmd.view, out)
+        self._subscribe(conn, None, cmd.view, out, cmd.text)
         out.append(Reply(conn, rid, Watching(snap)))
         if self.state.ended:
-            out.append(Send(conn, self._ended_push()))
+            out.append(Send(conn, self._ended_push(cmd.text)))
         return Step(effects=out, conn=conn, rid=rid)
 
     def _view(self, conn: str, rid: Any) -> Step:
@@ -964,9 +1006,9 @@ class Table:
         self._one_role(conn)
         if self.state.ended or not self.live:  # nothing is appended after the end
             out: list[Effect] = []
-            self._catch_up(conn, seat, after, seq, out)
+            self._catch_up(conn, seat, after, seq, out, cmd.text)
             out.append(Reply(conn, rid, Resumed(seat, self.snapshot(seat))))
-            out.append(Send(conn, self._ended_push()))
+            out.append(Send(conn, self._ended_push(cmd.text)))
             return Step(effects=out, conn=conn, rid=rid)
         if closing:
             raise _protocol(
@@ -980,11 +1022,11 @@ class Table:
         def then(out: list[Effect]) -> None:
             upto = self.state.seq
             self._publish(step.records, out, skip=conn)  # the seat's old holder is told
-            self._catch_up(conn, seat, after, upto, out)
-            self._subscribe(conn, seat, cmd.view, out)
+            self._catch_up(conn, seat, after, upto, out, cmd.text)
+            self._subscribe(conn, seat, cmd.view, out, cmd.text)
             out.append(Reply(conn, rid, Resumed(seat, self.snapshot(seat))))
             if self.state.ended:
-                out.append(Send(conn, self._ended_push()))
+                out.append(Send(conn, self._ended_push(cmd.text)))
             else:
                 turn = self._turn(seat)
                 if turn is not None:
@@ -994,19 +1036,27 @@ class Table:
         return step
 
     def _catch_up(
-        self, conn: str, viewer: Viewer, after: int | None, upto: int, out: list[Effect]
+        self,
+        conn: str,
+        viewer: Viewer,
+        after: int | None,
+        upto: int,
+        out: list[Effect],
+        text: bool = False,
     ) -> None:
-        """The records ``after + 1 .. upto`` for ``conn``, as one chunk: from the table's tail
-        when it reaches back that far, else read from the store by the driver."""
+        """The records ``after + 1 .. upto`` for ``conn``, as one chunk (with their text when
+        ``text``): from the table's tail when it reaches back that far, else read from the
+        store by the driver."""
         if after is None or after >= upto:
             return
         tail = self._tail
         if tail and tail[0].seq <= after + 1:
-            pushes = self.pushes_for((r for r in tail if after < r.seq <= upto), viewer)
+            records = (r for r in tail if after < r.seq <= upto)
+            pushes = self.pushes_for(records, viewer, text)
             if pushes:
                 out.append(SendMany(conn, tuple(pushes)))
             return
-        out.append(Backfill(conn, viewer, after, upto))
+        out.append(Backfill(conn, viewer, after, upto, text))
 
     def _act(self, conn: str, rid: Any, cmd: Act, now: float, caught_up: bool) -> Step:
         action, expected = cmd.action, cmd.expected

@@ -256,6 +256,17 @@ def test_bench_view_pushes_show_their_cost_in_lines_per_action():
 
 
 @needs_crazy_eights
+def test_bench_text_pushes_show_their_cost_in_bytes_per_line():
+    """With ``--text-pushes`` every event push carries its text: the same lines per action as
+    without, each longer."""
+    plain = bench_json("--sessions", "2", "--seconds", "1", "--all-clients")
+    text = bench_json("--sessions", "2", "--seconds", "1", "--all-clients", "--text-pushes")
+    assert text["text_pushes"] and not plain["text_pushes"]
+    assert abs(text["lines_per_action"] - plain["lines_per_action"]) < 1
+    assert text["bytes_per_line"] > plain["bytes_per_line"] + 10
+
+
+@needs_crazy_eights
 def test_the_stall_bench_reports_its_figures_for_a_small_log():
     r = bench_json("--stall", "--records", "1500", "--seconds", "2", "--heavy-workers", "1")
     assert r["records"] == 1500 and r["heavy_workers"] == 1
