@@ -1006,10 +1006,16 @@ class Host:
         if self.shutdown.is_set():
             await stream.aclose()
             return
-        if len(self.connections) >= self.max_connections:
-            await self._refuse(stream, peer)
-            return
         key = address_key(conn.address)
+        if len(self.connections) >= self.max_connections:
+            # at the cap: an idle connection (no seat, watching nothing, nothing asked) of the
+            # address holding the most makes room for one from an address holding fewer
+            victim = self.per_address.evictable(key, lambda c: c.evictable())  # type: ignore[attr-defined]
+            if victim is None:
+                await self._refuse(stream, peer)
+                return
+            log.info("connection_evicted", peer=victim.peer, to_admit=peer)  # type: ignore[attr-defined]
+            victim.close_gracefully("too_many_connections")  # type: ignore[attr-defined]
         if not self.per_address.acquire(key, conn)[0]:
             await self._refuse(stream, peer, "too_many_from_address")
             return
