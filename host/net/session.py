@@ -416,8 +416,11 @@ class Session:
             return -math.inf, "follow"
         if self.table.ended:
             return self._changed_at + self.linger, "expire"
+        blame = self.budget.blamed(self.id)
+        if blame is not None:  # found after a step had closed: a caught interruption, memory
+            self._overran(BudgetExceeded(*blame))
         try:
-            with self.budget.step("to_act"):
+            with self.budget.step("to_act", self.id, self.table.seq):
                 when, _ = self.table.next_due()
         except BudgetExceeded as exc:
             self._overran(exc)
@@ -495,7 +498,7 @@ class Session:
     ) -> Step | None:
         """Ask the table, within the game's budget (an overrun: :meth:`_overran`, None)."""
         try:
-            with self.budget.step("a step of the game"):
+            with self.budget.step("a step of the game", self.id, self.table.seq):
                 return decide(caught_up)
         except BudgetExceeded as exc:
             self._overran(exc, conn, rid)
@@ -561,7 +564,7 @@ class Session:
                 log.warning("store_recovered", failures=self._store_failures)
                 self._store_failures = 0
             self._changed_at = trio.current_time()
-            with self.budget.step("the pushes of a change"):
+            with self.budget.step("the pushes of a change", self.id, step.records[-1].seq):
                 effects = self.table.commit(step)  # an overrun inside: the table's to handle
             if m is not None:
                 game = self.game.info.id
@@ -638,7 +641,7 @@ class Session:
             return
         records = [Record.from_json(r) for r in raw if r["seq"] <= e.upto]
         try:
-            with self.budget.step("redact"):
+            with self.budget.step("redact", self.id, self.table.seq):
                 pushes = self.table.pushes_for(records, e.viewer, e.text)
         except BudgetExceeded as exc:
             self._overran(exc)
@@ -733,7 +736,7 @@ class Session:
             BadRecord: the records do not fold.
         """
         try:
-            with self.budget.step("folding another host's records"):
+            with self.budget.step("folding another host's records", self.id, self.table.seq):
                 return self.table.follow(records, self.now())
         except BudgetExceeded as exc:
             self._overran(exc)

@@ -456,13 +456,13 @@ class Table:
 
     def _game_off(self) -> None:
         """A session ended because its game ran past its budget runs no game code again."""
-        if self.state.ended and self._ended_data().get("fault") in ("time", "memory"):
+        if self.state.ended and self._ended_data().get("fault") is not None:
             self.visible.game_off = True
 
     def overran(self, what: str) -> None:
-        """The game ran past its budget (``what``: ``time``, ``memory``) in a step of this
-        table: the session ends on its next host-driven step, as ``game_error`` with that
-        ``fault``, and runs no game code after that."""
+        """The game ran past its budget (``what``: ``time``, ``memory``, ``thread``) in a step
+        of this table: the session ends on its next host-driven step, as ``game_error`` with
+        that ``fault``, and runs no game code after that."""
         self.faulted = True
         self.fault = what
 

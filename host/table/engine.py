@@ -19,7 +19,8 @@ append, which the table core gives it):
                 connection holds the seat any more
 ``ended``       ``outcome`` and ``seed`` (hex): the commit-reveal, always the last record; when the
                 host ended it, ``outcome`` null and ``aborted`` (why), and for a game that ran
-                past its budget ``fault`` (``time`` or ``memory``)
+                past its budget ``fault`` (``time``, ``memory``, ``thread``; ``crash`` or
+                ``hang`` when it took the host down, see ``host.net.marker``)
 ==============  ===================================================================================
 
 ``seat_held`` and ``seat_released`` are *presence* records: who holds a seat is the log's to say,
@@ -802,8 +803,9 @@ class Engine:
         """The ``ended`` record that stops a session the game did not end (a host limit).
 
         Its ``outcome`` is ``None`` and ``aborted`` says why; ``fault`` (for ``game_error``:
-        ``time`` or ``memory`` when the game ran past its budget, see
-        :mod:`host.plugins.budget`) is recorded when given.
+        ``time``, ``memory`` or ``thread`` when the game ran past its budget, see
+        :mod:`host.plugins.budget`; ``crash`` or ``hang``, see ``host.net.marker``) is recorded
+        when given.
         """
         data: dict[str, Any] = {"outcome": None, "aborted": reason, "seed": state.header["seed"]}
         if fault is not None:
