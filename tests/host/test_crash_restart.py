@@ -135,3 +135,13 @@ async def test_a_bot_that_hangs_in_c_ends_the_host_and_its_session_after_one_res
     assert hung and hung[0]["session"] == sid
     assert "crashing_games.py" in hung[0]["traceback"]  # where the game was stuck
     assert log_of(tmp_path, sid)[-1].data["fault"] == "hang"
+
+
+async def test_on_postgres_the_marker_is_the_hosts_own_and_ends_the_session_in_the_database(
+    tmp_path, pg_store_url
+):
+    """With PostgreSQL the marker lives in the host's own data dir (local); the session's
+    ``ended`` record goes to the database."""
+    sid, log, faulted = await run(tmp_path, "bot-exits", "--store", pg_store_url)
+    assert faulted["fault"] == "crash" and log.count("worker_started") <= 3
+    assert (tmp_path / "host-step.0").exists() and not (tmp_path / "sessions").exists()
