@@ -35,6 +35,23 @@ class BotHangsInC(HighCard):
         return self.legal_actions(state, seat)[0]
 
 
+ARM = "GAMEHOST_TEST_ARM"
+"""The environment variable naming a file: while it exists, :class:`DecideHangsWhenArmed`
+hangs."""
+
+
+class DecideHangsWhenArmed(HighCard):
+    """``decide`` hangs in C while the file named by :data:`ARM` exists, for any action — so
+    folding the log again (which re-runs its last action's ``decide``) would hang too."""
+
+    info = attrs.evolve(HighCard.info, id="decide-hangs-when-armed", title="Decide hangs")
+
+    def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list:
+        if os.path.exists(os.environ.get(ARM, "/nonexistent")):
+            sum(range(10**15))
+        return super().decide(state, seat, action, rng)
+
+
 @hookimpl
 def gamehost_register_games() -> list[Any]:
-    return [BotExits(), BotHangsInC()]
+    return [BotExits(), BotHangsInC(), DecideHangsWhenArmed()]

@@ -926,6 +926,10 @@ class Host:
             engine = self.registry.engines.get(records[0].data.get("game", "")) if records else None
             if engine is None:
                 return None
+            last = records[-1]
+            if last.type == "ended" and last.data.get("fault") is not None:
+                shell = engine.shell(records)  # its game is off: none of its code runs again
+                return engine, records, (shell, [shell])
             whole, state, states = engine.load_tail(records, WINDOW)
             return engine, records[:whole], (state, states)
 

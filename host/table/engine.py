@@ -339,6 +339,34 @@ class Engine:
         except Exception as exc:
             raise BadRecord(0, f"a header this game cannot start from: {exc!r}") from exc
 
+    def shell(self, records: list[Record]) -> SessionState:
+        """The state of an ended session whose game is off (its ``ended`` record names a
+        ``fault``: its code is never run again) from its records alone: the header, the seats,
+        the seq, started and ended; the game's state is None. No game code runs, so a game that
+        hangs or kills the host on a fold cannot do it again for a view of its end.
+
+        Raises:
+            BadRecord: a seat or presence record does not fold, or a seq is out of order.
+        """
+        header = records[0].data
+        n = header.get("seats")
+        if type(n) is not int or n < 1:
+            raise BadRecord(0, f"seats must be a positive integer, not {n!r}")
+        seats: tuple[SeatInfo | None, ...] = (None,) * n
+        started = ended = False
+        for seq, rec in enumerate(records):
+            if rec.seq != seq:
+                raise BadRecord(seq, f"a record with seq {rec.seq!r} where {seq} should follow")
+            if rec.type == "seat_taken":
+                seats = self._seat_taken(seats, seq, rec.data)
+            elif rec.type in PRESENCE:
+                self._check_presence(seats, seq, rec)
+            elif rec.type == "event":
+                started = True
+            elif rec.type == "ended":
+                ended = True
+        return SessionState(header, None, seats, records[-1].seq, started, ended)
+
     def options(self, state: SessionState) -> Any:
         """The session's options instance."""
         return self.codec.conv.structure(state.header["options"], self.game.info.options)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import orjson
 import trio
 
 from tests.conftest import log_of
+from tests.crashing_games import ARM
 from tools.client import Client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,12 +27,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 async def serve_supervised(data: Path, *extra: str) -> trio.Process:
     """``gamehost serve --supervise`` on ``data`` with the crashing games (its log on its
-    stderr, JSON)."""
+    stderr, JSON; ``data/arm`` arms :class:`tests.crashing_games.DecideHangsWhenArmed`)."""
     argv = [sys.executable, "-m", "tools.cli", "serve", "--supervise", "--port", "0"]
     argv += ["--data-dir", str(data), "--log-format", "json", "--turn-timeout", "0"]
     argv += ["--plugin", "tests.crashing_games", *extra]
+    env = {**os.environ, ARM: str(data / "arm")}
     proc = await trio.lowlevel.open_process(
-        argv, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(ROOT)
+        argv, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(ROOT), env=env
     )
     return proc
 
@@ -145,3 +148,46 @@ async def test_on_postgres_the_marker_is_the_hosts_own_and_ends_the_session_in_t
     sid, log, faulted = await run(tmp_path, "bot-exits", "--store", pg_store_url)
     assert faulted["fault"] == "crash" and log.count("worker_started") <= 3
     assert (tmp_path / "host-step.0").exists() and not (tmp_path / "sessions").exists()
+
+
+async def test_a_session_whose_code_hung_the_host_is_not_folded_again_for_its_views(tmp_path):
+    """Its game is off: ``view`` and ``watch`` of its end read the log without running its
+    code (folding it again would re-run the last action's ``decide``, which hangs)."""
+    proc = await serve_supervised(tmp_path, "--game-hang", "2")
+    log = Log(proc)
+    try:
+        async with trio.open_nursery() as n:
+            n.start_soon(log.pump)
+            port = (await log.until("listening"))["port"]
+            c = await Client.connect("127.0.0.1", port)
+            c.start(n)
+            game = "decide-hangs-when-armed"
+            sid = (await c.call("create", game=game, seats=2, bots=1, options={"rounds": 2}))[
+                "session"
+            ]
+            joined = await c.call("join", session=sid)
+            await c.call("act", session=sid, action={"type": "keep"}, seq=joined["seq"])
+            while (p := await c.next_push()) is not None:
+                if p["push"] == "turn" and p["seq"] > joined["seq"]:
+                    break  # the bot moved: seat 0 again
+            assert p is not None
+            (tmp_path / "arm").touch()
+            with contextlib.suppress(ConnectionError):
+                await c.request("act", session=sid, action={"type": "keep"}, seq=p["seq"])
+            assert (await log.until("session_faulted"))["fault"] == "hang"
+            assert (await log.until("listening"))["port"] == port
+            again = await Client.connect("127.0.0.1", port)
+            again.start(n)
+            for op in ("view", "watch"):
+                got = await again.call(op, session=sid)
+                assert got["ended"] and got["aborted"] == "game_error" and got["view"] is None
+            assert (await again.call("ping"))["pong"]
+            assert log.count("worker_started") == 2  # no second hang
+            proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(60):
+                assert await proc.wait() == 0
+            n.cancel_scope.cancel()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
