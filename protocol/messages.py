@@ -173,8 +173,8 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ),
     ErrorCode.OVERLOADED: ErrorSpec(
         "the session's command queue is full, this connection has 32 requests waiting on that"
-        " session already, the host holds `--max-sessions` live sessions, or a `create` limit"
-        ' was reached (see "Limits"); retry later',
+        " session already, the host holds `--max-sessions` live sessions or its memory is past"
+        ' `--max-memory`, or a `create` limit was reached (see "Limits"); retry later',
         {
             "retry_after": "seconds until the next `create` is allowed (the per-address rate"
             " only; `null` when creates from that address are not allowed at all)"
