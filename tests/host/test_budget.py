@@ -5,6 +5,7 @@ table goes on; a restart does not run into the same fault again."""
 from __future__ import annotations
 
 import _thread
+import mmap
 import subprocess
 import threading
 import time
@@ -308,7 +309,10 @@ def test_past_the_host_bound_the_sessions_that_grow_memory_are_blamed() -> None:
         kept = []
         for _ in range(3):  # 4 MiB a step: each under OVER_GROWTH, all three past it
             with budget.step("grows", "leaky", 1):
-                kept.append(b"y" * (4 << 20))
+                fresh = mmap.mmap(-1, 4 << 20)  # new pages (freed heap could be reused)
+                for at in range(0, 4 << 20, mmap.PAGESIZE):
+                    fresh[at] = 1
+                kept.append(fresh)
             time.sleep(3 * TICK)
         assert budget.blamed("leaky") is not None and budget.blamed("quiet") is None
         del ballast, kept
