@@ -1,7 +1,7 @@
 // The web client: a lobby (#/), a table to play (#/play/SESSION) or watch (#/watch/SESSION).
 // Everything a client typed (names, options) is put in the page as text, never as HTML.
-import { Conn, HostError, clear, el, fmt, jsonTree, recent, seatName, tokens } from "./common.js";
-import { describeAction, renderers } from "./tables.js";
+import { Conn, HostError, clear, el, fmt, recent, seatName, tokens } from "./common.js";
+import { describeAction, outcomePanel, renderers } from "./tables.js";
 
 const main = document.getElementById("main");
 const status = document.getElementById("status");
@@ -187,6 +187,9 @@ function tablePage(sid, watching) {
   document.title = `gamehost: ${watching ? "watching" : "playing"} ${sid}`;
   const t = {
     sid, me, watching: me === null, snap: null, legal: [], turnSeq: null, events: [], viewAsked: false, stopped: false,
+    controlsKey: null,
+    // what the player is choosing, kept across redraws: the card whose suit to name, a split
+    ui: { card: null, split: null, choose(c) { t.ui.card = c; draw(); } },
   };
   const board = el("div", { id: "board" });
   const controls = el("div", { id: "controls" });
@@ -206,6 +209,7 @@ function tablePage(sid, watching) {
       listEvent(p);
       if (t.snap && p.seq > t.snap.seq) askView();
     } else if (p.push === "turn" && p.seat === me) {
+      if (JSON.stringify(p.legal) !== JSON.stringify(t.legal)) t.ui.card = null;
       t.legal = p.legal;
       t.turnSeq = p.seq;
       draw();
@@ -301,14 +305,17 @@ function tablePage(sid, watching) {
         s.ended ? (s.aborted ? `Over: ended by the host (${s.aborted}).` : "The game is over.")
           : !s.started ? "Waiting for players\u2026"
           : s.to_act.length ? `To act: ${s.to_act.map((i) => seatName(s.seats, i)).join(", ")}` : ""),
-      s.ended && (s.outcome || t.endText) ? el("div", { id: "outcome" }, el("h3", {}, "Game over"),
-        t.endText ? el("p", { class: "end-text" }, t.endText) : null,
-        s.outcome ? el("details", {}, el("summary", {}, "the outcome as sent"), jsonTree(s.outcome)) : null) : "");
+      s.ended ? outcomePanel(s, t.endText) : "");
     const render = renderers[s.game] || renderers.generic;
-    clear(board).append(render.board(s, me));
-    clear(controls);
-    if (me !== null && t.legal.length && !s.ended) {
-      controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act));
+    const moves = me !== null && t.legal.length && !s.ended ? { legal: t.legal, act, choose: t.ui.choose } : null;
+    clear(board).append(render.board(s, me, moves));
+    // the controls are rebuilt only when the moves change, so a split being made or a number
+    // being typed survives the pushes of other seats
+    const key = moves ? JSON.stringify([t.legal, s.seats, t.ui.card]) : "";
+    if (key !== t.controlsKey) {
+      t.controlsKey = key;
+      clear(controls);
+      if (moves) controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act, t.ui));
     }
   }
   // A record in words: the host's text (null when it has nothing to say); a host that sent
