@@ -16,10 +16,15 @@ thin part that does the I/O, the way h11's trio example drives its ``Connection`
 - it owns the store's retries: an append that another host won (``Conflict``) makes it read what
   that host wrote, fold it in (:meth:`Table.follow`, which pushes it) and ask the table again
   (a second loss answers ``conflict``); an append that fails answers ``unavailable`` and the
-  session reloads its log before its next command, or after :data:`RELOAD_RETRY` seconds
-  doubling up to :data:`RELOAD_RETRY_MAX` while the store keeps failing; the first failure in
-  a row logs a traceback and pushes ``stalled`` (reason ``store_error``) to every subscriber
-  once, later ones log one line each;
+  session reloads its log by itself after :data:`RELOAD_RETRY` seconds, doubling up to
+  :data:`RELOAD_RETRY_MAX` while the store keeps failing; the first failure in a row logs a
+  traceback and pushes ``stalled`` (reason ``store_error``) to every subscriber once, later
+  ones log one line each. A command brings the retry forward only once :data:`RELOAD_RETRY`
+  seconds have passed since the last failed attempt, so the store is tried at most once a
+  second however many requests come. Until then a command that would write answers
+  ``unavailable`` at once, one that only reads (``view``, ``watch``) is answered from what the
+  table holds (the state before the failed write), and a connection that goes is released by
+  the retry (the table's rule for seats whose connection is gone);
 - when another host appended (:meth:`Session.notice`), it reads the new records and follows.
 
 Times: the table works in the host clock (seconds since the epoch, ``clock_base +
@@ -81,7 +86,8 @@ PER_CONNECTION = 32
 """The most requests one connection may have waiting on one session (``overloaded`` past it)."""
 RELOAD_RETRY = 1.0
 """Seconds before the first retry (reload, then the step again) of a session whose append
-failed; the delay doubles with each failure in a row (commands try at once)."""
+failed; the delay doubles with each failure in a row. A command brings a retry forward, but
+never to less than this after the last failed attempt."""
 RELOAD_RETRY_MAX = 60.0
 """The longest delay, in seconds, between two retries of a session whose log keeps failing."""
 
@@ -216,6 +222,8 @@ class Session:
         self._wait: trio.CancelScope | None = None
         self._behind = False
         self._reload_at: float | None = None
+        self._failed_at = -math.inf  # trio time of the last failed read or append
+        self._unusable: ProtocolError | None = None  # the log is gone or damaged for good
         self._store_failures = 0
         self._changed_at = trio.current_time()
         self.live = True
@@ -450,14 +458,23 @@ class Session:
     async def execute(self, conn: Subscriber, rid: Any, command: Command) -> None:
         """Run ``command`` now for ``conn`` and answer request ``rid`` on it. The task runs
         every command so; a retired session answers ``resume``, ``view`` and ``watch``
-        through it directly."""
+        through it directly. While the store is failing the command is answered without the
+        store (:meth:`_stalled`) until :data:`RELOAD_RETRY` seconds after the last failed
+        attempt; after that it makes the host retry (reload) first."""
         self._conns.setdefault(conn.key, conn)
-        try:
-            if self._reload_at is not None:
-                await self._reload()
-        except ProtocolError as exc:
-            conn.answer(rid, Refused.of(exc))
+        if self._unusable is not None:  # found so: the requests still queued are told
+            conn.answer(rid, Refused.of(self._unusable))
             return
+        if self._reload_at is not None:
+            now = trio.current_time()
+            if now < self._reload_at and now < self._failed_at + RELOAD_RETRY:
+                await self._stalled(conn, rid, command)
+                return
+            try:
+                await self._reload()
+            except ProtocolError as exc:
+                conn.answer(rid, Refused.of(exc))
+                return
         key = conn.key
         # whether the client has closed its side is asked when the table decides (after any
         # catching up with the log), not before, so a resume that closes meanwhile takes nothing
@@ -469,10 +486,37 @@ class Session:
             rid,
         )
 
+    async def _stalled(self, conn: Subscriber, rid: Any, command: Command) -> None:
+        """Answer ``command`` while the store fails and its retry is not due: from the table
+        as it stands (a ``view`` or ``watch``, never following the log first), or, for one
+        that would append, ``unavailable`` saying when the host retries."""
+        key = conn.key
+        step = self._decide(
+            lambda _: self.table.command(
+                key, rid, command, self.now(), closing=peer_closed(conn), caught_up=True
+            ),
+            True,
+            key,
+            rid,
+        )
+        if step is None:
+            return
+        if step.records:
+            wait = max(0.0, self._failed_at + RELOAD_RETRY - trio.current_time())
+            why = Refused(
+                ErrorCode.UNAVAILABLE,
+                f"the session's log cannot be written now; the host retries in {wait:.1f} s",
+            )
+            await self._carry([Reply(key, rid, why)])
+            return
+        await self._carry(step.effects)
+
     async def _drop_pending(self) -> None:
         drops, self._drops = self._drops, {}
         for key, reason in drops.items():
             step = self.table.drop(key, self.now(), reason)
+            if step is not None and self._reload_at is not None:
+                continue  # the store is failing: the retry releases it (connection gone)
             if step is not None:
                 with contextlib.suppress(ProtocolError):
                     await self._run(lambda caught_up, s=step: s if not caught_up else None)
@@ -562,7 +606,7 @@ class Session:
                 self._store_failures = 0
             self._changed_at = trio.current_time()
             with self.budget.step("the pushes of a change"):
-                effects = self.table.commit(step)  # an overrun inside: the table's to handle
+                effects = self.table.commit(step, self.now())  # an overrun: the table's
             if m is not None:
                 game = self.game.info.id
                 if self.table.actions != actions:
@@ -674,7 +718,8 @@ class Session:
         if self.metrics is not None:
             self.metrics.store_errors[event.partition("_")[0]] += 1
         delay = min(RELOAD_RETRY_MAX, RELOAD_RETRY * 2 ** min(n - 1, 16))
-        self._reload_at = trio.current_time() + delay
+        self._failed_at = trio.current_time()
+        self._reload_at = self._failed_at + delay
         if n == 1:
             log.exception(event, retry_in=delay)
             stalled = StalledPush(self.id, "store_error")
@@ -710,9 +755,10 @@ class Session:
             log.error("session_log_unusable", error=str(exc))
             self._reload_at = None
             self.close()
-            raise ProtocolError(
+            self._unusable = ProtocolError(
                 ErrorCode.SESSION_DAMAGED, f"the log of session {self.id!r} is gone or damaged"
-            ) from None
+            )
+            raise self._unusable from None
         except Exception as exc:
             self._store_failed("reload_failed", exc)
             raise ProtocolError(
@@ -768,9 +814,10 @@ class Session:
         except BadRecord as exc:
             log.error("session_log_unusable", error=str(exc))
             self.close()
-            raise ProtocolError(
+            self._unusable = ProtocolError(
                 ErrorCode.SESSION_DAMAGED, f"the log of session {self.id!r} is damaged"
-            ) from None
+            )
+            raise self._unusable from None
         follow = getattr(self.store, "follow", None)  # a shared store: append from here on
         if follow is not None and not reopen:
             with contextlib.suppress(Conflict):  # never: this task is the one appender

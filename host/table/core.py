@@ -36,7 +36,14 @@ after a restart and several hosts on one database answer alike:
   presence records do not reset them, so a player cannot stall a table by reconnecting, except
   ``seat_released`` for ``host_gone``: its players could not act meanwhile); abandonment counts
   from the record after which no player held a human seat; a seat is *absent* after
-  :data:`ABSENT_AFTER` timed-out turns in a row while nobody held it.
+  :data:`ABSENT_AFTER` timed-out turns in a row while nobody held it. The turn ``deadline``
+  every snapshot, ``turn`` and ``view`` push shows is that timer's end (:meth:`Table.deadline`).
+- *Presence*: a seat is ``connected`` while the log says a connection holds it (or a host bot
+  plays it); each ``seat_taken``, ``seat_held`` and ``seat_released`` record is followed by a
+  ``presence`` push wherever its ``event`` push goes (:meth:`Visibility.presence`).
+
+Time comes in with every input (``now``, the host clock in seconds since the epoch): what a
+message says of the time left is counted from it, never read from a clock here.
 
 The rule for what a viewer may see of a record is :mod:`host.table.visibility`.
 """
@@ -66,6 +73,7 @@ from host.table.words import Words, display_names
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import (
     Accepted,
+    Deadline,
     DetachedPush,
     EndedPush,
     EventPush,
@@ -77,6 +85,7 @@ from protocol.replies import (
     Resumed,
     SeatInfo,
     Snapshot,
+    Timers,
     TurnPush,
     ViewPush,
     ViewReply,
@@ -355,6 +364,10 @@ class Table:
         header = state.header
         timeout = header.get("turn_timeout", settings.turn_timeout)
         self.turn_timeout: float | None = timeout or None
+        self.timers = Timers(self.turn_timeout, settings.abandon_after, ABSENT_AFTER)
+        """The session's timers, as snapshots show them."""
+        self._now = now  # the host clock of the input being decided
+        self._deadline: tuple[int, float, Deadline | None] = (-1, 0.0, None)
         self.host_alive: Callable[[str], bool] = lambda instance: False
         """Whether the host of another instance is still running (a host alone: none is)."""
         self.subs: dict[str, _Sub] = {}
@@ -498,8 +511,50 @@ class Table:
             self._to_act = (self.state.seq, seats)
         return seats
 
+    def turn_deadline(self) -> float | None:
+        """When the turn timer plays the bot's choice for the seats to act (host time, from the
+        log: the last record of play's ``ts`` plus the turn timeout), or None when no timer
+        runs (none set, nobody to act, or a host bot to act: it moves by itself).
+
+        Raises:
+            GameFault: the game's ``to_act`` raised.
+        """
+        st = self.state
+        if self.turn_timeout is None or not st.started or st.ended:
+            return None
+        to_act = self.to_act()
+        if not to_act or any(st.seats[x] is not None and st.seats[x].bot for x in to_act):  # type: ignore[union-attr]
+            return None
+        return self.turn_started + self.turn_timeout
+
+    def deadline(self) -> Deadline | None:
+        """:meth:`turn_deadline` as the wire shows it (its UTC time, and the seconds left from
+        the time of the input being decided); made once per seq and input.
+
+        Raises:
+            GameFault: the game's ``to_act`` raised.
+        """
+        seq, at, made = self._deadline
+        if seq == self.state.seq and at == self._now:
+            return made
+        when = self.turn_deadline()
+        if when is not None:
+            made = Deadline(format_ts(when), max(0.0, round(when - self._now, 3)))
+        else:
+            made = None
+        self._deadline = (self.state.seq, self._now, made)
+        return made
+
+    def connected(self, state: SessionState | None = None) -> list[bool]:
+        """Per seat: whether a connection holds it, by the log (a host bot's seat: True, a free
+        one: False)."""
+        seats = (state or self.state).seats
+        holders = self.holders
+        return [holders[i] is not None or (s is not None and s.bot) for i, s in enumerate(seats)]
+
     def snapshot(self, viewer: Viewer, state: SessionState | None = None) -> Snapshot:
-        """The session as ``viewer`` sees it now (or as of ``state``, not committed yet).
+        """The session as ``viewer`` sees it now (or as of ``state``, not committed yet: its
+        ``deadline`` and ``connected`` are then the table's, to be made again once it is).
 
         Raises:
             GameFault: the game's ``to_act`` or ``view`` failed.
@@ -538,6 +593,10 @@ class Table:
             view,
             st.header["seed_commitment"],
             **end,
+            deadline=self.deadline() if state is None else None,
+            connected=self.connected(st),
+            options=st.header.get("options", {}),
+            timers=self.timers,
         )
 
     def _ended_data(self, state: SessionState | None = None) -> dict[str, Any]:
@@ -579,17 +638,21 @@ class Table:
         self, records: Iterable[Record], viewer: Viewer, text: bool = False
     ) -> list[Push]:
         """The ``event`` pushes of ``records`` for ``viewer`` (for a :class:`Backfill`), with
-        their text when ``text``.
+        their text when ``text``, each presence record's followed by its ``presence`` push.
 
         Raises:
             GameFault: the game's ``redact`` failed.
         """
         header = self.state.header
         out: list[Push] = []
+        visible = self.visible
         for rec in records:
-            push = self.visible.push(self.id, rec, viewer, header)
+            push = visible.push(self.id, rec, viewer, header)
             if push is not None:
                 out.append(self.text_push(push, viewer) if text else push)
+                presence = visible.presence(self.id, rec)
+                if presence is not None:
+                    out.append(presence)
         return out
 
     def holder_of(self, conn: str) -> Seat | None:
@@ -618,6 +681,7 @@ class Table:
         Never raises: a refusal is the step's reply; a fault in the game's code is answered
         ``internal`` (logged) and appends nothing.
         """
+        self._now = now
         try:
             if isinstance(cmd, Act):
                 return self._act(conn, rid, cmd, now, caught_up)
@@ -652,6 +716,7 @@ class Table:
         """Connection ``conn`` went away (``reason``: ``gone``, ``unresponsive``): it leaves
         the subscribers at once; if the log says it holds a seat, the seat is released by a
         ``seat_released`` record."""
+        self._now = now
         sub = self.subs.pop(conn, None)
         if sub is None or sub.viewer is None:
             return None
@@ -671,6 +736,7 @@ class Table:
         new = [r for r in records if r.seq > self.state.seq]
         if not new:
             return []
+        self._now = now
         start = 0
         state = self.state
         states: list[SessionState] = []
@@ -697,12 +763,15 @@ class Table:
             log.info("lease_taken" if driver else "lease_lost", session=self.id)
 
     # -- committing ----------------------------------------------------------------------------
-    def commit(self, step: Step) -> list[Effect]:
+    def commit(self, step: Step, now: float | None = None) -> list[Effect]:
         """``step``'s records are durable: make them the table's state and give the effects
-        (reply, pushes, then the observers' records). A fault in the game's code while making
-        the pushes is logged; the session is then ended on the next step (``game_error``)."""
+        (reply, pushes, then the observers' records). ``now``: the host clock once they are
+        (the time left that messages show counts from it; default: the step's time). A fault
+        in the game's code while making the pushes is logged; the session is then ended on the
+        next step (``game_error``)."""
         if not step.records:
             return list(step.effects)
+        self._now = step.time if now is None else now
         self._apply(step.records, step.states, step.time)
         out: list[Effect] = []
         try:
@@ -792,8 +861,8 @@ class Table:
     def _publish(self, new: Sequence[Record], out: list[Effect], skip: str | None = None) -> None:
         """The pushes of ``new`` records: each record to every subscriber (one redaction per
         distinct viewer; a connection whose seat another connection took is told ``detached``
-        and pushed nothing more), then the view pushes, then the ``ended`` push or the
-        ``turn`` pushes."""
+        and pushed nothing more), a presence record's followed by its ``presence`` push, then
+        the view pushes, then the ``ended`` push or the ``turn`` pushes."""
         header = self.state.header
         visible = self.visible
         subs = [(k, s) for k, s in self.subs.items() if k != skip]
@@ -826,14 +895,25 @@ class Table:
                     msg = told[viewer]
                 if msg is not None:
                     out.append(Send(key, msg))
+            presence = visible.presence(self.id, rec)
+            if presence is not None:
+                out.extend(Send(key, presence) for key, _ in subs)
         if any(s.views for _, s in subs) and not self.visible.game_off:
             views: dict[Viewer, ViewPush | None] = {}
+            try:
+                to_act, deadline = list(self.to_act()), self.deadline()
+            except GameFault:
+                self._game_failed("to_act")
+                to_act, deadline = [], None
+            connected = self.connected()
             for key, sub in subs:
                 if sub.views:
                     if sub.viewer not in views:
                         try:
                             wire = self.engine.view_wire(self.state, sub.viewer)
-                            views[sub.viewer] = ViewPush(self.id, self.state.seq, wire)
+                            views[sub.viewer] = ViewPush(
+                                self.id, self.state.seq, wire, to_act, deadline, connected
+                            )
                         except GameFault:
                             self._game_failed("view")
                             views[sub.viewer] = None
@@ -870,7 +950,9 @@ class Table:
         key = (st.seq, seat)
         turn = self._turns.get(key)
         if turn is None:
-            turn = self._turns[key] = TurnPush(self.id, st.seq, seat, self._legal_at(st, seat))
+            legal = self._legal_at(st, seat)
+            turn = TurnPush(self.id, st.seq, seat, legal, list(self.to_act()), self.deadline())
+            self._turns[key] = turn
         return turn
 
     def _legal_at(self, state: SessionState, seat: Seat) -> list[Any]:
@@ -957,7 +1039,8 @@ class Table:
             if not closing:
                 self._subscribe(conn, seat, cmd.view, out, cmd.text)
             log.info("seat_taken", session=self.id, seat=seat, conn=conn)
-            out.append(Reply(conn, rid, Joined(seat, token, snap)))
+            now = attrs.evolve(snap, deadline=self.deadline(), connected=self.connected())
+            out.append(Reply(conn, rid, Joined(seat, token, now)))
             self._publish(step.records, out, skip=conn)
 
         step.then = then
@@ -1205,10 +1288,12 @@ class Table:
                 return -math.inf, "fault"
             if any(st.seats[x] is not None and st.seats[x].bot for x in to_act):  # type: ignore[union-attr]
                 steps.append((self.turn_started + s.bot_delay, "bot"))
-            elif to_act and self.turn_timeout is not None:
-                if self._absent(to_act):
-                    steps.append((-math.inf, "absent"))
-                steps.append((self.turn_started + self.turn_timeout, "timeout"))
+            else:
+                deadline = self.turn_deadline()  # the deadline every message shows
+                if deadline is not None:
+                    if self._absent(to_act):
+                        steps.append((-math.inf, "absent"))
+                    steps.append((deadline, "timeout"))
         return min(steps)
 
     def _absent(self, to_act: Iterable[Seat]) -> list[Seat]:
@@ -1223,6 +1308,7 @@ class Table:
         when, what = self.next_due()
         if when > now:
             return None
+        self._now = now
         try:
             return self._host_step(what, now)
         except Exception:  # the game's code (GameFault), or what it broke: end the session

@@ -42,6 +42,7 @@ ABORTED = {
     "too_long": "it reached the host's record limit",
     "abandoned": "no player was connected for too long",
     "game_error": "the game's code failed",
+    "admin": "an operator ended it",
 }
 """Why the host ended a session (``ended`` records' ``aborted``), in words."""
 
