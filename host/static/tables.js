@@ -69,10 +69,25 @@ function actionButtons(legal, act, filter = () => true) {
     el("button", { class: "action", "data-action": JSON.stringify(a), onclick: () => act(a) }, describeAction(a))));
 }
 
+// Whether a connection holds seat i: a dot, from the snapshot's `connected` flags as the
+// `presence` pushes update them (none from a host that sends no flags).
+export function presenceDot(s, i) {
+  if (!Array.isArray(s.connected)) return null;
+  const seat = s.seats[i];
+  const on = s.connected[i] === true;
+  const title = !seat ? "a free seat" : seat.bot ? "a host bot: always here" : on ? "connected" : "not connected: away";
+  return el("span", { class: `presence ${on ? "on" : "off"}`, title, "data-connected": String(on) });
+}
+
+function seatClass(s, me, i) {
+  const away = Array.isArray(s.connected) && s.seats[i] && s.connected[i] === false;
+  return `seat${s.to_act.includes(i) ? " to-act" : ""}${i === me ? " me" : ""}${away ? " away" : ""}`;
+}
+
 function seatsStrip(s, me, extra) {
   return el("div", { class: "seats" }, s.seats.map((x, i) => el("div", {
-    class: `seat${s.to_act.includes(i) ? " to-act" : ""}${i === me ? " me" : ""}`, "data-seat": i,
-  }, el("div", { class: "name" }, seatName(s.seats, i)), extra ? extra(i) : null)));
+    class: seatClass(s, me, i), "data-seat": i,
+  }, el("div", { class: "name" }, presenceDot(s, i), seatName(s.seats, i)), extra ? extra(i) : null)));
 }
 
 function chips(n) {
@@ -85,7 +100,7 @@ const crazyEights = {
     const v = s.view;
     return el("div", { class: "table ce" },
       seatsStrip(s, me, (i) => el("div", {},
-        el("div", { class: "hand-size" }, `${v.hand_sizes[i]} cards`),
+        el("div", { class: "hand-size" }, `${v.hand_sizes[i]} card${v.hand_sizes[i] === 1 ? "" : "s"}`),
         el("div", { class: "score" }, `score ${v.scores[i]}`))),
       el("div", { class: "middle" },
         el("div", { class: "pile" }, el("div", { class: "label" }, "discard"), card(v.top)),
@@ -226,9 +241,9 @@ const sevenTwentySeven = {
         el("div", { class: "pot" }, "pot ", chips(v.pot_total)),
         el("div", {}, `bet to match ${v.current_bet} \u00b7 you call ${v.to_call ?? 0} \u00b7 bets ${v.min_bet}\u2013${v.max_bet}`)),
       el("div", { class: "seats" }, (v.players || []).map((p) => el("div", {
-        class: `seat${s.to_act.includes(p.seat) ? " to-act" : ""}${p.seat === me ? " me" : ""}${p.folded ? " folded" : ""}`, "data-seat": p.seat,
+        class: `${seatClass(s, me, p.seat)}${p.folded ? " folded" : ""}`, "data-seat": p.seat,
       },
-      el("div", { class: "name" }, seatName(s.seats, p.seat)),
+      el("div", { class: "name" }, presenceDot(s, p.seat), seatName(s.seats, p.seat)),
       el("div", {}, chips(p.stack), p.bet ? ` bet ${p.bet}` : ""),
       el("div", { class: "row-cards" }, (p.cards || []).map((c) => card(c))),
       el("div", { class: "muted" }, p.folded ? "folded" : p.busted ? "busted" : p.out ? "out" : p.all_in ? "all in"

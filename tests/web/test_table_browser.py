@@ -2,10 +2,12 @@
 (headless Chromium, as tests/web/test_browser.py drives it): a drink split chosen freely and
 sent; a card played by clicking it in the hand; the game-over panel with names and scores; the
 debugger's "What changed" as a sequence diff after a draw; the token field showing a seat's own
-hand."""
+hand; the turn clock counting down from the host's deadline; a seat's connection dropping and
+coming back."""
 
 from __future__ import annotations
 
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,12 +33,15 @@ def host() -> Iterator[web.RunningHost]:
         running.stop()
 
 
-def create_in_lobby(d: Any, host: web.RunningHost, game: str, seats: int, **options: Any) -> str:
-    """Create ``game`` from the lobby's form with ``seats`` seats (all but this page's bots),
-    the given options set through the form; returns the session id once the table shows."""
+def create_in_lobby(
+    d: Any, host: web.RunningHost, game: str, seats: int, bots: int | None = None, **options: Any
+) -> str:
+    """Create ``game`` from the lobby's form with ``seats`` seats and ``bots`` host bots (all
+    but this page's seat unless given), the given options set through the form; returns the
+    session id once the table shows."""
     d.get(host.base + "/#/")
     form = wait_for(d, lambda d: css(d, f'form[data-game="{game}"]'), "the games")[0]
-    for name, value in (("seats", seats), ("bots", seats - 1)):
+    for name, value in (("seats", seats), ("bots", seats - 1 if bots is None else bots)):
         field = form.find_element("css selector", f'input[name="{name}"]')
         field.clear()
         field.send_keys(str(value))
@@ -361,3 +366,80 @@ def test_the_debuggers_token_field_shows_your_own_hand(host, browser):
     assert "(you)" in css(d, '#viewer option[value="0"]')[0].text
     assert token not in d.current_url
     assert css(d, '#viewer option[value="1"]')[0].get_attribute("disabled") is not None
+
+
+# ---- the turn clock ---------------------------------------------------------------------------
+def test_the_countdown_falls_from_the_hosts_deadline(host, browser):
+    """On my turn the table counts down the host's turn timer (120 s by default): the seconds
+    it shows fall, and agree with the deadline a spectator gets from the host at that moment."""
+    d = browser
+    sid = create_in_lobby(d, host, "crazy-eights", 2)
+    clock = wait_for(d, lambda d: css(d, "#state #countdown.mine"), "my turn's countdown")[0]
+    first = int(clock.get_attribute("data-seconds"))
+    assert 100 < first <= 120
+    assert clock.text == f"{first // 60}:{first % 60:02d} left"
+
+    async def deadline(c: Client) -> dict:
+        return (await c.call("watch", session=sid))["deadline"]
+
+    def shown() -> int:
+        return int(css(d, "#countdown")[0].get_attribute("data-seconds"))
+
+    wait_for(d, lambda d: shown() <= first - 2, "the countdown to fall by 2 s")
+    before = shown()
+    host_says = host.run(deadline)
+    after = shown()
+    assert css(d, "#countdown")[0].get_attribute("data-at") == host_says["at"]  # the log's
+    assert after - 2 <= host_says["seconds_left"] <= before + 1
+    # it keeps falling, one second at a time
+    seen = [shown()]
+    wait_for(d, lambda d: seen.append(shown()) or len(set(seen)) >= 3, "two more ticks")
+    assert seen == sorted(seen, reverse=True)  # never up, while nothing happens
+
+
+# ---- who is connected ---------------------------------------------------------------------------
+class LineClient:
+    """A bare TCP client of the JSON-lines protocol: a socket it can drop at any moment."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=web.WAIT)
+        self.lines = self.sock.makefile("rb")
+        self.next_id = 0
+
+    def call(self, op: str, **fields: Any) -> dict:
+        self.next_id += 1
+        self.sock.sendall(orjson.dumps({"id": self.next_id, "op": op, **fields}) + b"\n")
+        for line in self.lines:  # pushes before the reply are skipped
+            msg = orjson.loads(line)
+            if msg.get("id") == self.next_id:
+                assert msg["ok"], msg
+                return msg["result"]
+        raise AssertionError("the host hung up")
+
+    def drop(self) -> None:
+        self.lines.close()
+        self.sock.close()
+
+
+def test_a_seats_connection_dropping_and_coming_back_shows(host, browser):
+    d = browser
+    sid = create_in_lobby(d, host, "crazy-eights", 2, bots=0)
+    wait_for(d, lambda d: css(d, '.seat[data-seat="0"] .presence.on'), "my own seat's dot")
+    assert css(d, '.seat[data-seat="1"] .presence.off')  # free: nobody there
+    other = LineClient(host.port)
+    token = other.call("join", session=sid, name="rob")["token"]
+    dot = '.seat[data-seat="1"] .presence'
+    wait_for(d, lambda d: css(d, f"{dot}.on"), "rob's dot on")
+    other.drop()  # the socket closes, no leave: the host releases the seat (gone)
+    wait_for(d, lambda d: css(d, f"{dot}.off"), "rob's dot off")
+    assert css(d, '.seat[data-seat="1"].away')
+    assert css(d, f"{dot}")[0].get_attribute("title") == "not connected: away"
+    released = [r for r in host.records(sid) if r.type == "seat_released"]
+    assert released and released[-1].data["seat"] == 1
+    back = LineClient(host.port)
+    back.call("resume", session=sid, token=token)
+    wait_for(d, lambda d: css(d, f"{dot}.on"), "rob's dot on again")
+    assert not css(d, '.seat[data-seat="1"].away')
+    assert [r.type for r in host.records(sid)][-1] == "seat_held"
+    back.drop()
+    wait_for(d, lambda d: css(d, f"{dot}.off"), "rob's dot off again")
