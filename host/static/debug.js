@@ -61,7 +61,10 @@ async function useToken() {
   say("this token holds no seat of this session", "error");
 }
 
+// A record in one line: the host's words for it when it has some (the `log` op's `text`),
+// else its fields.
 function summary(r) {
+  if (typeof r.text === "string" && r.text) return r.text.replace(/\s*\n\s*/g, " \u00b7 ");
   switch (r.type) {
     case "header": return `${r.game} v${r.game_version} \u00b7 ${r.seats} seats${r.forked_from ? ` \u00b7 forked from ${r.forked_from.session} at ${r.forked_from.seq}` : ""}`;
     case "seat_taken": return `seat ${r.seat}: ${r.name}${r.bot ? " (bot)" : ""}`;
@@ -107,7 +110,7 @@ async function loadLog(fill) {
   progress("loading the log…");
   try {
     do {
-      page = await conn.call("log", { session: d.sid, after, limit: 1000, ...viewer() });
+      page = await conn.call("log", { session: d.sid, after, limit: 1000, text: true, ...viewer() });
       records.push(...page.records);
       after = page.next;
       const total = page.seq + 1;
