@@ -206,6 +206,30 @@ class ViewLoops(HighCard):
         return super().view(state, viewer)
 
 
+class OwnBaseException(BaseException):
+    """A ``BaseException`` of a game's own (not an ``Exception``)."""
+
+
+class DecideExits(HighCard):
+    """``decide`` raises ``SystemExit`` on a swap, as ``sys.exit(3)`` does (or, given one, any
+    other ``BaseException``: ``KeyboardInterrupt``, ``GeneratorExit``, one of its own)."""
+
+    def __init__(self, raises: type[BaseException] = SystemExit) -> None:
+        self.raises = raises
+
+    def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list:
+        if isinstance(action, Swap):
+            raise self.raises(3)
+        return super().decide(state, seat, action, rng)
+
+
+class BotExits(HighCard):
+    """The game's own bot calls ``sys.exit()`` (a host-driven step)."""
+
+    def bot_action(self, state: State, seat: int, rng: Rng) -> Any:
+        raise SystemExit(4)
+
+
 HANGS = (DecideLoops, DecideEatsMemory, BotLoops, ViewLoops)
 """Games whose code never returns: only for hosts with a budget (``game_time``)."""
 
@@ -224,6 +248,8 @@ BROKEN = (
     BotRaises,
     RefusesItsLegalAction,
     BotPicksUnregisteredAction,
+    DecideExits,
+    BotExits,
 )
 """Every broken game class above."""
 

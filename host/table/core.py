@@ -56,7 +56,7 @@ import structlog
 from host.errors import GamehostError
 from host.game import Seat, Viewer
 from host.plugins.budget import BudgetExceeded
-from host.plugins.faults import GameFault, refusal
+from host.plugins.faults import GameFault, game_error, refusal
 from host.table.commands import Act, Command, Join, Leave, Resume, View, Watch
 from host.table.engine import CAUSES, BadRecord, Engine, Record, SessionState
 from host.table.freshness import stale_reason
@@ -840,7 +840,8 @@ class Table:
         try:
             actions = self.game.legal_actions(state.game, seat)
             legal = [self.engine.codec.action_to_wire(a) for a in actions]
-        except Exception as exc:
+        except BaseException as exc:
+            game_error(exc)
             raise GameFault(
                 f"game {self.game.info.id!r} at seq {state.seq}: legal_actions for seat"
                 f" {seat} raised {type(exc).__name__}: {exc}",

@@ -57,7 +57,7 @@ refuses it: a log the current code cannot fold is a corrupt log to its reader.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from typing import Any
 
 import attrs
@@ -76,8 +76,9 @@ from host.game import (
     seed_commitment,
     tag_of,
 )
+from host.plugins.budget import BudgetExceeded
 from host.plugins.codec import GameCodec
-from host.plugins.faults import GameFault
+from host.plugins.faults import GameFault, game_error
 
 LOG_FORMAT = 1
 PRESENCE = frozenset({"seat_held", "seat_released"})
@@ -236,6 +237,7 @@ class Engine:
         """A :class:`GameFault` naming the game, the seq and what failed (raise it ``from exc``)."""
         text = f"game {self.game.info.id!r} at seq {seq}: {what}"
         if exc is not None:
+            game_error(exc)  # the budget's interruption goes on up: not a fault of this kind
             text += f" raised {type(exc).__name__}: {exc}"
         return GameFault(text, seq)
 
@@ -266,19 +268,20 @@ class Engine:
         try:
             wire = codec.event_to_wire(obj) if is_event else codec.action_to_wire(obj)
             text = orjson.dumps(wire)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, f"writing the {kind} {tag_of(cls)!r} ({obj!r})", exc) from exc
         key: tuple[Any, bytes] | None = (obj, text)
         try:
             if key in self._known_good:
                 return wire, text
-        except Exception:  # noqa: BLE001 - unhashable (or odd) values are checked every time
+        except BaseException as exc:  # noqa: BLE001 - unhashable (or odd) values are checked every time
+            game_error(exc)
             key = None
         try:
             data = orjson.loads(text)
             back = codec.event_from_wire(data) if is_event else codec.action_from_wire(data)
             same = back == obj
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(
                 seq, f"reading back the {kind} {tag_of(cls)!r} ({obj!r})", exc
             ) from exc
@@ -333,7 +336,8 @@ class Engine:
                 raise ValueError(f"seats must be a positive integer, not {n!r}")
             game = self.game.initial_state(options, n)
             return SessionState(data, game, (None,) * n)
-        except Exception as exc:
+        except BaseException as exc:
+            game_error(exc)
             raise BadRecord(0, f"a header this game cannot start from: {exc!r}") from exc
 
     def options(self, state: SessionState) -> Any:
@@ -384,7 +388,8 @@ class Engine:
                         raise BadRecord(seq, f"an event the game cannot read: {exc}") from exc
                 try:
                     game = evolve(game, event)
-                except Exception as exc:
+                except BaseException as exc:
+                    game_error(exc)
                     raise BadRecord(
                         seq, f"the game's evolve raised {type(exc).__name__} on it: {exc}"
                     ) from exc
@@ -505,7 +510,7 @@ class Engine:
             events = self.game.start(after.game, rng)
             if not isinstance(events, Emitter):
                 events = list(events)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "start", exc) from exc
         if not events:
             raise self._fault(seq, "start returned no events")
@@ -561,7 +566,7 @@ class Engine:
                 events = list(events)
         except ActionError:  # IllegalAction or any other refusal: it changes nothing
             raise
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "decide", exc) from exc
         if timed_out:
             data["timed_out"] = True
@@ -580,7 +585,7 @@ class Engine:
         seq = state.seq + 1
         try:
             seats = tuple(self.game.to_act(state.game))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "to_act", exc) from exc
         for seat in seats:
             if type(seat) is not int or not 0 <= seat < len(state.seats):
@@ -614,7 +619,7 @@ class Engine:
         seq = state.seq + 1
         try:
             waiting = seat in self.game.to_act(state.game)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "to_act", exc) from exc
         if not waiting:
             raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
@@ -633,7 +638,7 @@ class Engine:
             if chooser is not None:
                 return chooser(state.game, seat, rng)
             return rng.choice(self.game.legal_actions(state.game, seat))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(state.seq + 1, f"{what} for seat {seat}", exc) from exc
 
     def bot_act(self, state: SessionState, seat: Seat, timed_out: bool = False) -> list[Record]:
@@ -683,7 +688,7 @@ class Engine:
             return ()
         try:
             return tuple(self.game.to_act(state.game))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(state.seq, "to_act", exc) from exc
 
     def view_wire(self, state: SessionState, viewer: Viewer) -> Any:
@@ -694,7 +699,7 @@ class Engine:
         """
         try:
             return self.codec.to_wire(self.game.view(state.game, viewer))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(state.seq, f"view for viewer {viewer!r}", exc) from exc
 
     def redact(self, rec: Record, event: Any, viewer: Viewer) -> Any:
@@ -705,7 +710,7 @@ class Engine:
         """
         try:
             return self.game.redact(event, viewer)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
 
     def event_wire(self, rec: Record, event: Any) -> dict[str, Any]:
@@ -716,7 +721,7 @@ class Engine:
         """
         try:
             return self.codec.event_to_wire(event)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(rec.seq, f"writing the redacted event {event!r}", exc) from exc
 
     def redacted_wire(self, rec: Record, viewer: Viewer) -> dict[str, Any]:
@@ -734,7 +739,7 @@ class Engine:
                 raise BadRecord(rec.seq, f"an event the game cannot read: {exc}") from exc
         try:
             return self.codec.event_to_wire(self.game.redact(event, viewer))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
 
     def _events(
@@ -759,7 +764,8 @@ class Engine:
         if isinstance(events, Emitter):
             try:
                 states = events.folded_states(state.game, game.evolve)
-            except Exception:  # noqa: BLE001 - an odd evolve to compare with: fold here instead
+            except BaseException as exc:  # noqa: BLE001 - an odd evolve to compare with: fold here instead
+                game_error(exc)
                 states = None
         out = []
         v = game.info.event_version
@@ -773,24 +779,24 @@ class Engine:
             else:
                 try:
                     game_state = game.evolve(game_state, ev)
-                except Exception as exc:
+                except BaseException as exc:
                     raise self._fault(seq, f"evolve on {wire['type']!r}", exc) from exc
             try:
                 outcome = game.outcome(game_state)
-            except Exception as exc:
+            except BaseException as exc:
                 raise self._fault(seq, f"outcome after {wire['type']!r}", exc) from exc
             if outcome is not None:
                 try:
                     result = self.codec.to_wire(outcome)
                     orjson.dumps(result)
-                except Exception as exc:
+                except BaseException as exc:
                     raise self._fault(seq, "the outcome is not JSON:", exc) from exc
                 seq += 1
                 out.append(Record(seq, "ended", {"outcome": result, "seed": state.header["seed"]}))
                 return out, SessionState(state.header, game_state, state.seats, seq, True, True)
         try:
             waiting = tuple(game.to_act(game_state))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "to_act", exc) from exc
         if not waiting:
             raise self._fault(seq, "no seat is to act and the game has no outcome (stalled)")
@@ -904,7 +910,7 @@ class Engine:
 
     # -- replay checking -----------------------------------------------------------------------
     def verify(self, records: list[Record]) -> tuple[int, str] | None:
-        """Re-run every cause in a log on the current code.
+        """Re-run every cause in a log on the current code (:meth:`verify_steps` run through).
 
         A recorded event is compared with the produced one as the current code reads it: one
         written under another event schema version (its ``v`` is not ``event_version``) is
@@ -920,6 +926,21 @@ class Engine:
             ``None`` if every recorded event is what the current code produces, else
             ``(seq, explanation)`` for the first record that differs.
         """
+        steps = self.verify_steps(records)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    def verify_steps(
+        self, records: list[Record]
+    ) -> Generator[None, None, tuple[int, str] | None]:
+        """:meth:`verify` one cause at a time: the generator yields after each cause and
+        returns verify's result, so its caller can bound each stretch of game code (a budget
+        step, ``host.plugins.budget``) and let others run between two. A step the budget
+        interrupts (:class:`~host.plugins.budget.BudgetExceeded` raised inside the game's
+        code) is reported as the game's fault at that cause, like any other."""
         if not records or records[0].type != "header":
             return (0, "the log does not start with a header")
         at = 0
@@ -951,11 +972,15 @@ class Engine:
                 # one the cause produced
                 state = after
                 i += len(produced)
+                yield
         except BadRecord as exc:
             return (exc.seq, f"the log does not fold: {exc.message}")
         except GameFault as exc:
             return (exc.seq or at, f"the game faults on replay: {exc.message}")
-        except Exception as exc:  # noqa: BLE001 - a verifier reports, it does not crash
+        except BudgetExceeded as exc:
+            return (at, f"the game faults on replay: past its {exc.what} budget ({exc.message})")
+        except BaseException as exc:  # noqa: BLE001 - a verifier reports, it does not crash
+            game_error(exc)
             return (at, f"replay failed: {type(exc).__name__}: {exc}")
         return None
 
@@ -979,7 +1004,8 @@ class Engine:
             try:
                 event = self.codec.event_from_wire(got_data["event"], version)
                 upcast = orjson.loads(orjson.dumps(self.codec.event_to_wire(event)))
-            except Exception as exc:  # noqa: BLE001 - the game's upcast may raise anything
+            except BaseException as exc:  # noqa: BLE001 - the game's upcast may raise anything
+                game_error(exc)
                 return (
                     got.seq,
                     f"recorded {got.to_json()}, which the code cannot read as an event of"
