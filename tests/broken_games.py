@@ -138,6 +138,24 @@ class ViewRaisesOnceDealt(HighCard):
         return super().view(state, viewer)
 
 
+class ViewUnencodable(HighCard):
+    """Once the cards are dealt, ``view`` returns a dict holding an object JSON cannot carry."""
+
+    def view(self, state: State, viewer: Viewer) -> dict:
+        if state.hands:
+            return {"x": object()}
+        return super().view(state, viewer)
+
+
+class ViewTooLarge(HighCard):
+    """Once the cards are dealt, ``view`` returns 2 MiB of text (past the 1 MiB bound)."""
+
+    def view(self, state: State, viewer: Viewer) -> dict:
+        if state.hands:
+            return {"x": "X" * (2 << 20)}
+        return super().view(state, viewer)
+
+
 class BotRaises(HighCard):
     """The game's own ``bot_action`` raises ``ValueError``."""
 
@@ -230,7 +248,33 @@ class BotExits(HighCard):
         raise SystemExit(4)
 
 
-HANGS = (DecideLoops, DecideEatsMemory, BotLoops, ViewLoops)
+class SpectatorViewLoops(HighCard):
+    """``view`` loops for ever for a spectator once the cards are dealt; players' views work,
+    so play without spectators never runs into it (a replay op's spectator does)."""
+
+    def view(self, state: State, viewer: Viewer) -> dict:
+        while viewer is None and state.hands:
+            pass
+        return super().view(state, viewer)
+
+
+class SpectatorRedactLoops(HighCard):
+    """``redact`` loops for ever for a spectator; for players it works."""
+
+    def redact(self, event: Any, viewer: Viewer) -> Any:
+        while viewer is None:
+            pass
+        return super().redact(event, viewer)
+
+
+HANGS = (
+    DecideLoops,
+    DecideEatsMemory,
+    BotLoops,
+    ViewLoops,
+    SpectatorViewLoops,
+    SpectatorRedactLoops,
+)
 """Games whose code never returns: only for hosts with a budget (``game_time``)."""
 
 BROKEN = (
@@ -245,6 +289,8 @@ BROKEN = (
     OutcomeNotJson,
     ViewRaises,
     ViewRaisesOnceDealt,
+    ViewUnencodable,
+    ViewTooLarge,
     BotRaises,
     RefusesItsLegalAction,
     BotPicksUnregisteredAction,

@@ -121,6 +121,9 @@ skipped, so a page may take several)."""
 ENDED_CACHE = 8
 """Ended sessions (no longer live) kept in memory to answer ``resume``/``view``/``watch``; the
 others are read again from their logs."""
+FAULTS_KEPT = 10_000
+"""Sessions over whose game faulted while this host answered them (no record says so: see
+:meth:`Host.remember_fault`) that the host remembers, at most (the oldest forgotten first)."""
 _SESSION_ID = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
 
 
@@ -348,6 +351,7 @@ class Host:
         self._conns_changed = trio.Event()
         self._ended: OrderedDict[str, Session] = OrderedDict()
         self._damaged: dict[str, str] = {}  # session id -> what is wrong with its log
+        self._faulted: OrderedDict[str, str] = OrderedDict()  # see remember_fault
         self._unloaded: set[str] = set()  # logs listed on start, not loaded yet
         self._loading: dict[str, trio.Event] = {}  # being loaded; set once done
         self._loaded_live = 0
@@ -620,6 +624,8 @@ class Host:
                 await ended.execute(conn, req.id, commands.View())
             else:
                 raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
+            if ended.table.fault_unrecorded and p.session not in self._faulted:
+                self.remember_fault(p.session, "it faulted while its end was answered")
             return None
         command = _command(req)
         if isinstance(command, commands.Join | commands.Watch | commands.Resume):
@@ -739,6 +745,8 @@ class Host:
             if session.state.ended:  # still answers resume/view/watch for a while
                 session.retire()
                 self._remember_ended(session)
+                if session.table.fault_unrecorded and session.id not in self._faulted:
+                    self.remember_fault(session.id, "it faulted while its end was answered")
 
     def _forget_creator(self, sid: str) -> None:
         """Drop a session that left memory from the per-address ``create`` bookkeeping (for
@@ -755,6 +763,24 @@ class Host:
         self._ended.move_to_end(session.id)
         while len(self._ended) > ENDED_CACHE:
             self._ended.popitem(last=False)
+
+    def remember_fault(self, sid: str, message: str) -> None:
+        """The game of ``sid``, a session that is over (its log ends, or it is not live), faulted
+        in code the host ran to answer a request: no record can say so (nothing is appended
+        after ``ended``), so the host remembers it for this run (:data:`FAULTS_KEPT` sessions
+        at most) and runs no more of that game's code for it: the next request does not burn
+        another budget. A session whose log ends ``aborted: "game_error"`` needs no such note."""
+        self._faulted[sid] = message
+        self._faulted.move_to_end(sid)
+        while len(self._faulted) > FAULTS_KEPT:
+            self._faulted.popitem(last=False)
+        for session in (self._ended.get(sid), self.sessions.get(sid)):
+            if session is not None and session.state.ended:
+                session.table.overran("error")
+
+    def fault_of(self, sid: str) -> str | None:
+        """What :meth:`remember_fault` noted for ``sid`` (None: nothing)."""
+        return self._faulted.get(sid)
 
     def _damage(self, sid: str, exc: CorruptLog) -> ProtocolError:
         """Note a session whose log is damaged: one error line in the host log (the first time
@@ -822,6 +848,8 @@ class Host:
             return None
         engine, records, loaded = got
         session = self._session(sid, engine, records, loaded=loaded, live=False)
+        if sid in self._faulted:  # its game faulted answering it: not run again
+            session.table.overran("error")
         self._remember_ended(session)
         return session
 

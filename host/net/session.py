@@ -44,11 +44,12 @@ import structlog
 import trio
 
 from host.plugins.budget import Budget, BudgetExceeded
-from host.plugins.faults import notify_isolated
+from host.plugins.faults import GameFault, notify_isolated
 from host.store.base import Conflict, CorruptLog, UnknownSession
 from host.store.file import FileStore
 from host.table.commands import Command
 from host.table.core import (
+    GAME_FAULTED_NOW,
     Attach,
     Backfill,
     Detach,
@@ -465,13 +466,26 @@ class Session:
 
     def _overran(self, exc: BudgetExceeded, conn: str | None = None, rid: Any = None) -> None:
         """The game ran past its budget in a step: logged; the requester, if any, is answered
-        ``internal``; the table ends the session on its next step (``game_error``)."""
+        ``internal`` (``game_faulted`` for a session answered from its log: it is over); the
+        table ends the session on its next step (``game_error``), or, over already, runs no
+        game code again."""
         log.error("game_budget_exceeded", fault=exc.what, error=exc.message)
         self.table.overran(exc.what)
         if conn is not None:
             c = self._conns.get(conn)
             if c is not None:
-                c.answer(rid, Refused(ErrorCode.INTERNAL, "internal error: the game stopped"))
+                if self.live and not self.table.ended:
+                    c.answer(rid, Refused(ErrorCode.INTERNAL, "internal error: the game stopped"))
+                else:
+                    c.answer(rid, Refused(ErrorCode.GAME_FAULTED, GAME_FAULTED_NOW))
+        self._poke()
+
+    def game_faulted(self, what: str, message: str) -> None:
+        """Game code run for this session outside its driver (a replay op of its log) faulted
+        (``what``: ``time``, ``memory``, ``error``): the session ends on its next step as
+        ``game_error`` with that fault, as if its driver had run into it."""
+        log.error("game_fault", fault=what, error=message, step="replay")
+        self.table.overran(what)
         self._poke()
 
     def _decide(
@@ -603,6 +617,11 @@ class Session:
                 pushes = self.table.pushes_for(records, e.viewer)
         except BudgetExceeded as exc:
             self._overran(exc)
+            pushes = []
+        except GameFault:  # the game's redact faulted: as in any push, the table ends (a
+            log.exception("game_fault", step="redact")  # session over runs no game code again)
+            self.table.overran("error")
+            self._poke()
             pushes = []
         if pushes:
             conn.send_many(pushes)

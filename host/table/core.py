@@ -84,6 +84,7 @@ from protocol.replies import (
 __all__ = [
     "ABSENT_AFTER",
     "BOT_BATCH",
+    "GAME_FAULTED_NOW",
     "TAIL",
     "WINDOW",
     "Attach",
@@ -97,6 +98,7 @@ __all__ = [
     "Step",
     "Table",
     "TableSettings",
+    "faulted",
     "format_ts",
     "hash_token",
     "parse_ts",
@@ -115,6 +117,18 @@ WINDOW = 32
 TAIL = WINDOW
 """The most recent records a table keeps in memory (a ``resume`` from further back reads the
 missed records from the store)."""
+
+
+GAME_FAULTED_NOW = (
+    "the session's game faulted while answering this; its code is not run for the session"
+    " again (its end and its log are still answered)"
+)
+
+
+def faulted(ended: dict[str, Any]) -> bool:
+    """Whether the data of a session's ``ended`` record says its game faulted (``aborted:
+    "game_error"``, with or without the ``fault`` logs written before it was recorded)."""
+    return ended.get("aborted") == "game_error"
 
 
 def hash_token(token: str) -> str:
@@ -448,16 +462,26 @@ class Table:
             self.unattended_since = at
 
     def _game_off(self) -> None:
-        """A session ended because its game ran past its budget runs no game code again."""
-        if self.state.ended and self._ended_data().get("fault") in ("time", "memory"):
+        """A session whose game faulted (its log ends ``aborted: "game_error"``, see
+        :func:`faulted`) runs no game code again."""
+        if self.state.ended and faulted(self._ended_data()):
             self.visible.game_off = True
 
     def overran(self, what: str) -> None:
-        """The game ran past its budget (``what``: ``time``, ``memory``) in a step of this
-        table: the session ends on its next host-driven step, as ``game_error`` with that
-        ``fault``, and runs no game code after that."""
+        """The game faulted in code run for this table (``what``: ``time`` or ``memory`` for
+        its budget, ``error`` for anything else; a replay op's fault too): the session ends on
+        its next host-driven step, as ``game_error`` with that ``fault``, and runs no game code
+        after that. A table answered from its log (not live) just stops running game code."""
         self.faulted = True
         self.fault = what
+        if not self.live or self.state.ended:
+            self.visible.game_off = True
+
+    @property
+    def fault_unrecorded(self) -> bool:
+        """The game faulted in code run for this session after it ended: it runs no game code
+        again, and no record says so (nothing follows ``ended``): the host remembers it."""
+        return self.visible.game_off and not faulted(self._ended_data())
 
     def _attended(self) -> bool:
         return any(h is not None for h in self.holders)
@@ -514,6 +538,7 @@ class Table:
             except GameFault:
                 log.warning("game_fault", session=self.id, step="view", viewer=viewer)
                 view = None
+                self.overran("error")  # nor is it run again for this session
         else:
             try:
                 view = self.engine.view_wire(st, viewer)
@@ -608,8 +633,11 @@ class Table:
         except Exception as exc:
             event = "game_fault" if isinstance(exc, GameFault) else "command_failed"
             log.exception(event, session=self.id, op=type(cmd).__name__.lower())
-            out: list[Effect] = [Reply(conn, rid, Refused(ErrorCode.INTERNAL, "internal error"))]
-            return Step(effects=out, conn=conn, rid=rid)
+            why = Refused(ErrorCode.INTERNAL, "internal error")
+            if isinstance(exc, GameFault) and (not self.live or self.state.ended):  # over
+                self.overran("error")  # while answering it: its code is not run again
+                why = Refused(ErrorCode.GAME_FAULTED, GAME_FAULTED_NOW)
+            return Step(effects=[Reply(conn, rid, why)], conn=conn, rid=rid)
 
     def drop(self, conn: str, now: float, reason: str = "gone") -> Step | None:
         """Connection ``conn`` went away (``reason``: ``gone``, ``unresponsive``): it leaves
@@ -1201,7 +1229,7 @@ class Table:
     def _abort(self, reason: str, now: float) -> Step | None:
         if self.state.ended:
             return None
-        fault = self.fault if reason == "game_error" else None
+        fault = (self.fault or "error") if reason == "game_error" else None
         stop, after = self.engine.abort_step(self.state, reason, fault)
         log.warning("session_aborted", session=self.id, reason=reason, seq=self.state.seq)
         self.faulted = False

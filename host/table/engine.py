@@ -18,8 +18,9 @@ append, which the table core gives it):
 ``seat_released`` ``seat`` and ``reason`` (``left``, ``gone``, ``unresponsive``, ``host_gone``): no
                 connection holds the seat any more
 ``ended``       ``outcome`` and ``seed`` (hex): the commit-reveal, always the last record; when the
-                host ended it, ``outcome`` null and ``aborted`` (why), and for a game that ran
-                past its budget ``fault`` (``time`` or ``memory``)
+                host ended it, ``outcome`` null and ``aborted`` (why), and for a game that
+                faulted (``aborted: "game_error"``) ``fault``: ``time`` or ``memory`` (past
+                its budget) or ``error`` (anything else; logs before it was recorded lack it)
 ==============  ===================================================================================
 
 ``seat_held`` and ``seat_released`` are *presence* records: who holds a seat is the log's to say,
@@ -97,8 +98,13 @@ repeated ones (a card played, a draw) that the cache is for. A large one (a deal
 shoe) is checked each time, so the cache holds at most about 2 MiB and keeps nothing of a
 finished session's big events alive."""
 
+MAX_VIEW_BYTES = 1 << 20
+"""The most bytes a game's view may take as JSON (1 MiB): a larger one is a game fault (a view
+goes into replies and pushes, each held to a connection's outbox budget)."""
+
 __all__ = [
     "LOG_FORMAT",
+    "MAX_VIEW_BYTES",
     "BadRecord",
     "Engine",
     "GameFault",
@@ -692,15 +698,25 @@ class Engine:
             raise self._fault(state.seq, "to_act", exc) from exc
 
     def view_wire(self, state: SessionState, viewer: Viewer) -> Any:
-        """The game's view of the state for ``viewer``, as JSON-able data.
+        """The game's view of the state for ``viewer``, as JSON-able data (checked: it encodes
+        as JSON, in at most :data:`MAX_VIEW_BYTES`).
 
         Raises:
-            GameFault: ``view`` raised or returned what the codec cannot write.
+            GameFault: ``view`` raised, returned what the codec or JSON cannot write, or a view
+                larger than :data:`MAX_VIEW_BYTES` encoded.
         """
         try:
-            return self.codec.to_wire(self.game.view(state.game, viewer))
+            wire = self.codec.to_wire(self.game.view(state.game, viewer))
+            size = len(orjson.dumps(wire))
         except BaseException as exc:
             raise self._fault(state.seq, f"view for viewer {viewer!r}", exc) from exc
+        if size > MAX_VIEW_BYTES:
+            raise self._fault(
+                state.seq,
+                f"view for viewer {viewer!r} is {size:,} bytes as JSON (at most"
+                f" {MAX_VIEW_BYTES:,})",
+            )
+        return wire
 
     def redact(self, rec: Record, event: Any, viewer: Viewer) -> Any:
         """The game's ``redact`` of ``event`` (the event of ``rec``) for ``viewer``, guarded.
@@ -807,7 +823,7 @@ class Engine:
 
         Its ``outcome`` is ``None`` and ``aborted`` says why; ``fault`` (for ``game_error``:
         ``time`` or ``memory`` when the game ran past its budget, see
-        :mod:`host.plugins.budget`) is recorded when given.
+        :mod:`host.plugins.budget`, ``error`` for any other fault) is recorded when given.
         """
         data: dict[str, Any] = {"outcome": None, "aborted": reason, "seed": state.header["seed"]}
         if fault is not None:
@@ -933,9 +949,7 @@ class Engine:
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
 
-    def verify_steps(
-        self, records: list[Record]
-    ) -> Generator[None, None, tuple[int, str] | None]:
+    def verify_steps(self, records: list[Record]) -> Generator[None, None, tuple[int, str] | None]:
         """:meth:`verify` one cause at a time: the generator yields after each cause and
         returns verify's result, so its caller can bound each stretch of game code (a budget
         step, ``host.plugins.budget``) and let others run between two. A step the budget

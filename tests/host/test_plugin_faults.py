@@ -174,6 +174,16 @@ def test_view_and_redact_faults_are_game_faults_for_that_viewer_only() -> None:
 # -- host-driven steps: bots and turn timers -----------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("game", "why"),
+    [(broken.ViewUnencodable(), "raised"), (broken.ViewTooLarge(), "bytes as JSON (at most")],
+)
+def test_a_view_that_does_not_encode_or_is_too_large_is_a_game_fault(game: Any, why: str) -> None:
+    engine, state, _ = seated(game)
+    fault = fault_of(engine.view_wire, state, 0)
+    assert "view for viewer 0" in fault.message and why in fault.message
+
+
 def test_a_bot_whose_game_raises_is_a_game_fault() -> None:
     engine, state, _ = seated(broken.BotRaises(), bots=(0,))
     assert isinstance(fault_of(engine.bot_act, state, 0).__cause__, ValueError)
