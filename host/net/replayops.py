@@ -24,6 +24,17 @@ from the log, never the truth. ``verify`` runs in a worker process too; the same
 while one runs shares its answer. At most :data:`host.net.heavy.MAX_WAITING` heavy jobs wait
 for a worker; one more is answered ``unavailable``. ``fork`` reads its records and makes its
 lines in a worker thread.
+
+Game code. Whatever game code an op runs on the loop (a page's redaction, a replay's fold, its
+view and ``to_act``) runs a slice at a time, each slice a step of the host's budget
+(:mod:`host.plugins.budget`), never across an ``await``; the worker processes run their own
+(:mod:`host.net.heavy`). A fault there — the game raised, ran past its budget, gave what cannot be
+sent — is the game's: a live session ends as ``game_error`` (its driver appends the ``ended``
+record, with the fault), and for a session that is over the host remembers it
+(``Host.remember_fault``); the request gets ``game_faulted``. A session whose game faulted (its
+log ends ``aborted: "game_error"``, or remembered) runs no game code again: its log pages show
+its events as null (unless ``truth``, which needs no game code), and ``replay``, ``verify`` and
+``fork`` answer ``game_faulted`` at once.
 """
 
 from __future__ import annotations
@@ -41,7 +52,7 @@ import orjson
 import structlog
 import trio
 
-from host.net.heavy import Busy, fold_job, verify_job
+from host.net.heavy import Busy, HeavyFailed, fold_job, verify_job
 from host.plugins.budget import BudgetExceeded
 from host.plugins.faults import GameFault, game_error
 from host.store.base import CorruptLog, UnknownSession
@@ -365,7 +376,7 @@ async def _folded(host: Any, sid: str, meta: _Meta) -> _Log:
                 folded = await heavy.run(
                     fold_job, source, heavy.game(meta.engine), sid, meta.last, EVERY, start_bytes
                 )
-            except Busy as exc:
+            except (Busy, HeavyFailed) as exc:
                 raise ProtocolError(ErrorCode.UNAVAILABLE, str(exc)) from None
             folded = _job_result(host, sid, folded)
         if folded.last < meta.last:
@@ -387,11 +398,16 @@ async def _folded(host: Any, sid: str, meta: _Meta) -> _Log:
 
 
 def _job_result(host: Any, sid: str, got: Any) -> Any:
-    """A heavy job's result, or the error its log gives."""
+    """A heavy job's result, or the error its log gives (``game_faulted`` when the game
+    faulted in the job: see :func:`_faulted`)."""
     if isinstance(got, tuple) and got and got[0] == "unknown":
         raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r}")
     if isinstance(got, tuple) and got and got[0] == "damaged":
         raise host._damage(sid, CorruptLog(host.store.path(sid), got[1], got[2]))
+    if isinstance(got, tuple) and got and got[0] == "fault":
+        _, seq, what, message = got
+        where = "a fold" if seq is None else f"a fold at seq {seq}"
+        raise _faulted(host, sid, where, what, message)
     return got
 
 
@@ -569,7 +585,7 @@ async def _verify(host: Any, sid: str, meta: _Meta, is_open: bool) -> Any:
             job.result = await heavy.run(
                 verify_job, source, heavy.game(meta.engine), sid, meta.last
             )
-        except Busy as exc:
+        except (Busy, HeavyFailed) as exc:
             job.error = ProtocolError(ErrorCode.UNAVAILABLE, str(exc))
         except ProtocolError as exc:
             job.error = exc

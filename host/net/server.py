@@ -363,7 +363,7 @@ class Host:
         """Set when this host shares its store with others (``host.store.feed``): its sessions
         follow the log, and only the holder of a session's lease drives it."""
         self._creating: set[str] = set()  # ids of sessions this host is creating
-        self.heavy = HeavyWork(registry, store, config.heavy_workers)
+        self.heavy = HeavyWork(registry, store, config.heavy_workers, self.budget)
         """Where heavy jobs run: worker processes, bounded (:mod:`host.net.heavy`)."""
 
     def discover(self, sid: str) -> None:
@@ -1167,6 +1167,7 @@ async def run_host(
                     task_status.started((host, port))
                     await host.shutdown.wait()
                     log.info("shutting_down", connections=len(host.connections))
+                    host.heavy.close()  # heavy jobs never hold up a shutdown
                     accepting.cancel()
                     for session in host.sessions.values():  # the host goes, not its players:
                         session.stopping = True  # their seats are released when it is back
