@@ -267,6 +267,27 @@ class SpectatorRedactLoops(HighCard):
         return super().redact(event, viewer)
 
 
+class Armable(HighCard):
+    """The toy under its own id (``armable``), whose ``evolve`` or ``decide`` loops for ever
+    once that name is in :attr:`armed`: a game upgraded with a bug, which a restart of the host
+    runs into when it loads the session's log."""
+
+    info = attrs.evolve(HighCard.info, id="armable", title="Armable")
+
+    def __init__(self) -> None:
+        self.armed: set[str] = set()
+
+    def evolve(self, state: State, event: Any) -> State:
+        while "evolve" in self.armed:
+            pass
+        return super().evolve(state, event)
+
+    def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list:
+        while "decide" in self.armed:
+            pass
+        return super().decide(state, seat, action, rng)
+
+
 HANGS = (
     DecideLoops,
     DecideEatsMemory,

@@ -72,6 +72,7 @@ __all__ = [
     "HeavyFailed",
     "HeavyWork",
     "fold_job",
+    "load_job",
     "verify_job",
 ]
 
@@ -212,6 +213,40 @@ def fold_job(
         first = 0 if state is None else state.seq + 1
         records = _Last(_stream(source, sid, first, upto))
         return (yield from fold_steps(_engine(game), iter(records), every, state))
+    except UnknownSession:
+        return ("unknown",)
+    except CorruptLog as exc:
+        return ("damaged", exc.seq, exc.message)
+    except BadRecord as exc:
+        return ("damaged", exc.seq, f"does not fold: {exc.message}")
+    except BudgetExceeded as exc:
+        return ("fault", records.seq if records else None, exc.what, exc.message)
+    except GameFault as exc:
+        return ("fault", exc.seq, "error", exc.message)
+
+
+def load_job(
+    source: Source,
+    game: str | Engine,
+    sid: str,
+    last: int,
+    window: int,
+    recheck: bool = True,
+    skim: bool = False,
+) -> Generator[Any, None, Any]:
+    """:func:`host.table.loading.load_steps` of a log's records ``0 .. last``: a
+    :class:`host.table.loading.Loaded`, or ``("damaged", seq, message)`` / ``("unknown",)`` /
+    ``("fault", seq, what, message)`` (the game faulted loading it)."""
+    from host.table.loading import load_steps
+
+    records: _Last | None = None
+    try:
+        records = _Last(_stream(source, sid, 0, last))
+        return (
+            yield from load_steps(
+                _engine(game), iter(records), last, window, recheck=recheck, skim=skim
+            )
+        )
     except UnknownSession:
         return ("unknown",)
     except CorruptLog as exc:
@@ -487,6 +522,11 @@ class HeavyWork:
                     worker.kill()
                     worker.conn.close()
             return result
+
+    async def run_here(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` on the event loop, a stretch at a time within the host's budget (a
+        short job the host does not send to a worker), outside the bounds of :meth:`run`."""
+        return await self._run_here(fn, args)
 
     async def _run_here(self, fn: Any, args: tuple[Any, ...]) -> Any:
         """Run a job on the event loop, a stretch at a time within the host's budget, with

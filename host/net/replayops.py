@@ -397,6 +397,27 @@ async def _folded(host: Any, sid: str, meta: _Meta) -> _Log:
         done.set()
 
 
+def log_meta(host: Any, sid: str) -> Any:
+    """What every op needs of a log, read without folding it (an awaitable of ``_Meta``:
+    ``engine``, ``header``, ``last``, ``ended``, ``live``, ``faulted``).
+
+    Raises:
+        ProtocolError: ``unknown_session``, ``session_damaged``, ``unavailable``.
+    """
+    return _meta(host, sid)
+
+
+def folded(host: Any, sid: str, meta: Any) -> Any:
+    """The log's snapshots up to ``meta.last`` (an awaitable of ``_Log``, whose
+    ``state_at_end()`` is the state after its last record): kept, or made by a heavy-work
+    process (see :func:`_folded`).
+
+    Raises:
+        ProtocolError: ``game_faulted``, ``session_damaged``, ``unavailable``.
+    """
+    return _folded(host, sid, meta)
+
+
 def _job_result(host: Any, sid: str, got: Any) -> Any:
     """A heavy job's result, or the error its log gives (``game_faulted`` when the game
     faulted in the job: see :func:`_faulted`)."""

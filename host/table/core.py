@@ -86,6 +86,7 @@ __all__ = [
     "BOT_BATCH",
     "GAME_FAULTED_NOW",
     "TAIL",
+    "Presence",
     "WINDOW",
     "Attach",
     "Backfill",
@@ -306,6 +307,63 @@ def _protocol(code: ErrorCode, message: str, **extra: Any) -> _Refuse:
     return _Refuse(ProtocolError(code, message, **extra))
 
 
+@attrs.define
+class Presence:
+    """What a log says beyond the game, folded a record at a time (:meth:`feed`): who holds
+    each seat (a connection's key), each seat's timed-out turns in a row, the ``ts`` of the
+    last record of play (the turn timer and a bot's delay count from it) and of the record
+    after which nobody held a seat (abandonment counts from it), and whether anyone holds one
+    now. Only the two timestamps that matter are kept (as text: parsed once, by the table)."""
+
+    holders: list[str | None]
+    timeouts: list[int]
+    play_ts: str | None = None
+    since_ts: str | None = None
+    attended: bool = False
+
+    @classmethod
+    def of(cls, seats: int) -> Presence:
+        """Nothing folded yet, for ``seats`` seats."""
+        return cls([None] * seats, [0] * seats)
+
+    def feed(self, records: Iterable[Record]) -> None:
+        """Fold records in order (each looked at once; events cost nothing)."""
+        holders, timeouts = self.holders, self.timeouts
+        play_ts, since_ts, attended = self.play_ts, self.since_ts, self.attended
+        for rec in records:
+            kind = rec.type
+            if kind == "event" or kind == "ended":
+                continue
+            d = rec.data
+            if kind == "action":
+                seat = d["seat"]
+                if d.get("timed_out"):
+                    timeouts[seat] = 0 if holders[seat] is not None else timeouts[seat] + 1
+                else:
+                    timeouts[seat] = 0
+                play_ts = rec.ts
+                continue
+            if kind == "header":
+                play_ts = since_ts = rec.ts
+                continue
+            if kind == "seat_taken":
+                if not d.get("bot"):
+                    holders[d["seat"]] = d.get("holder")
+                play_ts = rec.ts
+            elif kind == "seat_held":
+                holders[d["seat"]] = d["holder"]
+                timeouts[d["seat"]] = 0
+            elif kind == "seat_released":
+                holders[d["seat"]] = None
+                if d.get("reason") == "host_gone":
+                    play_ts = rec.ts
+            now_attended = any(h is not None for h in holders)
+            if attended and not now_attended:
+                since_ts = rec.ts
+            attended = now_attended
+        self.play_ts, self.since_ts, self.attended = play_ts, since_ts, attended
+
+
 class Table:
     """One session's table (see the module docstring).
 
@@ -323,6 +381,9 @@ class Table:
         live: False for an ended session answered from its log (it keeps no subscribers).
         loaded: ``(state, boundaries)`` if the caller folded ``records`` already
             (:meth:`Engine.load_tail`).
+        presence: what the whole log says of seat holders and timers, if the caller folded
+            it already (``records`` may then be the log's last :data:`TAIL` records only, as
+            ``host.table.loading`` gives them).
 
     Raises:
         BadRecord: the records do not fold.
@@ -341,6 +402,7 @@ class Table:
         shared: bool = False,
         live: bool = True,
         loaded: tuple[SessionState, list[SessionState]] | None = None,
+        presence: Presence | None = None,
     ) -> None:
         self.id = sid
         self.engine = engine
@@ -382,51 +444,21 @@ class Table:
         self._humans = n > len(self._bots)
         self.turn_started = now
         self.unattended_since: float | None = None
-        self._fold_presence(records, now)
+        if presence is None:
+            presence = Presence.of(n)
+            presence.feed(records)
+        self._fold_presence(presence, now)
         self._game_off()
 
     # -- what the log says beyond the game: holders, timers --------------------------------------
-    def _fold_presence(self, records: Iterable[Record], default: float) -> None:
-        """Fold seat holders, timed-out counts and the timers' starts over a whole log (each
-        record looked at once; only the two timestamps that matter are parsed). A record
-        without a ``ts`` (not written yet) counts as of ``default``."""
-        holders, timeouts = self.holders, self.timeouts
-        play_ts: str | None = None  # ts of the last record of play
-        since_ts: str | None = None  # ts of the record after which nobody held a seat
-        attended = False
-        for rec in records:
-            kind = rec.type
-            if kind == "event" or kind == "ended":
-                continue
-            d = rec.data
-            if kind == "action":
-                seat = d["seat"]
-                if d.get("timed_out"):
-                    timeouts[seat] = 0 if holders[seat] is not None else timeouts[seat] + 1
-                else:
-                    timeouts[seat] = 0
-                play_ts = rec.ts
-                continue
-            if kind == "header":
-                play_ts = since_ts = rec.ts
-                continue
-            if kind == "seat_taken":
-                if not d.get("bot"):
-                    holders[d["seat"]] = d.get("holder")
-                play_ts = rec.ts
-            elif kind == "seat_held":
-                holders[d["seat"]] = d["holder"]
-                timeouts[d["seat"]] = 0
-            elif kind == "seat_released":
-                holders[d["seat"]] = None
-                if d.get("reason") == "host_gone":
-                    play_ts = rec.ts
-            now_attended = any(h is not None for h in holders)
-            if attended and not now_attended:
-                since_ts = rec.ts
-            attended = now_attended
-        self.turn_started = parse_ts(play_ts, default)
-        self.unattended_since = None if attended else parse_ts(since_ts, default)
+    def _fold_presence(self, presence: Presence, default: float) -> None:
+        """Take seat holders, timed-out counts and the timers' starts from what a whole log
+        says (:class:`Presence`); a record without a ``ts`` (not written yet) counts as of
+        ``default``."""
+        self.holders = list(presence.holders)
+        self.timeouts = list(presence.timeouts)
+        self.turn_started = parse_ts(presence.play_ts, default)
+        self.unattended_since = None if presence.attended else parse_ts(presence.since_ts, default)
 
     def _presence(self, rec: Record, at: float) -> None:
         """Fold one new record (of time ``at``) into holders, counts and timers, as
