@@ -60,7 +60,7 @@ from host.plugins.budget import Budget, BudgetExceeded
 from host.plugins.faults import GameFault
 from host.store.base import CorruptLog, UnknownSession
 from host.table.engine import BadRecord, Engine, Record
-from host.table.history import version_warning
+from host.table.history import seed_difference, version_warning
 from host.table.snapshots import EVERY, fold_steps, load
 
 __all__ = [
@@ -73,6 +73,7 @@ __all__ = [
     "HeavyWork",
     "fold_job",
     "load_job",
+    "stretch",
     "verify_job",
 ]
 
@@ -262,7 +263,7 @@ def load_job(
 def verify_job(
     source: Source, game: str | Engine, sid: str, upto: int
 ) -> Generator[None, None, Any]:
-    """:meth:`host.table.engine.Engine.verify` of a log up to seq ``upto`` (one cause per
+    """:func:`host.table.history.verify_log` of a log up to seq ``upto`` (one cause per
     stretch): ``("verified", records, difference or None, version warning or None)``, or
     ``("damaged", seq, message)`` / ``("unknown",)``. A game that faults on replay, past its
     budget too, is a difference at its seq."""
@@ -278,13 +279,13 @@ def verify_job(
     if not records:
         return ("unknown",)
     try:
-        diff = yield from engine.verify_steps(records)
+        diff = seed_difference(records) or (yield from engine.verify_steps(records))
     except BudgetExceeded as exc:  # landed between two causes: the game's all the same
         diff = (0, f"the game faults on replay: past its {exc.what} budget ({exc.message})")
     return ("verified", len(records), diff, version_warning(engine, records))
 
 
-def _stretch(budget: Budget, job: Generator[Any, None, Any], what: str) -> tuple[bool, Any]:
+def stretch(budget: Budget, job: Generator[Any, None, Any], what: str) -> tuple[bool, Any]:
     """Run one stretch of ``job`` (to its next yield) within a step of ``budget``: ``(True,
     result)`` once it returned, else ``(False, None)``. The budget's interruption, should it
     land between the job's own code and the step's end, is thrown into the job to handle."""
@@ -378,7 +379,7 @@ def _run(fn: Any, args: tuple[Any, ...]) -> Any:
         return job
     assert _budget is not None
     while True:
-        done, value = _stretch(_budget, job, f"a heavy job ({fn.__name__})")
+        done, value = stretch(_budget, job, f"a heavy job ({fn.__name__})")
         _progress.value += 1
         if done:
             return value
@@ -537,7 +538,7 @@ class HeavyWork:
         what = f"a heavy job ({getattr(fn, '__name__', 'job')})"
         until = time.monotonic() + HERE_SLICE
         while True:
-            done, value = _stretch(self.budget, job, what)
+            done, value = stretch(self.budget, job, what)
             if done:
                 return value
             if time.monotonic() >= until:

@@ -40,9 +40,12 @@ Limits, so that no client can exhaust the host (all in :class:`HostConfig`):
 
 Start: the host lists the session logs (reading none), listens, then loads the unfinished
 sessions one at a time in the background, answering requests in between; each log is read once
-and folded once (:meth:`host.table.engine.Engine.load`), and progress goes to the host log
-(``sessions_loading``, ``sessions_load_progress`` about once a second, ``sessions_loaded``). A
-request naming a listed session not loaded yet loads it first (or waits while the loader does).
+and folded once (:func:`host.table.loading.load_steps`: on the event loop a stretch at a time,
+each a step of the game budget, or, past :data:`LOAD_IN_WORKER` records, in a heavy-work
+process), and progress goes to the host log (``sessions_loading``, ``sessions_load_progress``
+about once a second, ``sessions_loaded``). A game that faults loading its session ends it
+(``game_error``). A request naming a listed session not loaded yet loads it first (or waits
+while the loader does).
 
 Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tell every client
 ``{"push": "closed", "reason": "shutdown"}``, let the session drivers finish the command under way
@@ -221,8 +224,9 @@ class HostConfig:
         debug_replay: the replay ops show every seat's view and the full truth of live
             sessions too, and fork them (development only; see :mod:`host.net.replayops`).
         heavy_workers: worker processes for heavy jobs (folding a whole long log for the
-            replay ops' snapshots, ``verify``), at most this many at once; 0: a worker thread
-            (see :mod:`host.net.heavy`).
+            replay ops' snapshots, ``verify``, loading a long unfinished log), at most this
+            many at once; 0: on the event loop, a stretch at a time (see
+            :mod:`host.net.heavy`).
     """
 
     data_dir: Path

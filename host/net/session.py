@@ -43,6 +43,7 @@ import attrs
 import structlog
 import trio
 
+from host.net.heavy import stretch
 from host.plugins.budget import Budget, BudgetExceeded
 from host.plugins.faults import GameFault, notify_isolated
 from host.store.base import Conflict, CorruptLog, UnknownSession
@@ -63,6 +64,7 @@ from host.table.core import (
     hash_token,
 )
 from host.table.engine import BadRecord, Engine, Record, SessionState
+from host.table.loading import load_steps
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import Outcome, Push, Refused, SeatInfo, StalledPush
 
@@ -672,7 +674,7 @@ class Session:
         try:
             raw = await trio.to_thread.run_sync(self.store.load, self.id)
             records = [Record.from_json(r) for r in raw]
-            whole, _ = self.engine.load(records)
+            whole = await self._whole(records)
             if whole < len(records):
                 self.store.truncate(self.id, whole)
                 records = records[:whole]
@@ -698,6 +700,25 @@ class Session:
             await self._carry(self._follow_records(records[old + 1 :]))
         if self.table.ended:
             self.store.release(self.id)
+
+    async def _whole(self, records: list[Record]) -> int:
+        """How many leading records of the log form whole causes, folded a stretch at a time
+        (:func:`host.table.loading.load_steps`), each stretch a step of the game's budget. A
+        game that faults there ends the session (:meth:`_overran`; the records are kept).
+
+        Raises:
+            BadRecord: the log does not fold.
+        """
+        steps = load_steps(self.engine, iter(records), records[-1].seq, 0)
+        while True:
+            done, got = stretch(self.budget, steps, "reloading the log")
+            if done:
+                break
+            await trio.lowlevel.checkpoint()
+        if isinstance(got, tuple):  # ("fault", seq, what, message)
+            self._overran(BudgetExceeded(got[2], got[3]))
+            return len(records)
+        return int(got.whole)
 
     def _follow_records(self, records: list[Record]) -> list[Effect]:
         """:meth:`Table.follow`, within the game's budget (folding runs ``evolve``).

@@ -275,3 +275,24 @@ def copied_log(tmp_path: Path) -> tuple[Path, str]:
     src = data / "sessions" / f"{sid}.jsonl"
     (tmp_path / "sessions" / src.name).write_bytes(src.read_bytes())
     return tmp_path / "sessions" / src.name, sid
+
+
+async def test_verify_in_a_worker_checks_the_revealed_seed(long_log, tmp_path):
+    import orjson
+
+    from host.store.base import body_of, frame
+
+    path, sid = copied(long_log, tmp_path)
+    lines = path.read_bytes().splitlines()
+    rec = orjson.loads(body_of(lines[-1]))
+    assert rec["type"] == "ended"
+    rec["seed"] = "00" * 32  # not the seed the header committed to
+    lines[-1] = frame(orjson.dumps(rec))[:-1]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, load_registry(), heavy_workers=1)
+        assert running.host.heavy.in_process
+        c = await running.client()
+        got = await c.call("verify", session=sid)
+        assert got["ok"] is False and got["seq"] == rec["seq"]
+        running.host.request_shutdown()
