@@ -492,7 +492,8 @@ async def _viewer(
             ErrorCode.HIDDEN,
             "the full truth is shown only once the session ended and its game reveals its seed",
         )
-    if seat is not None and not is_open:
+    if seat is not None and not is_open and meta.faulted is None:  # (a faulted session's
+        # events are null for every viewer: nothing to hide, and no fold runs its game code)
         want = hashlib.sha256(token.encode()).hexdigest() if token else None
         held = want is not None and (seat, want) in (await _folded(host, sid, meta)).tokens
         if not held:

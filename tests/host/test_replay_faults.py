@@ -41,6 +41,10 @@ async def test_a_log_page_whose_redaction_loops_ends_the_live_table(tmp_path):
         page = await debugger.call("log", session=sid)  # its records, the game's code not run
         events = [r for r in page["records"] if r["type"] == "event"]
         assert events and all(r["event"] is None for r in events)
+        seat = await debugger.call("log", session=sid, seat=0)  # no token: no fold to check it
+        assert [r["event"] for r in seat["records"] if r["type"] == "event"] == [
+            r["event"] for r in events
+        ]
         for op, params in (("replay", {"seq": 3}), ("verify", {}), ("fork", {"seq": 3})):
             assert await error_code(debugger, op, session=sid, **params) == "game_faulted"
         assert running.host.budget.overruns == 1  # none of that ran the game again
