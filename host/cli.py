@@ -373,8 +373,9 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=2,
         metavar="N",
-        help="worker processes for heavy requests (a long log's first replay, verify), at most"
-        " N at once; 0: a worker thread (default 2)",
+        help="worker processes for heavy jobs (a long log's first replay, verify, loading a"
+        " long unfinished log), at most N at once; 0: on the event loop, a stretch at a time"
+        " (default 2)",
     )
     p.add_argument(
         "--plugin",

@@ -103,7 +103,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--heavy-workers",
         type=int,
         default=None,
-        help="with --stall: the host's --heavy-workers (default: the host's; 0: a thread)",
+        help="with --stall: the host's --heavy-workers (default: the host's; 0: on its loop)",
     )
     p.add_argument(
         "--game-time",

@@ -48,13 +48,15 @@ import attrs
 import structlog
 import trio
 
+from host.net.heavy import stretch
 from host.net.metrics import Metrics
 from host.plugins.budget import Budget, BudgetExceeded
-from host.plugins.faults import notify_isolated
+from host.plugins.faults import GameFault, notify_isolated
 from host.store.base import Conflict, CorruptLog, UnknownSession
 from host.store.file import FileStore
 from host.table.commands import Command
 from host.table.core import (
+    GAME_FAULTED_NOW,
     Attach,
     Backfill,
     Detach,
@@ -68,6 +70,7 @@ from host.table.core import (
     hash_token,
 )
 from host.table.engine import BadRecord, Engine, Record, SessionState
+from host.table.loading import load_steps
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import Outcome, Push, Refused, SeatInfo, StalledPush
 
@@ -523,7 +526,9 @@ class Session:
 
     def _overran(self, exc: BudgetExceeded, conn: str | None = None, rid: Any = None) -> None:
         """The game ran past its budget in a step: logged; the requester, if any, is answered
-        ``internal``; the table ends the session on its next step (``game_error``)."""
+        ``internal`` (``game_faulted`` for a session answered from its log: it is over); the
+        table ends the session on its next step (``game_error``), or, over already, runs no
+        game code again."""
         log.error("game_budget_exceeded", fault=exc.what, error=exc.message)
         if self.metrics is not None:
             self.metrics.budget_overruns[(self.game.info.id, exc.what)] += 1
@@ -531,7 +536,18 @@ class Session:
         if conn is not None:
             c = self._conns.get(conn)
             if c is not None:
-                c.answer(rid, Refused(ErrorCode.INTERNAL, "internal error: the game stopped"))
+                if self.live and not self.table.ended:
+                    c.answer(rid, Refused(ErrorCode.INTERNAL, "internal error: the game stopped"))
+                else:
+                    c.answer(rid, Refused(ErrorCode.GAME_FAULTED, GAME_FAULTED_NOW))
+        self._poke()
+
+    def game_faulted(self, what: str, message: str) -> None:
+        """Game code run for this session outside its driver (a replay op of its log) faulted
+        (``what``: ``time``, ``memory``, ``error``): the session ends on its next step as
+        ``game_error`` with that fault, as if its driver had run into it."""
+        log.error("game_fault", fault=what, error=message, step="replay")
+        self.table.overran(what)
         self._poke()
 
     def _decide(
@@ -687,6 +703,11 @@ class Session:
         except BudgetExceeded as exc:
             self._overran(exc)
             pushes = []
+        except GameFault:  # the game's redact faulted: as in any push, the table ends (a
+            log.exception("game_fault", step="redact")  # session over runs no game code again)
+            self.table.overran("error")
+            self._poke()
+            pushes = []
         if pushes:
             conn.send_many(pushes)
 
@@ -744,7 +765,7 @@ class Session:
         try:
             raw = await trio.to_thread.run_sync(self.store.load, self.id)
             records = [Record.from_json(r) for r in raw]
-            whole, _ = self.engine.load(records)
+            whole = await self._whole(records)
             if whole < len(records):
                 self.store.truncate(self.id, whole)
                 records = records[:whole]
@@ -771,6 +792,25 @@ class Session:
             await self._carry(self._follow_records(records[old + 1 :]))
         if self.table.ended:
             self.store.release(self.id)
+
+    async def _whole(self, records: list[Record]) -> int:
+        """How many leading records of the log form whole causes, folded a stretch at a time
+        (:func:`host.table.loading.load_steps`), each stretch a step of the game's budget. A
+        game that faults there ends the session (:meth:`_overran`; the records are kept).
+
+        Raises:
+            BadRecord: the log does not fold.
+        """
+        steps = load_steps(self.engine, iter(records), records[-1].seq, 0)
+        while True:
+            done, got = stretch(self.budget, steps, "reloading the log")
+            if done:
+                break
+            await trio.lowlevel.checkpoint()
+        if isinstance(got, tuple):  # ("fault", seq, what, message)
+            self._overran(BudgetExceeded(got[2], got[3]))
+            return len(records)
+        return int(got.whole)
 
     def _follow_records(self, records: list[Record]) -> list[Effect]:
         """:meth:`Table.follow`, within the game's budget (folding runs ``evolve``).

@@ -631,6 +631,21 @@ class PostgresStore(WriterThreadStore):
         self._open(session, len(records))
         return records
 
+    async def open_end(self, session: str) -> int:
+        """Make a session appendable after its last record without reading its records (as
+        :meth:`load` does after reading them); its record count.
+
+        Raises:
+            Conflict: appends of it are in progress. UnknownSession: no such session.
+            ValueError: a bad session id. StoreUnavailable: the database failed.
+        """
+        self._checked(session)
+        self._check_idle(session)
+        self._next.pop(session, None)
+        count = await self.record_count(session)
+        self._open(session, count)
+        return count
+
     async def read(self, session: str, after: int | None = None) -> list[dict[str, Any]]:
         """See :meth:`host.store.base.Store.read`; in a worker thread.
 
