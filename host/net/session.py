@@ -212,6 +212,12 @@ class Session:
         self._reload_at: float | None = None
         self._store_failures = 0
         self._changed_at = trio.current_time()
+        self._used_at = trio.current_time()  # a connection's last command here, or the lease's end
+        self.leaving = False
+        """The task has decided to end (the session leaves memory): a request for it waits for
+        :attr:`left`, then loads it again."""
+        self.left = trio.Event()
+        """Set (by the host) once the session has left the host's live list."""
         self.live = True
         self.lost_races = 0
         self.stopping = False
@@ -278,6 +284,8 @@ class Session:
         """Run host-driven steps from now on (this host holds the session's lease) or not."""
         if driver != self.table.driver:
             self.table.set_driver(driver)
+            if not driver:
+                self._used_at = trio.current_time()  # followed a while yet: no churn
             self._poke()
 
     def set_host_alive(self, alive: Callable[[str], bool]) -> None:
@@ -337,6 +345,7 @@ class Session:
         """A connection went away (safe from any task): it gets nothing more from here, and
         the table is told before the next command (it releases a seat the connection held)."""
         key = conn.key
+        self._used_at = trio.current_time()
         self._conns.pop(key, None)
         self._inflight.pop(key, None)
         if key in self.table.subs:
@@ -348,8 +357,10 @@ class Session:
 
     # -- the task ------------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve commands and host-driven steps until :meth:`close` (or until the session ended
-        and stayed idle ``linger`` seconds)."""
+        """Serve commands and host-driven steps until :meth:`close`, or until the session ended
+        and stayed idle ``linger`` seconds, or (on a shared store) until it went ``linger``
+        seconds without being driven here or used by a connection of this host (it is followed
+        only while served: :meth:`unserved_since`)."""
         structlog.contextvars.clear_contextvars()  # not the creating connection's peer
         structlog.contextvars.bind_contextvars(session=self.id, game=self.game.info.id)
         for _ in range(3):  # bots a create cut short did not seat, seats of connections gone:
@@ -377,7 +388,8 @@ class Session:
                 if when <= trio.current_time():
                     if kind == "expire":
                         if item is None and not self._drops:
-                            return  # finished and idle for `linger` seconds: forgotten
+                            self.leaving = True
+                            return  # finished (or not served here) and idle: forgotten
                     else:
                         await self._host_step(kind)
                         worked = True
@@ -408,7 +420,21 @@ class Session:
         except BudgetExceeded as exc:
             self._overran(exc)
             when = -math.inf
-        return when - self.clock_base, "table"
+        when -= self.clock_base
+        since = self.unserved_since()
+        if since is not None and since + self.linger < when:
+            return since + self.linger, "expire"
+        return when, "table"
+
+    def unserved_since(self) -> float | None:
+        """Since when (trio time) this host has served the session no more: on a shared store,
+        it does not drive it (no lease), no connection of this host plays or watches it and
+        none has a command waiting. None while it serves it (and always on a store of its
+        own, where the host drives every session)."""
+        table = self.table
+        if not table.shared or table.driver or table.subs or self._inflight or self._drops:
+            return None
+        return self._used_at
 
     async def _host_step(self, kind: str) -> None:
         try:
@@ -423,12 +449,14 @@ class Session:
 
     async def _serve(self, conn: Subscriber, rid: Any, command: Command) -> None:
         key = conn.key
+        self._used_at = trio.current_time()
         left = self._inflight.get(key, 1) - 1
         if left > 0:
             self._inflight[key] = left
         else:
             self._inflight.pop(key, None)
         await self.execute(conn, rid, command)
+        self._used_at = trio.current_time()
         conn.settled()
         if key not in self.table.subs and key not in self._inflight:
             self._conns.pop(key, None)  # answered, and holds no role here: forgotten
