@@ -303,3 +303,20 @@ async def test_postgres_feed_retries_an_unreachable_server() -> None:
         assert await feed.try_leases(["s1"]) == set()  # no connection: no lease, no wait
         assert not feed.holds("s1")
         await feed.aclose()
+
+
+async def test_postgres_live_hosts_are_those_of_the_same_database(pg_store_url: str) -> None:
+    from tests import pg
+
+    other_db = pg.fresh_url()
+    here, there = PostgresFeed(pg_store_url), PostgresFeed(other_db)
+    here.instance, there.instance = "here", "there"
+    async with trio.open_nursery() as n:
+        await n.start(here.run)
+        await n.start(there.run)
+        assert await _next(here) == Notice(None)
+        assert await _next(there) == Notice(None)
+        assert await here.live_hosts() == {"here"}
+        assert await there.live_hosts() == {"there"}
+        await here.aclose()
+        await there.aclose()

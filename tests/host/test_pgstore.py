@@ -351,3 +351,23 @@ async def test_a_version_1_database_is_migrated_its_rows_read_unchecked_new_ones
                 "UPDATE gamehost_records SET line = replace(line, ':1}', ':5}') WHERE seq = 1"
             )
         assert [r.get("x") for r in store.load("old")] == [None, 5, 2]
+
+
+async def test_unfinished_sessions_are_listed_as_the_memory_hub_lists_them(pg_store_url):
+    from host.store.feed import MemoryHub
+
+    hub = MemoryHub()
+    async with stores(pg_store_url, 1) as (store,):
+        for s in (store, hub.store()):
+            await s.create("s2", [rec(0)])
+            await s.create("s1", [rec(0)])
+            await s.create("s3", [rec(0)])
+            await s.append("s3", 1, [{"seq": 1, "type": "ended", "outcome": None}])
+        assert await store.unfinished_sessions() == ["s1", "s2"]
+        assert await hub.store().unfinished_sessions() == ["s1", "s2"]
+        store.truncate("s3", 1)  # not ended any more
+        assert await store.unfinished_sessions() == ["s1", "s2", "s3"]
+        assert rows(  # what the listing reads: the partial index of migration 3
+            pg_store_url,
+            "SELECT 1 FROM pg_indexes WHERE indexname = 'gamehost_sessions_unfinished'",
+        ) == [(1,)]
