@@ -43,6 +43,11 @@ sessions one at a time in the background, answering requests in between; each lo
 and folded once (:meth:`host.table.engine.Engine.load`), and progress goes to the host log
 (``sessions_loading``, ``sessions_load_progress`` about once a second, ``sessions_loaded``). A
 request naming a listed session not loaded yet loads it first (or waits while the loader does).
+On a store shared with other hosts (a ``feed``) nothing is listed: the follower
+(``host.store.feed.Follower``) loads the unfinished sessions this host owns, a request naming
+any other session loads it from the store, and a session this host neither drives nor serves a
+connection of leaves memory after ``linger`` seconds (``session_followed`` /
+``session_unfollowed`` in the host log; :attr:`Host.sessions_loaded` counts the loads).
 
 Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tell every client
 ``{"push": "closed", "reason": "shutdown"}``, let the session drivers finish the command under way
@@ -186,7 +191,9 @@ class HostConfig:
             the header, or the last ``seat_released``) before the host ends it with
             ``aborted: "abandoned"`` (None or 0: never). Spectators do not count; a session of
             bots only is never abandoned (its bots end it).
-        linger: seconds a finished session stays in memory once idle (its log answers after).
+        linger: seconds a finished session stays in memory once idle (its log answers after);
+            on a shared store also how long an unfinished one stays once this host neither
+            drives it nor has a connection using it (a request naming it loads it again).
         game_time: CPU seconds one step into a game's code may use (a command, a host-driven
             step, the pushes of a change) before it is stopped and the game is at fault (None
             or 0: no limit; a step that blocks is stopped after 10 times that in wall time, at

@@ -3,8 +3,12 @@
 One host process runs on one trio thread, so it uses one core. With a store several hosts can
 share (PostgreSQL: see ``host.store.feed``), ``--workers N`` starts N host processes that listen
 on the same address and port with ``SO_REUSEPORT``: the kernel spreads new connections over them,
-and
-each serves any session (it follows the log of the sessions it has live).
+and each serves any session. Each worker is a host of its own on the database: it drives the
+sessions it owns (rendezvous hashing over the hosts the database lists, workers and other
+machines' hosts alike), creates sessions under ids it owns, so a table is driven by the worker
+its creator's connection reached, and keeps another worker's session in memory only while one
+of its own connections uses it; two workers so do about half the work each rather than all of
+it twice.
 
 The parent process only supervises: it picks the port (with ``--port 0`` it binds a socket of
 its own with ``SO_REUSEPORT`` to get a free port, and keeps it, not listening, so that no other

@@ -97,6 +97,8 @@ next owner within about this, plus the time to read its log)."""
 SCAN_EVERY = 10
 """Lease rounds between two listings of the store's unfinished sessions when nothing changed
 (the hosts seen changing, or the feed reconnecting, lists them at once)."""
+OWNER_CACHE = 100_000
+"""Sessions whose owner a :class:`Follower` remembers at most (then it forgets them all)."""
 HOST_GRACE = 5.0
 """Seconds another host may be missing from the database's connections before the driving host
 takes it for gone and releases the seats its connections held (``host_gone``): longer than a
@@ -804,6 +806,8 @@ class Follower:
             return True
         who = self._owners.get(session, "")
         if who == "":
+            if len(self._owners) >= OWNER_CACHE:  # every create is asked about: stay bounded
+                self._owners.clear()
             who = self._owners[session] = owner(session, self._live)
         return who == self.instance
 
