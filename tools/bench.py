@@ -158,7 +158,41 @@ def listening_port(line: bytes) -> int | None:
     return int(msg["port"]) if isinstance(msg, dict) and msg.get("event") == "listening" else None
 
 
-def _start_server(cmd: list[str], listeners: int = 1) -> tuple[subprocess.Popen[bytes], int]:
+class _Seen:
+    """Counts the ``hosts_seen`` log lines (a host on a shared store saw the hosts running)
+    that name at least ``want`` hosts, over every process whose log is drained with it."""
+
+    def __init__(self, want: int) -> None:
+        self.want = want
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def line(self, line: bytes) -> None:
+        if b'"hosts_seen"' not in line:
+            return
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return
+        if msg.get("event") == "hosts_seen" and int(msg.get("hosts") or 0) >= self.want:
+            with self.lock:
+                self.count += 1
+
+    def wait(self, hosts: int, timeout: float = 30.0) -> bool:
+        """Wait until ``hosts`` lines were counted (each host saw them all), at most
+        ``timeout`` seconds; whether they were."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                if self.count >= hosts:
+                    return True
+            time.sleep(0.05)
+        return False
+
+
+def _start_server(
+    cmd: list[str], listeners: int = 1, seen: _Seen | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
     """Start ``cmd`` and wait for ``listeners`` ``listening`` lines on stderr (a ``serve
     --workers N``: one per worker, all on one port); the process and the port.
 
@@ -175,16 +209,20 @@ def _start_server(cmd: list[str], listeners: int = 1) -> tuple[subprocess.Popen[
             if heard < listeners:
                 continue
             # stop reading: let the server write its log to a sink so it never blocks on a pipe
-            _drain_in_thread(proc)
+            _drain_in_thread(proc, seen)
             return proc, port
     proc.wait()
     raise RuntimeError(f"{cmd[2]} exited (status {proc.returncode}) before listening")
 
 
 def _start_host(
-    fsync: str, data_dir: str, extra: tuple[str, ...] = (), listeners: int = 1
+    fsync: str,
+    data_dir: str,
+    extra: tuple[str, ...] = (),
+    listeners: int = 1,
+    seen: _Seen | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
-    return _start_server([*serve_command(fsync, data_dir), *extra], listeners)
+    return _start_server([*serve_command(fsync, data_dir), *extra], listeners, seen)
 
 
 def child_pids(pid: int) -> list[int]:
@@ -203,13 +241,15 @@ def child_pids(pid: int) -> list[int]:
     return sorted(set(out))
 
 
-def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:
-    """Read and drop the rest of the process's stderr in a thread."""
+def _drain_in_thread(proc: subprocess.Popen[bytes], seen: _Seen | None = None) -> None:
+    """Read and drop the rest of the process's stderr in a thread (counting its
+    ``hosts_seen`` lines in ``seen``, if given)."""
 
     def drain() -> None:
         assert proc.stderr is not None
-        for _ in proc.stderr:
-            pass
+        for line in proc.stderr:
+            if seen is not None:
+                seen.line(line)
 
     threading.Thread(target=drain, daemon=True).start()
 
@@ -786,11 +826,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     extra += ("--store", store)
                 if workers > 1:
                     extra += ("--workers", str(workers))
+                seen = _Seen(hosts * workers)
                 for i in range(hosts):
                     data = str(Path(tmp) / f"host{i}")
-                    proc, port = _start_host(args.fsync, data, extra, listeners=workers)
+                    proc, port = _start_host(args.fsync, data, extra, workers, seen)
                     procs.append(proc)
                     ports.append(port)
+                # each host creates sessions under ids it owns among the hosts it sees: the
+                # load starts once every host has seen them all
+                if store and not seen.wait(hosts * workers):
+                    print("gamehost bench: the hosts did not all see each other", file=sys.stderr)
             else:
                 ports = [args.port]
             pids: list[int] | int | None = [p.pid for p in procs] or None
