@@ -508,23 +508,27 @@ class Host:
         """The live session ``sid``, loading it first if its log is listed and not loaded yet
         (or waiting while the loader loads it); None if there is no such live session. On a
         shared store any session id is looked for in the store."""
-        session = self.sessions.get(sid)
-        if session is not None and session.leaving:  # on its way out: let it go, load it again
-            await session.left.wait()
+        for _ in range(4):
             session = self.sessions.get(sid)
-        if (
-            session is None
-            and self.follower is not None
-            and sid not in self._ended
-            and sid not in self._damaged
-            and sid not in self._no_game
-            and _SESSION_ID.match(sid)
-        ):  # not live here: look in the store
-            self._unloaded.add(sid)
-        if session is None and (sid in self._unloaded or sid in self._loading):
-            await self._load_session(sid)
-            session = self.sessions.get(sid)
-        return session
+            if session is not None and session.leaving:  # on its way out: load it again
+                await session.left.wait()
+                continue
+            if (
+                session is None
+                and self.follower is not None
+                and sid not in self._ended
+                and sid not in self._damaged
+                and sid not in self._no_game
+                and _SESSION_ID.match(sid)
+            ):  # not live here: look in the store
+                self._unloaded.add(sid)
+            if session is None and (sid in self._unloaded or sid in self._loading):
+                await self._load_session(sid)
+                session = self.sessions.get(sid)
+                if session is not None and session.leaving:
+                    continue  # loaded, and gone again at once (another host drives it)
+            return session
+        return self.sessions.get(sid)
 
     async def _load_session(self, sid: str) -> bool:
         """Load a listed session unless it is loaded or being loaded (then wait for that);

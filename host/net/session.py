@@ -213,6 +213,7 @@ class Session:
         self._store_failures = 0
         self._changed_at = trio.current_time()
         self._used_at = trio.current_time()  # a connection's last command here, or the lease's end
+        self._let_go = False  # leave as soon as unserved (see let_go)
         self.leaving = False
         """The task has decided to end (the session leaves memory): a request for it waits for
         :attr:`left`, then loads it again."""
@@ -293,6 +294,18 @@ class Session:
         self.table.host_alive = alive
         self._poke()
 
+    def seat_hosts(self) -> set[str]:
+        """The instance ids of the hosts whose connections hold seats here, per the log."""
+        return {h.partition(".")[0] for h in self.table.holders if h is not None}
+
+    def let_go(self) -> None:
+        """Another host drives the session: keep it only while a connection of this host uses
+        it, and once none does, let it leave memory at once rather than after ``linger``
+        (a connection that uses it again brings the linger back)."""
+        if not self._let_go:
+            self._let_go = True
+            self._poke()
+
     def notice(self, seq: int | None) -> None:
         """The session's log reaches ``seq`` (None: it may have grown): the driver reads and
         folds the records it lacks, and pushes them, before its next command or step."""
@@ -327,6 +340,8 @@ class Session:
             ProtocolError: ``overloaded`` if the queue is full, ``unavailable`` if closed.
         """
         key = conn.key
+        if self.leaving:  # past its last look at the queue: nothing queued now would be run
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "the session is closing")
         if self._inflight.get(key, 0) >= PER_CONNECTION:
             raise ProtocolError(
                 ErrorCode.OVERLOADED,
@@ -422,8 +437,10 @@ class Session:
             when = -math.inf
         when -= self.clock_base
         since = self.unserved_since()
-        if since is not None and since + self.linger < when:
-            return since + self.linger, "expire"
+        if since is not None:
+            linger = -math.inf if self._let_go else self.linger
+            if since + linger < when:
+                return since + linger, "expire"
         return when, "table"
 
     def unserved_since(self) -> float | None:
@@ -450,6 +467,7 @@ class Session:
     async def _serve(self, conn: Subscriber, rid: Any, command: Command) -> None:
         key = conn.key
         self._used_at = trio.current_time()
+        self._let_go = False  # a connection of this host uses it: the linger holds again
         left = self._inflight.get(key, 1) - 1
         if left > 0:
             self._inflight[key] = left

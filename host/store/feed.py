@@ -171,6 +171,11 @@ class Feed(Protocol):
         """Stop hearing of ``session``'s appends (the feed may still pass some on: drop them)."""
         ...
 
+    def announce(self, session: str) -> None:
+        """Tell every host of ``session`` as of a create (a ``created`` notice without a seq):
+        this host gave its lease up, and its owner should drive it."""
+        ...
+
     def holds(self, session: str) -> bool:
         """Whether this feed holds the lease of ``session`` now (as far as it knows)."""
         ...
@@ -339,6 +344,11 @@ class MemoryFeed:
                 self.channels[ch] = left
             else:
                 del self.channels[ch]
+
+    def announce(self, session: str) -> None:
+        if self.connected:
+            for f in list(self.hub.feeds):
+                f.deliver(Notice(session, None, True))
 
     def holds(self, session: str) -> bool:
         return self.connected and self.hub.leases.get(session) is self
@@ -511,6 +521,9 @@ class PostgresFeed:
         """The channels of the sessions followed now (listened to, or about to be)."""
         with self._lock:
             return set(self._channels)
+
+    def announce(self, session: str) -> None:
+        self._requests.put(("announce", session, trio.Event(), []))
 
     def holds(self, session: str) -> bool:
         return session in self.held
@@ -695,6 +708,8 @@ class PostgresFeed:
                         box.append({row[0].split(" ", 1)[1] for row in rows})
                     elif op == "where":
                         self._tell_where(conn, arg)
+                    elif op == "announce":
+                        conn.execute("SELECT pg_notify(%s, %s)", (CREATED_CHANNEL, arg))
                     else:
                         conn.execute(_UNLOCK, (arg,))
                     last = time.monotonic()
@@ -735,6 +750,15 @@ class Followed(Protocol):
 
     def set_host_alive(self, alive: Callable[[str], bool]) -> None:
         """How to tell whether another host (by instance id) runs; look at the seats again."""
+        ...
+
+    def seat_hosts(self) -> set[str]:
+        """The instance ids of the hosts whose connections hold its seats, per the log."""
+        ...
+
+    def let_go(self) -> None:
+        """This host keeps it for its own connections only: once none uses it, it leaves at
+        once (not after the linger)."""
         ...
 
 
@@ -785,6 +809,8 @@ class Follower:
         self._owners: dict[str, str | None] = {}  # session -> its owner among _live (a cache)
         self._missing: dict[str, float] = {}  # a host not seen running -> since when
         self._announced: set[str] = set()  # missing hosts the sessions were told are gone
+        self._fetched: set[str] = set()  # loaded by this follower (as their owner), not live yet
+        self._elsewhere: dict[str, str] = {}  # owned, driven where its players are: that host
         self._rescan = True  # list the store's unfinished sessions at the next round
         self._rounds = 0  # rounds since the last listing
         self._wake = trio.Event()  # a round now (the feed connected: the hosts may have changed)
@@ -799,17 +825,38 @@ class Follower:
         """The hosts seen running at the last lease round (None: not known yet)."""
         return None if self._live is None else set(self._live)
 
-    def owns(self, session: str) -> bool:
-        """Whether this host should drive ``session``: it is its owner (:func:`owner`) among the
-        hosts seen at the last lease round; True while that is not known yet."""
+    def owner_of(self, session: str) -> str | None:
+        """The owner (:func:`owner`) of ``session`` among the hosts seen at the last lease
+        round (None while they are not known)."""
         if self._live is None:
-            return True
+            return None
         who = self._owners.get(session, "")
         if who == "":
             if len(self._owners) >= OWNER_CACHE:  # every create is asked about: stay bounded
                 self._owners.clear()
             who = self._owners[session] = owner(session, self._live)
-        return who == self.instance
+        return who
+
+    def owns(self, session: str) -> bool:
+        """Whether this host is the owner of ``session`` among the hosts seen at the last
+        lease round; True while they are not known yet."""
+        return self._live is None or self.owner_of(session) == self.instance
+
+    def driver_for(self, session: Followed) -> str | None:
+        """The host that should drive a live session: the one running host whose connections
+        hold its seats (per the log), if all its held seats are held from one host, so a table
+        is driven where its players are; else its owner. None while the hosts are not known."""
+        if self._live is None:
+            return None
+        hosts = session.seat_hosts() & self._live
+        if len(hosts) == 1:
+            return next(iter(hosts))
+        return self.owner_of(session.id)
+
+    def drives(self, session: Followed) -> bool:
+        """Whether this host should drive the live ``session`` (:meth:`driver_for`); True
+        while the hosts are not known yet."""
+        return self._live is None or self.driver_for(session) == self.instance
 
     def new_id(self, make: Callable[[], str], tries: int = 64) -> str:
         """A new session id this host owns, so the session is driven where it was made and its
@@ -842,9 +889,18 @@ class Follower:
         return now - first < HOST_GRACE
 
     async def adopt(self, session: Followed) -> None:
-        """A session went live here: try its lease at once if this host owns it."""
-        if not self.owns(session.id):
+        """A session went live here: try its lease at once if this host should drive it. One
+        this host loaded by itself (as its owner) that another host's players hold is let go
+        (that host drives it)."""
+        fetched = session.id in self._fetched
+        self._fetched.discard(session.id)
+        if not self.drives(session):
             session.set_driver(False)
+            if fetched:
+                session.let_go()
+                target = self.driver_for(session)
+                if target is not None:
+                    self._elsewhere[session.id] = target
             return
         got = await self.feed.try_leases([session.id])
         if self.sessions.get(session.id) is not session:
@@ -877,7 +933,9 @@ class Follower:
                 and self.discover is not None
                 and self._live is not None
                 and self.owns(n.session)
-            ):
+            ):  # made elsewhere (or given back by the host of its players): this host's
+                self._elsewhere.pop(n.session, None)
+                self._fetched.add(n.session)
                 self.discover(n.session)
 
     async def lease_round(self) -> None:
@@ -888,21 +946,31 @@ class Follower:
         those this host owns and does not have live."""
         before, self._live = self._live, await self.feed.live_hosts()
         if self._live != before:
-            self._owners.clear()
+            self._owners.clear()  # (_elsewhere is kept: the listing drops its gone hosts)
             if self._live is not None:
                 log.info(
                     "hosts_seen", hosts=len(self._live), was=None if before is None else len(before)
                 )
                 self._rescan = True
         live = dict(self.sessions)
-        want = [sid for sid, s in live.items() if not s.ended and self.owns(sid)]
+        want = [sid for sid, s in live.items() if not s.ended and self.drives(s)]
         wanted = set(want)
         for sid in sorted(self._held - wanted):
             s = live.get(sid)
-            if s is not None and not s.ended:
-                s.set_driver(False)  # before the lease goes: never two drivers by our doing
             self._held.discard(sid)
+            if s is None or s.ended:
+                await self.feed.release(sid)
+                if s is None and not self.owns(sid):  # it left here unended: to its owner
+                    self.feed.announce(sid)
+                continue
+            s.set_driver(False)  # before the lease goes: never two drivers by our doing
+            s.let_go()  # another host drives it now: kept only while a connection here uses it
+            target = self.driver_for(s)
             await self.feed.release(sid)
+            if target is not None and target == self.owner_of(sid):
+                self.feed.announce(sid)  # back to its owner, which may not have it live
+            elif target is not None and self.owns(sid):
+                self._elsewhere[sid] = target  # its players' host drives it
         got = await self.feed.try_leases(want) if want else set()  # last await before set_driver
         self._held = (self._held - set(live)) | got  # adopted meanwhile: kept
         now = trio.current_time()
@@ -941,17 +1009,28 @@ class Follower:
         self._rescan = False
         self._rounds = 0
         self.scans += 1
-        mine = [sid for sid in ids if sid not in self.sessions and self.owns(sid)]
+        live, unfinished = self._live or set(), set(ids)
+        self._elsewhere = {
+            sid: host for sid, host in self._elsewhere.items() if host in live and sid in unfinished
+        }
+        mine = [
+            sid
+            for sid in ids
+            if sid not in self.sessions and sid not in self._elsewhere and self.owns(sid)
+        ]
         if mine:
             log.info("sessions_owned_found", sessions=len(mine), unfinished=len(ids))
         for sid in mine:
             if sid in self.sessions or not self.owns(sid):
                 continue
+            self._fetched.add(sid)
             if self.load is not None:
                 try:
                     await self.load(sid)
                 except Exception:  # noqa: BLE001 - one log that does not load stops no other
                     log.exception("session_load_failed", session=sid)
+                if sid not in self.sessions:
+                    self._fetched.discard(sid)
             elif self.discover is not None:
                 self.discover(sid)
         self.scanned.set()

@@ -112,6 +112,14 @@ class FakeSession:
     driver: bool | None = None
     seen: list = attrs.field(factory=list)
     alive: Any = None
+    seated: set[str] = attrs.field(factory=set)  # hosts whose connections hold seats
+    let_go_told: bool = False
+
+    def seat_hosts(self) -> set[str]:
+        return set(self.seated)
+
+    def let_go(self) -> None:
+        self.let_go_told = True
 
     def notice(self, seq: int | None) -> None:
         self.seen.append(seq)
@@ -214,6 +222,32 @@ async def test_a_host_that_joins_takes_its_share(autojump_clock: trio.abc.Clock)
         assert {sid for sid, s in b.live.items() if s.driver} == theirs
         assert {sid for sid, s in a.live.items() if s.driver} == set(ids) - theirs
         assert {sid for sid, f in hub.leases.items() if f is b.feed} == theirs
+        n.cancel_scope.cancel()
+
+
+async def test_a_table_is_driven_where_its_players_are(autojump_clock: trio.abc.Clock) -> None:
+    """The owner drives a session until its seats are held from one other host, which then
+    drives it; the owner lets it go, and gets it back (told) once the players have gone."""
+    hub = MemoryHub()
+    sid = _owned_by("a", {"a", "b"}, 1)[0]
+    a, b = FakeHost(hub, "a", [sid]), FakeHost(hub, "b", [sid])
+    async with trio.open_nursery() as n:
+        await a.start(n)
+        await b.start(n)
+        await trio.sleep(2)
+        assert a.loaded == [sid] and a.live[sid].driver and sid not in b.live
+        b.live[sid] = FakeSession(sid)  # a player of host b joins: the log says so everywhere
+        a.live[sid].seated = b.live[sid].seated = {"b"}
+        await b.follower.adopt(b.live[sid])
+        await trio.sleep(2.5)
+        assert b.live[sid].driver and not a.live[sid].driver and a.live[sid].let_go_told
+        assert hub.leases[sid] is b.feed
+        del a.live[sid]  # a lets it go (nobody of a's uses it)
+        await trio.sleep(11)  # a's listing of the store leaves it alone: b drives it
+        assert a.loaded == [sid] and a.found == []
+        b.live[sid].seated = set()  # the player leaves: it goes back to its owner, told so
+        await trio.sleep(2.5)
+        assert not b.live[sid].driver and a.found == [sid]
         n.cancel_scope.cancel()
 
 

@@ -378,9 +378,9 @@ async def _all_see(hosts: list[RunningHost], n: int) -> None:
 
 
 async def test_three_hosts_each_fold_only_what_they_serve(tmp_path: Path, shared: Shared) -> None:
-    """Sessions are driven (and folded) only where they were made; a host folds another's
-    session only while a client of its own uses it; a dead host's sessions are loaded by their
-    next owner only, one host each."""
+    """Sessions are driven (and folded) only where they were made; a host whose client takes a
+    seat of another's session drives it from then on (the other lets it go); a dead host's
+    sessions are loaded by their next owner only, one host each."""
     async with trio.open_nursery() as n:
         nurseries, hosts = [], []
         for name in "abc":
@@ -403,9 +403,12 @@ async def test_three_hosts_each_fold_only_what_they_serve(tmp_path: Path, shared
         ann = await client(n, a)  # a client of host a joins a session made on host b
         theirs = made[1][0]
         await ann.call("join", session=theirs, name="ann")
-        assert theirs in a.host.sessions and not a.host.sessions[theirs].driver
+        with trio.fail_after(20):  # the table is driven where its player is; b lets it go
+            while not (a.host.sessions[theirs].driver and theirs not in b.host.sessions):
+                await trio.sleep(0.05)
         assert theirs not in c.host.sessions
         assert (a.host.sessions_loaded, b.host.sessions_loaded, c.host.sessions_loaded) == (1, 0, 0)
+        assert b.host.sessions_unloaded == 1
         nurseries[2].cancel_scope.cancel()  # host c dies: a and b share out its sessions
         survivors = {a.host.instance, b.host.instance}
         with trio.fail_after(20):
@@ -421,11 +424,16 @@ async def test_three_hosts_each_fold_only_what_they_serve(tmp_path: Path, shared
         taken = {h.host.instance: len(set(h.host.sessions) & set(made[2])) for h in (a, b)}
         assert a.host.sessions_loaded == 1 + taken[a.host.instance]
         assert b.host.sessions_loaded == taken[b.host.instance]
-        await ann.aclose()  # ann goes: host a serves b's session no more, and lets it go
+        await ann.aclose()  # ann goes: the session goes back to its owner, and leaves host a
         with trio.fail_after(20):
-            while theirs in a.host.sessions:
+            while theirs in a.host.sessions or not (
+                theirs in b.host.sessions and b.host.sessions[theirs].driver
+            ):
                 await trio.sleep(0.05)
-        assert a.host.sessions_unloaded == 1 and theirs in b.host.sessions
+        assert a.host.sessions_unloaded == 1
+        assert b.host.sessions_loaded == 1 + taken[b.host.instance]  # b loaded it back
+        recs = await shared.records(theirs)
+        assert (recs[-1]["type"], recs[-1]["reason"]) == ("seat_released", "gone")
         n.cancel_scope.cancel()
 
 
