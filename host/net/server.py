@@ -553,7 +553,7 @@ class Host:
 
         A log whose last record is ``ended`` is not read whole (its session is not live): only
         its last record is, where the store reads ranges; a request for it reads it then."""
-        if await self._ends(sid):
+        if self.shutdown.is_set() or await self._ends(sid):
             return False
         if self.follower is not None:  # hear of its appends before reading it
             self.follower.follow(sid)
@@ -601,7 +601,7 @@ class Host:
         except Exception:
             log.exception("session_load_failed", session=sid)
             return False
-        if sid in self.sessions:  # created here meanwhile (a shared store's notice came first)
+        if sid in self.sessions or self.shutdown.is_set():  # made here meanwhile, or stopping
             return False
         self.sessions[sid] = session
         self.sessions_loaded += 1

@@ -27,8 +27,10 @@ that:
   unfinished session has one *owner* among them, by rendezvous hashing (:func:`owner`: the host
   whose hash of ``(host, session)`` is highest), so each host owns about its share, and when a
   host goes only its sessions move (each to the host that ranks next for it). The owner loads the
-  session and takes its lease; a host that holds a lease it no longer owns (another host joined)
-  gives it back.
+  session and takes its lease, unless the seats held are all held from one other running host
+  (the log names each holder): that host drives it, where its players are. A host that holds a
+  lease it should not (another host joined, the players moved) gives it back, and if the
+  session goes back to its owner, says so (:meth:`Feed.announce`).
 
 Notices travel on many channels, not one: a session's appends notify the channel of its bucket
 (:func:`channel`: ``gamehost_log_<bucket>``, one of :data:`BUCKETS` by the CRC32C of its id), and
@@ -42,14 +44,14 @@ Implementations: :class:`MemoryFeed` (hosts in one process, over a :class:`Memor
 with backoff).
 
 :class:`Follower` is the host's side: it routes notices to the live sessions and, every
-:data:`LEASE_POLL` seconds, works out which sessions this host owns, gives back the leases it no
-longer owns, takes the free ones it owns and, when the hosts seen change (or every
-:data:`SCAN_EVERY` rounds), lists the unfinished sessions of the store and loads the ones it owns
-that are not live here. So a session whose lease holder died is taken over by its next owner
-within about one round plus the time to read its log. The log stays the one truth throughout:
-an append names its expected seq, so two hosts that both believe they may act (a lease lost but
-not noticed yet, two views of the live hosts) cannot both win one seq; the loser reads the log
-and decides again.
+:data:`LEASE_POLL` seconds, works out which live sessions this host should drive
+(:meth:`Follower.driver_for`), gives back the leases it should not hold, takes the free ones it
+should and, when the hosts seen change (or every :data:`SCAN_EVERY` rounds), lists the
+unfinished sessions of the store and loads the ones it owns that are not live here. So a session
+whose lease holder died is taken over by its next owner within about one round plus the time
+to read its log. The log stays the one truth throughout: an append names its expected seq, so
+two hosts that both believe they may act (a lease lost but not noticed yet, two views of the
+live hosts) cannot both win one seq; the loser reads the log and decides again.
 """
 
 from __future__ import annotations
