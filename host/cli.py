@@ -179,7 +179,8 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         "--linger",
         type=seconds,
         default=60.0,
-        help="seconds a finished session stays in memory once idle (then its log answers)",
+        help="seconds a finished session stays in memory once idle (then its log answers);"
+        " with a shared --store also an unfinished one this host neither drives nor serves",
     )
     p.add_argument(
         "--game-time",

@@ -46,6 +46,11 @@ process), and progress goes to the host log (``sessions_loading``, ``sessions_lo
 about once a second, ``sessions_loaded``). A game that faults loading its session ends it
 (``game_error``). A request naming a listed session not loaded yet loads it first (or waits
 while the loader does).
+On a store shared with other hosts (a ``feed``) nothing is listed: the follower
+(``host.store.feed.Follower``) loads the unfinished sessions this host owns, a request naming
+any other session loads it from the store, and a session this host neither drives nor serves a
+connection of leaves memory after ``linger`` seconds (``session_followed`` /
+``session_unfollowed`` in the host log; :attr:`Host.sessions_loaded` counts the loads).
 
 Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tell every client
 ``{"push": "closed", "reason": "shutdown"}``, let the session drivers finish the command under way
@@ -135,6 +140,9 @@ skipped, so a page may take several)."""
 LOAD_IN_WORKER = 2_000
 """A log of more records than this is loaded (folded for its table) by a heavy-work process when
 the host has them (``host.net.heavy``), not on the event loop."""
+OWNED_WAIT = 10.0
+"""Seconds a host on a shared store waits at its start for the sessions it owns to load before
+it sets ``loaded`` (it answers requests meanwhile; a feed that cannot connect loads none)."""
 ENDED_CACHE = 8
 """Ended sessions (no longer live) kept in memory to answer ``resume``/``view``/``watch``; the
 others are read again from their logs."""
@@ -203,7 +211,9 @@ class HostConfig:
             the header, or the last ``seat_released``) before the host ends it with
             ``aborted: "abandoned"`` (None or 0: never). Spectators do not count; a session of
             bots only is never abandoned (its bots end it).
-        linger: seconds a finished session stays in memory once idle (its log answers after).
+        linger: seconds a finished session stays in memory once idle (its log answers after);
+            on a shared store also how long an unfinished one stays once this host neither
+            drives it nor has a connection using it (a request naming it loads it again).
         game_time: CPU seconds one step into a game's code may use (a command, a host-driven
             step, the pushes of a change) before it is stopped and the game is at fault (None
             or 0: no limit; a step that blocks is stopped after 10 times that in wall time, at
@@ -395,6 +405,13 @@ class Host:
         """Set when this host shares its store with others (``host.store.feed``): its sessions
         follow the log, and only the holder of a session's lease drives it."""
         self._creating: set[str] = set()  # ids of sessions this host is creating
+        self._no_game: set[str] = set()  # logs of a game not installed here (not loaded again)
+        self.sessions_loaded = 0
+        """Sessions this host has read from the store and folded since it started (a start's,
+        a request's, a lease's loads; creates not counted)."""
+        self.sessions_unloaded = 0
+        """Sessions that left this host's memory before they ended (on a shared store: no
+        longer served here, see :meth:`host.net.session.Session.unserved_since`)."""
         self.heavy = HeavyWork(registry, store, config.heavy_workers, self.budget)
         """Where heavy jobs run: worker processes, bounded (:mod:`host.net.heavy`)."""
         self.metrics = Metrics(self, config.worker)
@@ -406,13 +423,16 @@ class Host:
             store.metrics = self.metrics
 
     def discover(self, sid: str) -> None:
-        """Another host created or appended to ``sid``, which is not live here: load it in the
-        background (an ended one is not kept), so this host follows it too."""
+        """A session this host should drive (it owns it: ``host.store.feed.Follower``) was
+        created elsewhere and is not live here: load it in the background (an ended one is not
+        kept); it takes its lease once live."""
         if (
             sid in self.sessions
             or sid in self._creating
             or sid in self._loading
             or sid in self._ended
+            or sid in self._damaged
+            or sid in self._no_game
             or self.shutdown.is_set()
         ):
             return
@@ -481,7 +501,12 @@ class Host:
 
     def list_sessions(self) -> int:
         """Note every session log in the store as not loaded yet (cheap: no log is read), so a
-        request for one of them loads it first; returns how many. Call before listening."""
+        request for one of them loads it first; returns how many. Call before listening.
+
+        On a shared store (``follower`` set) nothing is listed: a request naming a session
+        looks in the store, and the follower loads the sessions this host owns."""
+        if self.follower is not None:
+            return 0
         self._unloaded = set(self.store.session_ids())
         return len(self._unloaded)
 
@@ -495,6 +520,8 @@ class Host:
         Bot seats the header lists but the log does not seat (a ``create`` cut short) are
         seated by the session's driver before it starts.
         """
+        if self.follower is not None:
+            return await self._load_owned()
         if not self._unloaded and not self.loaded.is_set():
             self.list_sessions()
         total = len(self._unloaded)
@@ -513,22 +540,44 @@ class Host:
         log.info("sessions_loaded", live=self._loaded_live, total=total)
         return n
 
+    async def _load_owned(self) -> int:
+        """A shared store's start: wait (at most :data:`OWNED_WAIT` seconds) until the follower
+        has listed the store's unfinished sessions and loaded those this host owns; set
+        :attr:`loaded`. Returns how many sessions were loaded meanwhile."""
+        assert self.follower is not None
+        log.info("sessions_loading", owned=True)
+        before = self.sessions_loaded
+        with trio.move_on_after(OWNED_WAIT):
+            await self.follower.scanned.wait()
+        self.loaded.set()
+        log.info("sessions_loaded", live=len(self.sessions), loaded=self.sessions_loaded - before)
+        return self.sessions_loaded - before
+
     async def _live_session(self, sid: str) -> Session | None:
         """The live session ``sid``, loading it first if its log is listed and not loaded yet
-        (or waiting while the loader loads it); None if there is no such live session."""
-        session = self.sessions.get(sid)
-        if (
-            session is None
-            and self.follower is not None
-            and sid not in self._ended
-            and sid not in self._damaged
-            and _SESSION_ID.match(sid)
-        ):  # another host may have created it since this one started: look in the store
-            self._unloaded.add(sid)
-        if session is None and (sid in self._unloaded or sid in self._loading):
-            await self._load_session(sid)
+        (or waiting while the loader loads it); None if there is no such live session. On a
+        shared store any session id is looked for in the store."""
+        for _ in range(4):
             session = self.sessions.get(sid)
-        return session
+            if session is not None and session.leaving:  # on its way out: load it again
+                await session.left.wait()
+                continue
+            if (
+                session is None
+                and self.follower is not None
+                and sid not in self._ended
+                and sid not in self._damaged
+                and sid not in self._no_game
+                and _SESSION_ID.match(sid)
+            ):  # not live here: look in the store
+                self._unloaded.add(sid)
+            if session is None and (sid in self._unloaded or sid in self._loading):
+                await self._load_session(sid)
+                session = self.sessions.get(sid)
+                if session is not None and session.leaving:
+                    continue  # loaded, and gone again at once (another host drives it)
+            return session
+        return self.sessions.get(sid)
 
     async def _load_session(self, sid: str) -> bool:
         """Load a listed session unless it is loaded or being loaded (then wait for that);
@@ -555,8 +604,20 @@ class Host:
         its last record is, where the store reads ranges; a request for it reads it then.
         The fold runs the game's code within its budget (:meth:`_fold_log`): a game that
         faults there ends the session (:meth:`_end_faulted`) instead of starting it."""
-        if await self._ends(sid):
+        if self.shutdown.is_set() or await self._ends(sid):
             return False
+        if self.follower is not None:  # hear of its appends before reading it
+            self.follower.follow(sid)
+        started = False
+        try:
+            started = await self._load_folded(sid)
+        finally:
+            if self.follower is not None and not started:
+                self.follower.unfollow(sid)
+        return started
+
+    async def _load_folded(self, sid: str) -> bool:
+        """:meth:`_load_one`'s reading and folding, and its start; True if started."""
         try:
             got = await self._fold_log(sid)
             if got is None:
@@ -593,9 +654,12 @@ class Host:
         except Exception:
             log.exception("session_load_failed", session=sid)
             return False
-        if sid in self.sessions:  # created here meanwhile (a shared store's notice came first)
+        if sid in self.sessions or self.shutdown.is_set():  # made here meanwhile, or stopping
             return False
         self.sessions[sid] = session
+        self.sessions_loaded += 1
+        if self.follower is not None:
+            log.info("session_followed", session=sid, seq=session.state.seq)
         await self.nursery.start(self._run_session, session)
         self._loaded_live += 1
         return True
@@ -651,6 +715,7 @@ class Host:
         engine = self.registry.engines.get(header.get("game", ""))
         if engine is None:
             log.warning("session_game_missing", session=sid, game=header.get("game"))
+            self._no_game.add(sid)  # not loaded again
         return engine
 
     async def _end_faulted(
@@ -785,7 +850,10 @@ class Host:
             )
         if turn_timeout is HOST_DEFAULT:
             turn_timeout = self.config.turn_timeout
-        sid = secrets.token_hex(8)
+        if self.follower is not None:  # an id this host owns: it drives what it made
+            sid = self.follower.new_id(lambda: secrets.token_hex(8))
+        else:
+            sid = secrets.token_hex(8)
         try:
             with self.budget.step("the start of a session"):
                 made = plan_create(
@@ -807,8 +875,12 @@ class Host:
         header, records, states = made.records[0], made.records, made.states
         seated, state, bot_seats = records[1:], states[-1], made.bots
         self._creating.add(sid)
+        if self.follower is not None:
+            self.follower.follow(sid)
+        made_it = False
         try:
             await self.store.create(sid, [{"ts": r.ts, **r.to_json()} for r in records])
+            made_it = True
         except OSError as exc:
             log.error("create_failed", error=str(exc))
             raise ProtocolError(
@@ -816,6 +888,8 @@ class Host:
             ) from None
         finally:
             self._creating.discard(sid)
+            if self.follower is not None and not made_it:
+                self.follower.unfollow(sid)
         session = self._session(sid, engine, records, loaded=(state, states))
         self.sessions[sid] = session
         st = session.state
@@ -861,12 +935,19 @@ class Host:
             if self.sessions.get(session.id) is session:
                 del self.sessions[session.id]
                 self._forget_creator(session.id)
+            if self.follower is not None:
+                self.follower.unfollow(session.id)
             self.store.release(session.id)
             if session.state.ended:  # still answers resume/view/watch for a while
                 session.retire()
                 self._remember_ended(session)
                 if session.table.fault_unrecorded and session.id not in self._faulted:
                     self.remember_fault(session.id, "it faulted while its end was answered")
+            else:
+                self.sessions_unloaded += 1
+                if session.leaving:
+                    log.info("session_unfollowed", session=session.id, seq=session.state.seq)
+            session.left.set()
 
     def _forget_creator(self, sid: str) -> None:
         """Drop a session that left memory from the per-address ``create`` bookkeeping (for
@@ -1309,7 +1390,13 @@ async def run_host(
                 if handle_signals:  # before listening: a SIGTERM right after it stops cleanly
                     await outer.start(_signals, host)
                 if feed is not None:
-                    host.follower = Follower(feed, host.sessions, host.discover)
+                    host.follower = Follower(
+                        feed,
+                        host.sessions,
+                        host.discover,
+                        unfinished=getattr(store, "unfinished_sessions", None),
+                        load=host._live_session,
+                    )
                     await outer.start(host.follower.run)
                 host.list_sessions()
                 async with trio.open_nursery() as conns:
