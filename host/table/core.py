@@ -603,8 +603,12 @@ class Table:
 
     def connected(self, state: SessionState | None = None) -> list[bool]:
         """Per seat: whether a connection holds it, by the log (a host bot's seat: True, a free
-        one: False)."""
-        seats = (state or self.state).seats
+        one: False). Once the session has ended nobody holds a seat any more (an ended log
+        gets no release records, so this is the only answer every host can give alike)."""
+        st = state or self.state
+        seats = st.seats
+        if st.ended:
+            return [s is not None and s.bot for s in seats]
         holders = self.holders
         return [holders[i] is not None or (s is not None and s.bot) for i, s in enumerate(seats)]
 
