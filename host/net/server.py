@@ -782,10 +782,20 @@ class Host:
             engine = self._engine_of(sid, header)
             if engine is None:
                 return None
-            got = await heavy.run_here(load_job, ("records", records), engine, sid, n - 1, WINDOW)
+            got = await heavy.run_here(
+                load_job, ("records", records), engine, sid, n - 1, WINDOW, session=sid, seq=n - 1
+            )
         else:
             got = await heavy.run(
-                load_job, source, heavy.game(engine), sid, n - 1, WINDOW, wait=True
+                load_job,
+                source,
+                heavy.game(engine),
+                sid,
+                n - 1,
+                WINDOW,
+                wait=True,
+                session=sid,
+                seq=n - 1,
             )
         if isinstance(got, tuple) and got[0] == "unknown":
             raise UnknownSession(f"no session {sid}")
@@ -1504,6 +1514,8 @@ async def run_host(
                 host.budget.start()
                 if handle_signals:  # before listening: a SIGTERM right after it stops cleanly
                     await outer.start(_signals, host)
+                if marker is not None:  # before any session's code runs (or a follower loads)
+                    await _judge_marker(host, marker)
                 if feed is not None:
                     host.follower = Follower(
                         feed,
@@ -1514,8 +1526,6 @@ async def run_host(
                     )
                     await outer.start(host.follower.run)
                 host.list_sessions()
-                if marker is not None:  # before any session's code runs
-                    await _judge_marker(host, marker)
                 async with trio.open_nursery() as conns:
                     accepting = trio.CancelScope()
                     listeners = await conns.start(_accept, host, config, conns, accepting)

@@ -191,3 +191,61 @@ async def test_a_session_whose_code_hung_the_host_is_not_folded_again_for_its_vi
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_a_log_whose_fold_hangs_the_host_ends_its_session_after_one_restart(tmp_path):
+    """Loading an unfinished session re-runs its last action's ``decide``: a game that hangs
+    there (armed only after a clean stop) takes the host down while it loads, and the marker
+    names the session being loaded, so the next start ends it instead of hanging again."""
+    proc = await serve_supervised(tmp_path)
+    log = Log(proc)
+    try:
+        async with trio.open_nursery() as n:
+            n.start_soon(log.pump)
+            port = (await log.until("listening"))["port"]
+            c = await Client.connect("127.0.0.1", port)
+            c.start(n)
+            game = "decide-hangs-when-armed"
+            sid = (await c.call("create", game=game, seats=2, bots=1, options={"rounds": 2}))[
+                "session"
+            ]
+            joined = await c.call("join", session=sid)
+            await c.call("act", session=sid, action={"type": "keep"}, seq=joined["seq"])
+            while (p := await c.next_push()) is not None:
+                if p["push"] == "turn" and p["seq"] > joined["seq"]:
+                    break  # the bot moved: its decide is the log's last cause
+            assert p is not None
+            proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(60):
+                assert await proc.wait() == 0
+            n.cancel_scope.cancel()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert log_of(tmp_path, sid)[-1].type != "ended"
+    (tmp_path / "arm").touch()
+    proc = await serve_supervised(tmp_path, "--game-hang", "2")
+    log = Log(proc)
+    try:
+        async with trio.open_nursery() as n:
+            n.start_soon(log.pump)
+            port = (await log.until("listening"))["port"]
+            faulted = await log.until("session_faulted")
+            assert (faulted["session"], faulted["fault"]) == (sid, "hang")
+            assert (await log.until("listening"))["port"] == port
+            c = await Client.connect("127.0.0.1", port)
+            c.start(n)
+            view = await c.call("view", session=sid)
+            assert view["ended"] and view["aborted"] == "game_error" and view["view"] is None
+            await serves_another_table(port, n)
+            assert log.count("worker_started") == 2  # one hang while loading, one restart
+            proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(60):
+                assert await proc.wait() == 0
+            n.cancel_scope.cancel()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert log_of(tmp_path, sid)[-1].data["fault"] == "hang"
