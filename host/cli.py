@@ -16,7 +16,7 @@ import trio
 
 from host import logs
 from host.net import workers
-from host.net.server import HostConfig, run_host
+from host.net.server import HostConfig, ListenError, run_host
 from host.plugins.registry import load_registry
 from host.store import open_store
 
@@ -562,6 +562,8 @@ def _first_os_error(exc: BaseException) -> OSError | None:
 
 
 def _describe(exc: OSError, args: argparse.Namespace) -> str:
+    if isinstance(exc, ListenError):  # names the listener already
+        return str(exc.strerror)
     if exc.strerror and exc.filename:
         return f"{exc.filename}: {exc.strerror}"
     if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):  # a listener

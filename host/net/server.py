@@ -315,6 +315,27 @@ MAX_CONNECTIONS = 10_000
 """The most connections the default cap allows, however high the descriptor limit."""
 
 
+class ListenError(OSError):
+    """A listener could not be opened; its ``strerror`` names which one and why
+    (``"cannot listen on 127.0.0.1 port 8080 (--http): Address already in use"``)."""
+
+
+async def _listen(where: str, opening: Any) -> Any:
+    """Await ``opening`` (a nursery's ``start`` of a listener), naming ``where`` in the
+    :class:`ListenError` it raises for an ``OSError``."""
+    try:
+        return await opening
+    except (OSError, BaseExceptionGroup) as exc:
+        cause = exc
+        while isinstance(cause, BaseExceptionGroup):  # trio may wrap it, one group per nursery
+            found = [e for e in cause.exceptions if isinstance(e, (OSError, BaseExceptionGroup))]
+            if not found:
+                raise
+            cause = found[0]
+        err = f"cannot listen on {where}: {cause.strerror or cause}"  # type: ignore[union-attr]
+        raise ListenError(cause.errno, err) from exc  # type: ignore[union-attr]
+
+
 def raise_fd_limit() -> int:
     """Raise the soft ``RLIMIT_NOFILE`` to the hard limit (as far as the OS lets); the new soft
     limit (descriptors). Never raises."""
@@ -1528,8 +1549,40 @@ async def run_host(
                 host.list_sessions()
                 async with trio.open_nursery() as conns:
                     accepting = trio.CancelScope()
-                    listeners = await conns.start(_accept, host, config, conns, accepting)
+                    listeners = await _listen(
+                        f"{config.bind} port {config.port}",
+                        conns.start(_accept, host, config, conns, accepting),
+                    )
                     port = listeners[0].socket.getsockname()[1]
+                    if config.http_port is not None:
+                        from host.net.web import serve_http
+
+                        web = await _listen(
+                            f"{config.http_bind} port {config.http_port} (--http)",
+                            conns.start(
+                                serve_http,
+                                host,
+                                config.http_port,
+                                config.http_bind,
+                                config.allow_origins,
+                                conns,
+                                config.public_url,
+                            ),
+                        )
+                        host.http_port = web[0].socket.getsockname()[1]
+                    if config.metrics_port is not None:
+                        page = await _listen(
+                            f"{config.metrics_bind} port {config.metrics_port} (--metrics)",
+                            conns.start(
+                                serve_metrics,
+                                host.metrics,
+                                config.metrics_port,
+                                config.metrics_bind,
+                            ),
+                        )
+                        host.metrics_port = page[0].socket.getsockname()[1]
+                    # logged once every listener is open: a port in use is one error, not a
+                    # "listening" line followed by it
                     log.info(
                         "listening",
                         bind=config.bind,
@@ -1539,24 +1592,8 @@ async def run_host(
                         fsync=config.fsync,
                     )
                     if config.http_port is not None:
-                        from host.net.web import serve_http
-
-                        web = await conns.start(
-                            serve_http,
-                            host,
-                            config.http_port,
-                            config.http_bind,
-                            config.allow_origins,
-                            conns,
-                            config.public_url,
-                        )
-                        host.http_port = web[0].socket.getsockname()[1]
                         log.info("listening_http", bind=config.http_bind, port=host.http_port)
                     if config.metrics_port is not None:
-                        page = await conns.start(
-                            serve_metrics, host.metrics, config.metrics_port, config.metrics_bind
-                        )
-                        host.metrics_port = page[0].socket.getsockname()[1]
                         log.info(
                             "listening_metrics", bind=config.metrics_bind, port=host.metrics_port
                         )
