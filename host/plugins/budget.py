@@ -366,8 +366,10 @@ class Budget:
         self._stop.clear()
         reads_memory = self.memory is not None or self.max_memory is not None
         rss = _rss() if reads_memory else 0  # before any step: the first base
+        # the steps begun so far, read here: the thread may first run after a step has begun
+        args = (rss, self._counter)
         self._thread = threading.Thread(
-            target=self._watch, args=(rss,), name="gamehost budget", daemon=True
+            target=self._watch, args=args, name="gamehost budget", daemon=True
         )
         self._thread.start()
 
@@ -488,7 +490,7 @@ class Budget:
             # (what it allocated is still held, or was: the bound is passed all the same)
             self._blamed.setdefault(session, (what, message))
 
-    def _watch(self, prev: int) -> None:
+    def _watch(self, prev: int, begun: int) -> None:
         try:
             cpu_clock = time.pthread_getcpuclockid(self._main)
         except (AttributeError, OSError):  # no per-thread clock here: wall time only
@@ -502,7 +504,7 @@ class Budget:
         # the last two looks, oldest first: (steps begun, resident memory, a step was open).
         # One allocation in C holds the watchdog off while it runs, but the look under way
         # when it began may read the memory in the middle of it: two looks bracket it.
-        looks = [(self._counter, prev, False), (self._counter, prev, False)]
+        looks = [(begun, prev, False), (begun, prev, False)]
         base = 0  # resident memory before the seen step
         cpu0 = wall0 = 0.0
         sched0: tuple[float, float] | None = None
