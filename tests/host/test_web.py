@@ -412,8 +412,11 @@ async def test_workers_share_the_http_port(tmp_path):
         reserved.close()
 
 
-def test_workers_need_an_http_port_number(capsys, tmp_path):
+def test_workers_need_an_http_port_number(capsys, monkeypatch, tmp_path):
+    import host.cli
     from tools.cli import main
+
+    monkeypatch.setattr(host.cli.logs, "configure", lambda *a, **k: None)  # keep the tests' own
 
     args = ["serve", "--workers", "2", "--store", "postgresql://nowhere/x", "--http", "0"]
     assert main([*args, "--data-dir", str(tmp_path)]) == 2
