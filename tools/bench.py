@@ -183,15 +183,41 @@ def _start_host(
     return _start_server([*serve_command(fsync, data_dir), *extra])
 
 
+_KEPT_EVENTS = frozenset({"gc_pauses", "gc_frozen"})
+"""Log events of a server the bench keeps (the last of each), read by :func:`server_events`."""
+
+_drains: dict[int, tuple[threading.Thread, dict[str, dict[str, Any]]]] = {}
+
+
 def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:
-    """Read and drop the rest of the process's stderr in a thread."""
+    """Read the rest of the process's stderr in a thread, keeping only the JSON lines of
+    :data:`_KEPT_EVENTS`."""
+    kept: dict[str, dict[str, Any]] = {}
 
     def drain() -> None:
         assert proc.stderr is not None
-        for _ in proc.stderr:
-            pass
+        for line in proc.stderr:
+            if b'"gc_' not in line:
+                continue
+            try:
+                msg = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(msg, dict) and msg.get("event") in _KEPT_EVENTS:
+                kept[msg["event"]] = msg
 
-    threading.Thread(target=drain, daemon=True).start()
+    thread = threading.Thread(target=drain, daemon=True)
+    thread.start()
+    _drains[proc.pid] = (thread, kept)
+
+
+def server_events(proc: subprocess.Popen[bytes]) -> dict[str, dict[str, Any]]:
+    """The kept log events (:data:`_KEPT_EVENTS`) of a server stopped by :func:`_stop`, by
+    event name (its last line of each); empty if it logged none."""
+    thread, kept = _drains.pop(proc.pid, (None, {}))
+    if thread is not None:
+        thread.join(timeout=10)
+    return kept
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -725,6 +751,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             if proc is not None:
                 _stop(proc)
+        if proc is not None:
+            result.update(_gc_figures(server_events(proc)))
     if args.baseline:
         lines = result["lines_per_action"] or 1.0
         line_bytes = round(result["bytes_per_line"] or 100)
@@ -751,6 +779,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result["host_cpu_per_action_ms"], result["baseline_cpu_per_request_ms"]
         )
     return result
+
+
+def _gc_figures(events: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The host's collector figures from its ``gc_pauses`` line (see
+    :mod:`host.net.collector`): ``gc_collections`` and ``gc_longest_ms`` by generation,
+    ``gc_max_ms`` (the longest pause of any), ``gc_total_ms`` (all pauses added up), the same
+    in the collecting thread's CPU time (``gc_cpu_longest_ms``, ``gc_cpu_max_ms``,
+    ``gc_cpu_total_ms``: what the collector itself cost, without the waits for a core),
+    ``gc_thresholds``, ``gc_frozen`` (objects frozen after loading); empty without the line."""
+    p = events.get("gc_pauses")
+    if p is None:
+        return {}
+    return {
+        "gc_collections": p.get("collections"),
+        "gc_longest_ms": p.get("longest_ms"),
+        "gc_max_ms": p.get("max_ms"),
+        "gc_total_ms": round(sum(p.get("total_ms") or []), 3),
+        "gc_cpu_longest_ms": p.get("cpu_longest_ms"),
+        "gc_cpu_max_ms": p.get("cpu_max_ms"),
+        "gc_cpu_total_ms": round(sum(p.get("cpu_total_ms") or []), 3),
+        "gc_thresholds": p.get("thresholds"),
+        "gc_frozen": p.get("frozen"),
+    }
 
 
 def _ms(v: float | None) -> str:
@@ -781,6 +832,14 @@ def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
             f"host CPU {r['host_cpu_s']:.2f} s = {_ms(r['host_cpu_per_action_ms'])} per action"
             f" (load generator CPU {r['load_cpu_s']:.2f} s);"
             f" act round trip p99.9 {_ms(r['rtt_p999_ms'])}"
+        )
+    if r.get("gc_max_ms") is not None:
+        n = r["gc_collections"]
+        lines.append(
+            f"host garbage collector (thresholds {r['gc_thresholds']}): {n[0]} / {n[1]} / {n[2]}"
+            f" collections of generations 0 / 1 / 2, longest pause {r['gc_max_ms']:.1f} ms"
+            f" ({r['gc_cpu_max_ms']:.1f} ms of CPU), {r['gc_total_ms']:.0f} ms in all"
+            f" ({r['gc_cpu_total_ms']:.0f} ms of CPU)"
         )
     if r["lines_per_action"] is not None:
         lines.append(
