@@ -482,10 +482,11 @@ def serve_main(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _serve(config: HostConfig, registry: Registry, freeze: bool) -> None:
-    """:func:`run_host` until it stops; with ``freeze``, once the sessions in the store are
-    loaded, what loading made is frozen (:func:`host.net.collector.freeze`). Logs the
-    collector's pauses (``gc_pauses``) at the end."""
+async def _serve(config: HostConfig, registry: Registry, tuned: bool) -> None:
+    """:func:`run_host` until it stops. With ``tuned`` (:func:`host.net.collector.tune` was
+    called), once the sessions in the store are loaded what loading made is frozen, and the
+    collector's full collections are looked after (:class:`host.net.collector.Collector`).
+    Logs the collector's pauses (``gc_pauses``) at the end."""
     try:
         async with trio.open_nursery() as nursery:
 
@@ -494,10 +495,12 @@ async def _serve(config: HostConfig, registry: Registry, freeze: bool) -> None:
                 nursery.cancel_scope.cancel()
 
             host, _ = await nursery.start(host_then_stop)
-            if freeze:
+            if tuned:
+                full = collector.watch(lambda: len(host.sessions) + len(host.connections))
                 await host.loaded.wait()
                 took = collector.freeze()
                 log.info("gc_frozen", objects=gc.get_freeze_count(), seconds=round(took, 4))
+                await full.run()
     finally:
         log.info("gc_pauses", **collector.pauses.summary())
 

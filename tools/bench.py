@@ -787,6 +787,8 @@ def _gc_figures(events: dict[str, dict[str, Any]]) -> dict[str, Any]:
     ``gc_max_ms`` (the longest pause of any), ``gc_total_ms`` (all pauses added up), the same
     in the collecting thread's CPU time (``gc_cpu_longest_ms``, ``gc_cpu_max_ms``,
     ``gc_cpu_total_ms``: what the collector itself cost, without the waits for a core),
+    ``gc_slow`` and ``gc_cpu_slow`` (collections over 10 ms, wall clock and CPU), ``gc_full_ms``
+    (each full collection a tuned host made because frozen objects piled up),
     ``gc_thresholds``, ``gc_frozen`` (objects frozen after loading); empty without the line."""
     p = events.get("gc_pauses")
     if p is None:
@@ -799,6 +801,9 @@ def _gc_figures(events: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "gc_cpu_longest_ms": p.get("cpu_longest_ms"),
         "gc_cpu_max_ms": p.get("cpu_max_ms"),
         "gc_cpu_total_ms": round(sum(p.get("cpu_total_ms") or []), 3),
+        "gc_slow": sum(p.get("slow") or []),
+        "gc_cpu_slow": sum(p.get("cpu_slow") or []),
+        "gc_full_ms": p.get("full_ms"),
         "gc_thresholds": p.get("thresholds"),
         "gc_frozen": p.get("frozen"),
     }
@@ -839,7 +844,8 @@ def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
             f"host garbage collector (thresholds {r['gc_thresholds']}): {n[0]} / {n[1]} / {n[2]}"
             f" collections of generations 0 / 1 / 2, longest pause {r['gc_max_ms']:.1f} ms"
             f" ({r['gc_cpu_max_ms']:.1f} ms of CPU), {r['gc_total_ms']:.0f} ms in all"
-            f" ({r['gc_cpu_total_ms']:.0f} ms of CPU)"
+            f" ({r['gc_cpu_total_ms']:.0f} ms of CPU); {r['gc_slow']} over 10 ms"
+            f" ({r['gc_cpu_slow']} by CPU)"
         )
     if r["lines_per_action"] is not None:
         lines.append(
