@@ -17,6 +17,10 @@ Requests (one JSON object a line; anything else gets an ``{"ok": false}`` reply)
 - ``{"id": I, "op": "act", "table": T, ...}`` — the lines above; other fields (say a ``pad``
   making the request as large as the host's ``act``) are parsed and ignored.
 
+With ``--echo`` it is barer still (what ``gamehost bench --idle`` compares the host's idle
+connections with): one task per connection, which answers each line with
+``{"id": I, "ok": true}`` on the same connection itself (no writer task, no outbox, no tables).
+
 Run it as ``python -m tools.baseline --port 0 --lines 6.3 --line-bytes 120``; it logs
 ``{"event": "listening", "port": N}`` on stderr once it accepts connections, then runs until it
 is killed (SIGTERM or SIGINT).
@@ -25,6 +29,7 @@ is killed (SIGTERM or SIGINT).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from functools import partial
@@ -35,7 +40,10 @@ import trio
 
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 
-__all__ = ["Baseline", "main", "pad_for"]
+__all__ = ["Baseline", "echo", "main", "pad_for"]
+import os
+
+RECV = int(os.environ.get("RECV", "65536"))
 
 # the lines' shapes for sizing their pads (a reply's id varies: sized for a 4-digit one)
 _PUSH_SHAPE = {"push": "event", "table": "t0", "pad": ""}
@@ -159,11 +167,30 @@ class Baseline:
             await stream.aclose()
 
 
-async def _run(port: int, baseline: Baseline) -> None:
+async def echo(stream: trio.SocketStream) -> None:
+    """``--echo``: answer each line with ``{"id": I, "ok": true}`` from this one task."""
+    framer = LineBuffer(MAX_LINE)
+    try:
+        while data := await stream.receive_some(RECV):
+            out = []
+            for item in framer.feed(data):
+                rid = None
+                if not isinstance(item, LineTooLong):
+                    with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
+                        rid = orjson.loads(item).get("id")
+                out.append(orjson.dumps({"id": rid, "ok": True}, option=orjson.OPT_APPEND_NEWLINE))
+            if out:
+                await stream.send_all(b"".join(out))
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    finally:
+        await stream.aclose()
+
+
+async def _run(port: int, baseline: Baseline | None) -> None:
+    handler = baseline.serve if baseline is not None else echo
     async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(
-            partial(trio.serve_tcp, baseline.serve, port, host="127.0.0.1")
-        )
+        listeners = await nursery.start(partial(trio.serve_tcp, handler, port, host="127.0.0.1"))
         bound = listeners[0].socket.getsockname()[1]
         sys.stderr.write(orjson.dumps({"event": "listening", "port": bound}).decode() + "\n")
         sys.stderr.flush()
@@ -175,9 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--lines", type=float, default=1.0, help="lines per request, on average")
     p.add_argument("--line-bytes", type=int, default=100, help="bytes per line, newline included")
+    p.add_argument(
+        "--echo",
+        action="store_true",
+        help="one task per connection answering each line itself (for bench --idle)",
+    )
     args = p.parse_args(argv)
     try:
-        trio.run(_run, args.port, Baseline(args.lines, args.line_bytes))
+        trio.run(_run, args.port, None if args.echo else Baseline(args.lines, args.line_bytes))
     except KeyboardInterrupt:
         return 130
     return 0

@@ -189,7 +189,7 @@ _KEPT_EVENTS = frozenset({"gc_pauses", "gc_frozen"})
 _drains: dict[int, tuple[threading.Thread, dict[str, dict[str, Any]]]] = {}
 
 
-def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:
+def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:  # noqa
     """Read the rest of the process's stderr in a thread, keeping only the JSON lines of
     :data:`_KEPT_EVENTS`."""
     kept: dict[str, dict[str, Any]] = {}
@@ -197,6 +197,8 @@ def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:
     def drain() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
+            if os.environ.get("SHOW_TM") and line.startswith((b"TM", b"TB")):
+                sys.stdout.write(line.decode())
             if b'"gc_' not in line:
                 continue
             try:
@@ -703,6 +705,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="pass ARG to the gamehost serve it starts (repeatable; write"
         " --serve-arg=--metrics=9100)",
     )
+    p.add_argument(
+        "--idle",
+        type=int,
+        metavar="N",
+        help="measure idle connections instead: the host's resident memory growth per"
+        " connection for N connections that sent hello and stay silent, beside a bare trio"
+        " server's",
+    )
     p.add_argument("--json", action="store_true", help="print only one JSON object")
     from tools import stall
 
@@ -718,6 +728,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """
     if args.restart is not None:
         return run_restart(args)
+    if getattr(args, "idle", None) is not None:
+        from tools import idle
+
+        return idle.run(args)
     if args.sessions < 1 or args.seats < 1:
         raise ValueError("--sessions and --seats must be at least 1")
     if args.seconds is not None and not args.seconds > 0:
@@ -816,6 +830,10 @@ def _ms(v: float | None) -> str:
 def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
     if "restart_sessions" in r:
         return _restart_summary(r)
+    if "idle_connections" in r:
+        from tools import idle
+
+        return idle.summary(r)
     clients = r["clients_per_table"]
     lines = [
         f"{args.sessions} concurrent {args.game} sessions ({args.seats} seats,"
