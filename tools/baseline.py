@@ -41,9 +41,6 @@ import trio
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 
 __all__ = ["Baseline", "echo", "main", "pad_for"]
-import os
-
-RECV = int(os.environ.get("RECV", "65536"))
 
 # the lines' shapes for sizing their pads (a reply's id varies: sized for a 4-digit one)
 _PUSH_SHAPE = {"push": "event", "table": "t0", "pad": ""}
@@ -171,7 +168,7 @@ async def echo(stream: trio.SocketStream) -> None:
     """``--echo``: answer each line with ``{"id": I, "ok": true}`` from this one task."""
     framer = LineBuffer(MAX_LINE)
     try:
-        while data := await stream.receive_some(RECV):
+        while data := await stream.receive_some(65536):
             out = []
             for item in framer.feed(data):
                 rid = None

@@ -189,7 +189,7 @@ _KEPT_EVENTS = frozenset({"gc_pauses", "gc_frozen"})
 _drains: dict[int, tuple[threading.Thread, dict[str, dict[str, Any]]]] = {}
 
 
-def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:  # noqa
+def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:
     """Read the rest of the process's stderr in a thread, keeping only the JSON lines of
     :data:`_KEPT_EVENTS`."""
     kept: dict[str, dict[str, Any]] = {}
@@ -197,8 +197,6 @@ def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:  # noqa
     def drain() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
-            if os.environ.get("SHOW_TM") and line.startswith((b"TM", b"TB")):
-                sys.stdout.write(line.decode())
             if b'"gc_' not in line:
                 continue
             try:
