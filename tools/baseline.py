@@ -38,7 +38,7 @@ from typing import Any
 import orjson
 import trio
 
-from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
+from protocol.framing import MAX_LINE, LineBuffer, LineTooLong, kept
 
 __all__ = ["Baseline", "echo", "main", "pad_for"]
 
@@ -175,7 +175,9 @@ async def echo(stream: trio.SocketStream) -> None:
                 if not isinstance(item, LineTooLong):
                     with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
                         rid = orjson.loads(item).get("id")
-                out.append(orjson.dumps({"id": rid, "ok": True}, option=orjson.OPT_APPEND_NEWLINE))
+                # kept: the last reply stays referenced while the task waits, and orjson's
+                # output holds 4 KiB whatever its length (see protocol.framing.kept)
+                out.append(kept(orjson.dumps({"id": rid, "ok": True}) + b"\n"))
             if out:
                 await stream.send_all(b"".join(out))
     except (trio.BrokenResourceError, trio.ClosedResourceError):

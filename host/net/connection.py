@@ -1,4 +1,5 @@
-"""One client connection: a reader (lines to typed requests) and a writer (a bounded outbox).
+"""One client connection: one task reads lines into typed requests; its output is a bounded
+outbox the host's flusher writes.
 
 A :class:`Connection` serves TCP and WebSocket clients alike (``host.net.web`` hands it a
 stream that presents messages as lines). Lobby ops are answered by the host on the reader's
@@ -27,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import math
 import socket
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -51,12 +53,20 @@ if TYPE_CHECKING:
     from host.net.session import Session
     from host.table import commands
 
-__all__ = ["KEEPALIVE_COUNT", "KEEPALIVE_INTERVAL", "LINGER_REASONS", "Connection", "set_keepalive"]
+__all__ = [
+    "KEEPALIVE_COUNT",
+    "KEEPALIVE_INTERVAL",
+    "LINGER_REASONS",
+    "Connection",
+    "set_keepalive",
+]
 
 log = structlog.get_logger("gamehost.server")
 
 LINGER_REASONS = frozenset({"idle", "line_timeout"})
 """``closed`` reasons after which the host drains the client's input briefly before closing."""
+
+_NONE: frozenset[Any] = frozenset()
 
 PING = PingPush()
 """The one ``ping`` push (its line is encoded once)."""
@@ -100,7 +110,50 @@ def set_keepalive(sock: Any, idle: float | None) -> bool:
 
 
 class Connection:
-    """One client connection. Implements :class:`host.net.session.Subscriber`."""
+    """One client connection. Implements :class:`host.net.session.Subscriber`.
+
+    One task serves it (:meth:`run`, which reads). What is queued to it (:meth:`send_nowait`)
+    is written by the host's flusher once the task that queued it yields
+    (:meth:`host.net.server.Host.flush_soon`): everything queued meanwhile in one write, so a
+    step that pushes several lines to a connection costs it one system call. Over TCP the
+    flusher writes to the socket without waiting; only what the socket does not take at once
+    (a client that reads slowly) is left to a writer task made for it, which ends once all is
+    written. Over another stream (a WebSocket) that writer task writes every batch. Nothing is
+    allocated for output until there is some: an idle connection is its socket, its task and
+    this object.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_answered",
+        "_cut",
+        "_drained",
+        "_last_line",
+        "_line_began",
+        "_lines",
+        "_mid_send",
+        "_out",
+        "_sock",
+        "_wait",
+        "_waiting",
+        "_writer",
+        "address",
+        "created",
+        "host",
+        "input_ended",
+        "dead",
+        "key",
+        "outbox",
+        "outbox_bytes",
+        "peer",
+        "pinged",
+        "queued",
+        "queued_peak",
+        "reason",
+        "roles",
+        "sessions",
+        "stream",
+    )
 
     def __init__(
         self,
@@ -116,22 +169,33 @@ class Connection:
         self.peer = peer
         self.key = key
         self.address = peer.rpartition(":")[0] or peer  # the IP, without the port
-        self._send, self._recv = trio.open_memory_channel[bytes](outbox)
+        self.outbox = outbox
         self.outbox_bytes = outbox_bytes
+        self._out: list[bytes] | None = None  # lines queued, not handed to a write yet
+        self._lines = 0  # how many (a chunk of send_many counts as one)
         self.queued = 0  # bytes queued and not yet written to the socket
         self.queued_peak = 0
-        self.created: set[str] = set()  # ids of sessions this connection created, not started
-        self.sessions: set[Session] = set()  # sessions it sent commands to (told when it goes)
+        # the socket to write to without waiting (TCP); None: every write is the writer task's
+        self._sock: Any = (
+            getattr(stream.socket, "_sock", None) if type(stream) is trio.SocketStream else None
+        )
+        self._writer: trio.CancelScope | None = None  # the writer task's, while it runs
+        self._drained: trio.Event | None = None  # set when the writer task ends, if awaited
+        # ids of sessions this connection created, not started; the sessions it sent commands
+        # to (told when it goes): a new set each time they change (rarely), none until then
+        self.created: AbstractSet[str] = _NONE
+        self.sessions: AbstractSet[Session] = _NONE
         self.roles: dict[str, int | None] = {}  # session id -> seat played (None: watched)
         self.input_ended = False  # the client closed its sending side
-        self.dead = False
+        self.dead = False  # takes nothing more to send (closing, or cut)
+        self._cut = False  # killed: nothing more is written
         self.reason: str | None = None
-        self.scope = trio.CancelScope()
-        self._mid_send = False
+        self._mid_send = False  # a write of part of a line is under way (or was cut)
         self._waiting = 0  # requests submitted to sessions and not answered yet
-        self._answered = trio.Event()
-        self._answered.set()
+        self._answered: trio.Event | None = None  # made while requests wait, set when answered
         self._wait: trio.CancelScope | None = None  # the reader's wait for input, while it waits
+        self._last_line = trio.current_time()  # when the last complete line was handled
+        self._line_began: float | None = None  # when an unfinished line was first seen
         if hasattr(stream, "on_pong"):  # a WebSocket: a Pong answers a ping as a line does
             stream.on_pong = self._rearm
         self.pinged: float | None = None
@@ -140,24 +204,30 @@ class Connection:
     def __hash__(self) -> int:
         return id(self)
 
+    # -- output ---------------------------------------------------------------------------------
     def send_nowait(self, line: bytes) -> bool:
-        """Queue a line for the writer; past ``outbox`` lines or ``outbox_bytes`` bytes queued,
-        drop the connection as ``slow_consumer`` (False)."""
+        """Queue a line (written with the rest of the batch, see the class docstring); past
+        ``outbox`` lines or ``outbox_bytes`` bytes queued and not written, drop the connection
+        as ``slow_consumer`` (False)."""
         if self.dead:
             return False
-        try:
-            if self.queued + len(line) > self.outbox_bytes:
-                raise trio.WouldBlock
-            self._send.send_nowait(line)
-            self.queued += len(line)
-            self.queued_peak = max(self.queued_peak, self.queued)
-            return True
-        except trio.WouldBlock:
+        size = len(line)
+        if self.queued + size > self.outbox_bytes or self._lines >= self.outbox:
             log.warning("slow_consumer_dropped", peer=self.peer)
             self.kill("slow_consumer")
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            self.dead = True
-        return False
+            return False
+        out = self._out
+        if out is None:
+            self._out = [line]
+            if self._writer is None:
+                self.host.flush_soon(self)
+        else:
+            out.append(line)
+        self._lines += 1
+        self.queued += size
+        if self.queued > self.queued_peak:
+            self.queued_peak = self.queued
+        return True
 
     def send(self, push: Push) -> bool:
         """Queue a push (encoded here: the only place besides :meth:`answer` where host
@@ -168,6 +238,63 @@ class Connection:
         """Queue pushes as one chunk (one line of the ``outbox`` budget, all their bytes of
         ``outbox_bytes``); False as :meth:`send_nowait`."""
         return self.send_nowait(b"".join([p.line() for p in pushes]))
+
+    def flush(self) -> None:
+        """Write what is queued (the host's flusher calls this): over TCP straight to the
+        socket, without waiting; whatever it does not take, and everything over another
+        stream, goes to a writer task. A socket that fails closes the connection (``gone``)."""
+        out = self._out
+        if out is None or self._writer is not None or self._cut:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        self._out = None
+        self._lines = 0
+        sent = 0
+        if self._sock is not None:
+            try:
+                sent = self._sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                self.kill("gone")
+                return
+            self.queued -= sent
+            if sent == len(data):
+                return
+            data = data[sent:]
+            self._mid_send = sent > 0
+        self._writer = scope = trio.CancelScope()
+        self.host.nursery.start_soon(self._write, scope, data)
+
+    async def _write(self, scope: trio.CancelScope, data: bytes) -> None:
+        """The writer task: send ``data``, then whatever was queued meanwhile, until nothing is
+        left (or the connection is cut)."""
+        try:
+            with scope:
+                while True:
+                    self._mid_send = True
+                    await self.stream.send_all(data)
+                    self._mid_send = False
+                    self.queued -= len(data)
+                    out = self._out
+                    if out is None:
+                        break
+                    data = out[0] if len(out) == 1 else b"".join(out)
+                    self._out = None
+                    self._lines = 0
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            self.kill("gone")
+        finally:
+            self._writer = None
+            if self._drained is not None:
+                self._drained.set()
+
+    async def _drain(self) -> None:
+        """Wait until everything queued is written (within the caller's deadline)."""
+        self.flush()
+        if self._writer is not None:
+            self._drained = trio.Event()
+            await self._drained.wait()
 
     def answer(self, rid: Any, outcome: Outcome) -> None:
         """Queue the reply to request ``rid``: ``outcome``, a result or :class:`Refused`.
@@ -182,6 +309,7 @@ class Connection:
             line = encode_reply(None, Refused(ErrorCode.INTERNAL, "internal error"))
         self.send_nowait(line)
 
+    # -- requests ---------------------------------------------------------------------------------
     def submit(self, session: Session, rid: Any, command: commands.Command) -> None:
         """Hand a command to a session's driver, which answers it (see :meth:`Session.submit`).
 
@@ -190,45 +318,58 @@ class Connection:
         """
         session.submit(self, rid, command)
         if not self._waiting:
-            self._answered = trio.Event()
+            self._answered = None
         self._waiting += 1
 
     def settled(self) -> None:
         """A session answered one of this connection's requests."""
         self._waiting -= 1
-        if not self._waiting:
+        if not self._waiting and self._answered is not None:
             self._answered.set()
 
+    # -- the end ----------------------------------------------------------------------------------
     def kill(self, reason: str) -> None:
-        """Hang up now (the writer stops; a ``closed`` push is attempted)."""
+        """Hang up now (nothing queued is written; a ``closed`` push is attempted)."""
         self.dead = True
+        self._cut = True
         self.reason = reason
-        self.scope.cancel()
+        self._out = None
+        self._lines = 0
+        self.queued = 0
+        self._rearm()  # what the task waits for ends (a request being handled ends first)
+        if self._writer is not None:
+            self._writer.cancel()
 
     def close_gracefully(self, reason: str) -> None:
-        """Queue a ``closed`` push and let the writer drain, then hang up."""
+        """Queue a ``closed`` push, let everything queued be written, then hang up."""
         if not self.dead:
             self.send(ClosedPush(reason))
             self.dead = True
             self.reason = reason
-            self._send.close()
+            self._rearm()  # the reader stops; run() then waits for the output to go
 
     async def run(self) -> None:
         """Serve the connection until EOF, a kill, or shutdown."""
         structlog.contextvars.bind_contextvars(peer=self.peer)
         log.info("connected")
         try:
-            with self.scope:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._writer)
-                    await self._reader()
-                    if not self.dead:
-                        # the client closed its side: answer what it asked first (at most 5 s)
-                        with trio.move_on_after(5):
-                            await self._answered.wait()
-                        self._send.close()
-            if self.reason in LINGER_REASONS:
-                with trio.move_on_after(1):
+            await self._reader()
+            if not self.dead:
+                # the client closed its side: answer what it asked first (at most 5 s)
+                # (a session attaching or detaching it meanwhile only wakes the wait; a kill or
+                # a close ends it)
+                deadline = trio.current_time() + 5
+                while self._waiting and not self.dead and trio.current_time() < deadline:
+                    self._answered = self._answered or trio.Event()
+                    with trio.move_on_at(deadline) as self._wait:
+                        await self._answered.wait()
+                self.dead = True
+            if not self._cut:  # closed: what is queued is written first (at most 5 s: a
+                # client that does not read either must not hold the connection open)
+                with trio.move_on_after(5) as self._wait:
+                    await self._drain()
+            if self.reason in LINGER_REASONS and not self._cut:
+                with trio.move_on_after(1) as self._wait:
                     await self._linger()
             if self.reason == "slow_consumer" and not self._mid_send:
                 # best effort: a send cut off by the kill leaves the stream unusable
@@ -238,6 +379,10 @@ class Connection:
             pass
         finally:
             self.dead = True
+            if self._writer is not None:
+                self._writer.cancel()
+            if hasattr(self.stream, "on_pong"):
+                self.stream.on_pong = None  # no cycle left between the stream and this
             for session in self.sessions:
                 session.drop(self)
             self.host.forget(self)
@@ -258,31 +403,6 @@ class Connection:
         except (trio.BrokenResourceError, trio.ClosedResourceError, AttributeError, OSError):
             pass
 
-    async def _writer(self) -> None:
-        try:
-            async with self._recv:
-                async for line in self._recv:
-                    # coalesce what is queued already into one send (fewer syscalls)
-                    chunk = [line]
-                    size = len(line)
-                    while size < 256 * 1024:
-                        try:
-                            more = self._recv.receive_nowait()
-                        except (trio.WouldBlock, trio.EndOfChannel):
-                            break
-                        chunk.append(more)
-                        size += len(more)
-                    if self.scope.cancel_called:  # killed: what is queued is not sent
-                        break
-                    self._mid_send = True
-                    await self.stream.send_all(b"".join(chunk) if len(chunk) > 1 else line)
-                    self._mid_send = False
-                    self.queued -= size
-            if self.dead:  # closed gracefully: everything queued is sent, stop reading too
-                self.scope.cancel()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self.kill("gone")
-
     def attached(self, session: str, viewer: int | None) -> None:
         """A session took this connection as ``viewer`` (a seat, or None: a spectator)."""
         self.roles[session] = viewer
@@ -292,12 +412,6 @@ class Connection:
         """A session no longer counts this connection as playing or watching it."""
         self.roles.pop(session, None)
         self._rearm()
-
-    def _rearm(self) -> None:
-        """Have the reader work out its deadline again (its roles changed, and with them
-        whether silence is idleness or calls for a ping; or a Pong answered its ping)."""
-        if self._wait is not None:
-            self._wait.cancel()
 
     @property
     def closing(self) -> bool:
@@ -329,45 +443,86 @@ class Connection:
             return heard + cfg.ping_after, "ping"
         return self.pinged + cfg.ping_timeout, "unresponsive"
 
+    def due(self, now: float) -> tuple[float, str | None]:
+        """When the reader's wait for input ends (trio time) and what it does then:
+        ``"line_timeout"`` or ``"idle"`` (close), ``"ping"`` (send one), ``"unresponsive"``
+        (close), or None (look again: a connection that plays, watches or waits for an
+        answer is not idle)."""
+        cfg = self.host.config
+        deadline, reason = math.inf, None
+        if self._line_began is not None and cfg.line_timeout is not None:
+            deadline, reason = self._line_began + cfg.line_timeout, "line_timeout"
+        elif cfg.idle_timeout is not None:
+            if self._waiting or self._watching():  # not idle: look again later
+                deadline = now + cfg.idle_timeout
+            else:
+                deadline, reason = self._last_line + cfg.idle_timeout, "idle"
+        due, why = self._pinged_deadline(self._last_line)
+        if due < deadline:
+            deadline, reason = due, why
+        return deadline, reason
+
+    def _rearm(self) -> None:
+        """End what the task waits for now: the reader then works out its deadline again (its
+        roles changed, and with them whether silence is idleness or calls for a ping; or a Pong
+        answered its ping), or sees that the connection is closing."""
+        if self._wait is not None:
+            self._wait.cancel()
+
     def _timed_out(self, reason: str) -> None:
         log.info("connection_timed_out", reason=reason)
         self.close_gracefully(reason)
-        # a client that does not read either must not hold the connection open
-        self.scope.deadline = min(self.scope.deadline, trio.current_time() + 5)
+
+    async def _receive(self) -> bytes:
+        """The next bytes from the client (empty at the end of its input). A TCP socket is read
+        directly, and a read that finds nothing waits until the socket is readable: a
+        connection waiting for input holds one short chain of frames (trio's ``receive_some``
+        holds three more).
+
+        Raises:
+            trio.BrokenResourceError: the socket failed. trio.ClosedResourceError: it was
+                closed meanwhile.
+        """
+        sock = self._sock
+        if sock is None:
+            return await self.stream.receive_some(65536)
+        while True:
+            try:
+                data = sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                await trio.lowlevel.wait_readable(sock)
+                continue
+            except OSError as exc:
+                if sock.fileno() < 0:
+                    raise trio.ClosedResourceError from None
+                raise trio.BrokenResourceError(exc) from exc
+            # a read that found data at once still lets the other tasks run (a client sending
+            # without pause must not starve them), and is not undone by a cancellation
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return data
 
     async def _reader(self) -> None:
         framer = LineBuffer(MAX_LINE)
-        cfg = self.host.config
-        last_line = trio.current_time()  # when the last complete line was handled (or connect)
-        line_began: float | None = None  # when an unfinished line was first seen
+        self._last_line = trio.current_time()
         while not self.dead:
-            now = trio.current_time()
-            deadline, reason = math.inf, None
-            if line_began is not None and cfg.line_timeout is not None:
-                deadline, reason = line_began + cfg.line_timeout, "line_timeout"
-            elif cfg.idle_timeout is not None:
-                if self._waiting or self._watching():  # not idle: look again later
-                    deadline = now + cfg.idle_timeout
-                else:
-                    deadline, reason = last_line + cfg.idle_timeout, "idle"
-            due, why = self._pinged_deadline(last_line)
-            if due < deadline:
-                deadline, reason = due, why
+            deadline, reason = self.due(trio.current_time())
             with trio.move_on_at(deadline) as waited:
                 self._wait = waited  # attached/detached cancel it: the deadline is worked out anew
                 try:
-                    data = await self.stream.receive_some(65536)
+                    data = await self._receive()
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     return
                 finally:
                     self._wait = None
             if waited.cancelled_caught:
-                if trio.current_time() < deadline:  # woken: roles changed, or a Pong came
+                if trio.current_time() < deadline:  # woken: roles changed, a Pong, a close
                     continue
                 if reason == "ping":
                     self.pinged = trio.current_time()
                     self.send(PING)
-                elif reason == "unresponsive" and self._pinged_deadline(last_line)[1] == "ping":
+                elif reason == "unresponsive" and self._pinged_deadline(self._last_line)[1] == (
+                    "ping"
+                ):
                     pass  # answered meanwhile by something that is not a line (a Pong)
                 elif reason is not None:
                     self._timed_out(reason)
@@ -380,7 +535,8 @@ class Connection:
                 data = b"\n" if framer.pending else b""
                 if not data:
                     return
-            for item in framer.feed(data):
+            items = framer.feed(data)
+            for item in items:
                 if self.dead:
                     return
                 if isinstance(item, LineTooLong):
@@ -392,15 +548,16 @@ class Connection:
                     )
                     continue
                 await self._handle(item)
-                await trio.lowlevel.checkpoint()  # one busy client must not starve the others
+                if len(items) > 1:
+                    await trio.lowlevel.checkpoint()  # one busy client must not starve others
             # timed from when the lines were handled, not from when they came
             now = trio.current_time()
             if ended:
-                last_line = now
+                self._last_line = now
             if not partial:
-                line_began = None
-            elif line_began is None or ended:
-                line_began = now
+                self._line_began = None
+            elif self._line_began is None or ended:
+                self._line_began = now
 
     async def _handle(self, line: bytes) -> None:
         rid: Any = None
