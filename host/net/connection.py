@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import math
 import socket
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -121,7 +122,9 @@ class Connection:
         self.queued = 0  # bytes queued and not yet written to the socket
         self.queued_peak = 0
         self.created: set[str] = set()  # ids of sessions this connection created, not started
-        self.sessions: set[Session] = set()  # sessions it sent commands to (told when it goes)
+        # the sessions it joined, watched or resumed (told when it goes); weak: a session that
+        # leaves the host's memory leaves this set too, so a long-lived connection holds none
+        self.sessions: weakref.WeakSet[Session] = weakref.WeakSet()
         self.roles: dict[str, int | None] = {}  # session id -> seat played (None: watched)
         self.input_ended = False  # the client closed its sending side
         self.dead = False
@@ -238,7 +241,7 @@ class Connection:
             pass
         finally:
             self.dead = True
-            for session in self.sessions:
+            for session in list(self.sessions):
                 session.drop(self)
             self.host.forget(self)
             with trio.move_on_after(1) as cleanup:

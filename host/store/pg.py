@@ -843,8 +843,11 @@ class PostgresStore(WriterThreadStore):
         self._open(session, next_seq)
 
     def release(self, session: str) -> None:
-        """Nothing is held open per session (rows need no descriptor); counted only."""
+        """Nothing is held open per session (rows need no descriptor): the session's next seq
+        and opening are forgotten (a later ``load`` or ``follow`` opens it again)."""
         self._held.discard(session)
+        self._next.pop(session, None)
+        self._opened.pop(session, None)
 
     _thread_name = "gamehost pg writer"
 
