@@ -170,7 +170,8 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
         "`act` named a `seq` whose answer no longer holds by the freshness rule (see"
         ' "Expected seq"). An older `seq` is often still accepted: it is refused only when,'
         " since then, the seat acted, what it may do changed or it was shown something"
-        " private, or when the seq is more than 32 records old, inside a cause or one at which"
+        " private, or when the seq is more than 32 records of play old (presence records do"
+        " not count), inside a cause or one at which"
         " the seat was not to act. A `seq` in the future (past the session's last, once the"
         " host has read the log to its end) is refused too. On hosts sharing a database, also"
         " a request that lost the race for its seq to another host twice in a row",

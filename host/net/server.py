@@ -83,7 +83,7 @@ from host.store.base import CorruptLog, UnknownSession
 from host.store.feed import Feed, Follower, PostgresFeed
 from host.store.file import MAX_OPEN, FileStore, FsyncMode, read_log
 from host.table import commands
-from host.table.core import WINDOW, Table, TableSettings
+from host.table.core import TAIL, TAIL_MAX, Table, TableSettings
 from host.table.engine import BadRecord, Engine, Record, SessionState
 from host.table.lobby import (
     AddressSlots,
@@ -539,7 +539,7 @@ class Host:
             if engine is None:
                 log.warning("session_game_missing", session=sid, game=records[0].data.get("game"))
                 return False
-            whole, state, states = engine.load_tail(records, WINDOW)
+            whole, state, states = engine.load_tail(records, TAIL, TAIL_MAX)
             if whole < len(records):
                 log.warning(
                     "half_written_cause_dropped",
@@ -822,7 +822,7 @@ class Host:
             engine = self.registry.engines.get(records[0].data.get("game", "")) if records else None
             if engine is None:
                 return None
-            whole, state, states = engine.load_tail(records, WINDOW)
+            whole, state, states = engine.load_tail(records, TAIL, TAIL_MAX)
             return engine, records[:whole], (state, states)
 
         try:

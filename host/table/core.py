@@ -28,9 +28,12 @@ after a restart and several hosts on one database answer alike:
   every host sees it and the replaced connection, wherever it is, is told (``detached``). A
   seat whose holder is gone (its connection closed, or its host died or restarted) is released
   by a record too.
-- *What a stale seq may still do* (:mod:`host.table.freshness`): the state after each cause of
-  the last :data:`WINDOW` records, kept from folding them (or rebuilt from the log on load), and
-  the legal actions computed from those states.
+- *What a stale seq may still do* (:mod:`host.table.freshness`): the records since the oldest
+  seq an ``act`` may still name — :data:`WINDOW` records *of play* back; presence records
+  (``seat_held``, ``seat_released``) do not count, so reconnects and a restart, which write them,
+  never change what a stale act may do (up to :data:`TAIL_MAX` records kept) — the state after
+  each cause among them, kept from folding them (or rebuilt from the log on load), and the
+  legal actions computed from those states.
 - *Timers*: every record has its time (``ts``, from the host clock of the append). A turn timer
   and a bot's delay count from the last record of play (a seat taken, an action and its events;
   presence records do not reset them, so a player cannot stall a table by reconnecting, except
@@ -66,7 +69,7 @@ from host.game import Seat, Viewer
 from host.plugins.budget import BudgetExceeded
 from host.plugins.faults import GameFault, refusal
 from host.table.commands import Act, Command, End, Join, Leave, Resume, View, Watch
-from host.table.engine import CAUSES, BadRecord, Engine, Record, SessionState
+from host.table.engine import CAUSES, PRESENCE, BadRecord, Engine, Record, SessionState
 from host.table.freshness import stale_reason
 from host.table.visibility import Visibility
 from host.table.words import Words, display_names
@@ -96,6 +99,7 @@ __all__ = [
     "ABSENT_AFTER",
     "BOT_BATCH",
     "TAIL",
+    "TAIL_MAX",
     "WINDOW",
     "Attach",
     "Backfill",
@@ -121,11 +125,17 @@ ABSENT_AFTER = 3
 """Consecutive timed-out turns of a seat no connection holds after which the host plays that
 seat's turns at once (until a connection resumes it)."""
 WINDOW = 32
-"""How many records back an ``act`` may name its seq and still be judged by the freshness rule
-(older: ``conflict``). The table keeps the state after each cause of that many records."""
+"""How many records *of play* back an ``act`` may name its seq and still be judged by the
+freshness rule (older: ``conflict``): presence records (``seat_held``, ``seat_released``) in
+between do not count, so reconnects and restarts do not use the window up. The table keeps the
+state after each cause since then."""
 TAIL = WINDOW
-"""The most recent records a table keeps in memory (a ``resume`` from further back reads the
-missed records from the store)."""
+"""The records of play a table keeps in memory, with the presence records between and after
+them (a ``resume`` from further back reads the missed records from the store)."""
+TAIL_MAX = 256
+"""The most records a table keeps in memory however many presence records come between its
+records of play (a reconnect storm): past it the oldest go, and an ``act`` naming a seq before
+what is kept is ``conflict`` (too old to check)."""
 
 
 def hash_token(token: str) -> str:
@@ -353,14 +363,16 @@ class Table:
         self.shared = shared
         self.live = live
         if loaded is None:
-            whole, state, bounds = engine.load_tail(list(records), WINDOW)
+            whole, state, bounds = engine.load_tail(list(records), TAIL, TAIL_MAX)
             if whole != len(records):
                 raise BadRecord(whole, "the log ends inside a cause")
         else:
             state, bounds = loaded
         self.state: SessionState = state
         self._bounds: deque[SessionState] = deque(bounds)
-        self._tail: deque[Record] = deque(records[-TAIL:], maxlen=TAIL)
+        self._tail: deque[Record] = deque(records[-TAIL_MAX:])
+        self._played = sum(1 for r in self._tail if r.type not in PRESENCE)  # in _tail
+        self._trim()
         header = state.header
         timeout = header.get("turn_timeout", settings.turn_timeout)
         self.turn_timeout: float | None = timeout or None
@@ -821,22 +833,34 @@ class Table:
         """Make ``records`` (folded to ``states``, one per cause) the table's own."""
         self.state = states[-1]
         self._bounds.extend(states)
-        floor = self.state.seq - WINDOW
-        while len(self._bounds) > 1 and self._bounds[0].seq < floor:
-            self._bounds.popleft()
+        self._tail.extend(records)
+        self._played += sum(1 for r in records if r.type not in PRESENCE)
+        self._trim()
         if len(self._legal) > 4 * len(self.state.seats) + 8:  # keep the window's states only
             games = {id(s.game) for s in self._bounds} | {id(self.state.game)}
             for key in [k for k in self._legal if k[0] not in games]:
                 del self._legal[key]
         for key in [k for k in self._turns if k[0] < self.state.seq]:
             del self._turns[key]
-        self._tail.extend(records)
         for rec in records:
             self._presence(rec, parse_ts(rec.ts, at) if parse else at)
             if rec.type == "action":
                 self.actions += 1
         if self.state.ended:
             self._game_off()
+
+    def _trim(self) -> None:
+        """Keep the tail to :data:`TAIL` records of play (and the presence records after the
+        one before them), at most :data:`TAIL_MAX` records, and the states after causes that
+        an ``act`` may still name (from the one before the tail on)."""
+        tail = self._tail
+        while tail and (self._played > TAIL or len(tail) > TAIL_MAX):
+            if tail.popleft().type not in PRESENCE:
+                self._played -= 1
+        floor = tail[0].seq - 1 if tail else self.state.seq
+        bounds = self._bounds
+        while len(bounds) > 1 and bounds[0].seq < floor:
+            bounds.popleft()
 
     def _finish(
         self, step: Step, records: list[Record], states: list[SessionState], now: float
@@ -1172,8 +1196,9 @@ class Table:
 
     def _stale(self, seat: Seat, expected: int) -> str | None:
         """Why an act of ``seat`` naming seq ``expected`` (not the session's) is refused, or
-        None when it still holds (:mod:`host.table.freshness`), from the records and the
-        states after each cause of the last :data:`WINDOW` records.
+        None when it still holds (:mod:`host.table.freshness`), from the records since
+        ``expected`` (at most :data:`WINDOW` of them records of play: presence records do not
+        count) and the state after the cause that ends at ``expected``.
 
         Raises:
             GameFault: the game's ``redact``, ``to_act`` or ``legal_actions`` failed.
@@ -1181,15 +1206,17 @@ class Table:
         seq = self.state.seq
         if expected > seq:
             return "that seq is not reached yet"
-        if seq - expected > WINDOW:
-            return f"that seq is more than {WINDOW} records old"
+        tail = self._tail
+        since = [r for r in tail if r.seq > expected]
+        played = sum(1 for r in since if r.type not in PRESENCE)
+        if played > WINDOW or not tail or tail[0].seq > expected + 1:
+            return f"that seq is more than {WINDOW} records of play old"
         then_state = next((s for s in self._bounds if s.seq == expected), None)
         if then_state is None:
             return "this seat had no turn at that seq (it is inside a cause)"
         then = None
         if seat in self.engine.to_act(then_state):
             then = self._legal_at(then_state, seat)
-        since = [r for r in self._tail if r.seq > expected]
         now_turn = self._turn(seat)
         return stale_reason(self.engine, seat, since, then, now_turn.legal if now_turn else [])
 

@@ -843,10 +843,11 @@ class Engine:
         return whole, state
 
     def load_tail(
-        self, records: list[Record], window: int
+        self, records: list[Record], window: int, most: int | None = None
     ) -> tuple[int, SessionState, list[SessionState]]:
         """:meth:`load`, also giving the state after each cause that ends within the last
-        ``window`` records (and the one before them), oldest first: what the freshness rule
+        ``window`` records *of play* (presence records between them do not count; at most
+        ``most`` records back), and the one before them, oldest first: what the freshness rule
         needs to judge an ``act`` naming an older seq. Still one fold of each record.
 
         Returns:
@@ -859,10 +860,14 @@ class Engine:
         state = self.rebuild(records[:1])
         n = len(records)
         starts: list[int] = []  # cause starts of the window (and the last cause), newest first
+        played = 0  # records of play from i on
         for i in range(n - 1, 0, -1):
-            if records[i].type in CAUSES:
+            kind = records[i].type
+            if kind not in PRESENCE:
+                played += 1
+            if kind in CAUSES:
                 starts.append(i)
-                if records[i].seq <= records[-1].seq - window:
+                if played > window or (most is not None and n - i >= most):
                     break
         starts.reverse()
         if not starts:

@@ -242,6 +242,33 @@ def test_simultaneous_gives_at_one_seq_are_both_accepted_across_a_restart(restar
     assert isinstance(reply, Accepted), reply
 
 
+@pytest.mark.parametrize("bounce", ["none", "restart", "reconnect"])
+def test_presence_records_do_not_use_up_the_freshness_window(bounce: str) -> None:
+    """16 players of Around the World: a restart between two gives at one seq writes 16
+    releases and 16 resumes (so do 16 reconnects on one host), more than the window's 32
+    records; the second give, naming the older seq, is accepted all the same."""
+    e = engine("around-the-world")
+    world = World(e, new_log(e, 16, seed=b"\x00" * 32))
+    clients = join_all(world, 16)
+    seq = _round_two(world, clients, random.Random(5))
+    first, second = [c for c in clients if c.turn is not None and c.turn.seq == seq][:2]
+    give1, give2 = first.turn.legal[0], second.turn.legal[0]
+    assert isinstance(world.command(first, Act(give1, expected=seq)), Accepted)
+    before = world.hosts[0].table.seq
+    if bounce == "restart":
+        world.restart()
+    elif bounce == "reconnect":
+        for c in clients:
+            world.close(c)
+    if bounce != "none":
+        for c in clients:
+            world.reconnect(c)
+            assert isinstance(world.command(c, Resume(c.token, after=c.last_seq)), Resumed)
+        assert world.hosts[0].table.seq - before == 32  # 16 releases, 16 resumes
+    reply = world.command(second, Act(give2, expected=seq))
+    assert isinstance(reply, Accepted), reply
+
+
 def test_an_act_older_than_the_window_is_a_conflict() -> None:
     e = engine("crazy-eights")
     world = World(e, new_log(e, 2))
