@@ -184,11 +184,13 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ),
     ErrorCode.OVERLOADED: ErrorSpec(
         "the session's command queue is full, this connection has 32 requests waiting on that"
-        " session already, the host holds `--max-sessions` live sessions, or a `create` limit"
-        ' was reached (see "Limits"); retry later',
+        " session already, the host holds `--max-sessions` live sessions, a `create` limit"
+        " was reached, or a `resume` of a seat resumed 20 times within the last 60 s (see"
+        ' "Limits"); retry later',
         {
             "retry_after": "seconds until the next `create` is allowed (the per-address rate"
-            " only; `null` when creates from that address are not allowed at all)"
+            " only; `null` when creates from that address are not allowed at all), or the next"
+            " `resume` of that seat (a seat resumed 20 times within 60 s)"
         },
         optional=frozenset({"retry_after"}),
         types={"retry_after": float | None},

@@ -98,6 +98,8 @@ from protocol.replies import (
 __all__ = [
     "ABSENT_AFTER",
     "BOT_BATCH",
+    "RESUME_BURST",
+    "RESUME_PERIOD",
     "TAIL",
     "TAIL_MAX",
     "WINDOW",
@@ -124,6 +126,13 @@ BOT_BATCH = 64
 ABSENT_AFTER = 3
 """Consecutive timed-out turns of a seat no connection holds after which the host plays that
 seat's turns at once (until a connection resumes it)."""
+RESUME_BURST = 20
+"""How many times one seat may be resumed (``seat_held`` records, by their ``ts``) within
+:data:`RESUME_PERIOD` seconds; one more ``resume`` of it is answered ``overloaded`` with
+``retry_after``, so a reconnect storm cannot grow the log (or end the session at its record
+limit) without bound."""
+RESUME_PERIOD = 60.0
+"""Seconds over which :data:`RESUME_BURST` counts a seat's resumes."""
 WINDOW = 32
 """How many records *of play* back an ``act`` may name its seq and still be judged by the
 freshness rule (older: ``conflict``): presence records (``seat_held``, ``seat_released``) in
@@ -396,6 +405,8 @@ class Table:
         n = len(state.seats)
         self.holders: list[str | None] = [None] * n
         self.timeouts: list[int] = [0] * n
+        # per seat: the times of its latest resumes (seat_held records not giving a seat back)
+        self.resumes: list[deque[float]] = [deque(maxlen=RESUME_BURST) for _ in range(n)]
         self._bots = frozenset(header.get("bots", ()))
         self._humans = n > len(self._bots)
         self.turn_started = now
@@ -435,6 +446,8 @@ class Table:
             elif kind == "seat_held":
                 holders[d["seat"]] = d["holder"]
                 timeouts[d["seat"]] = 0
+                if "returned" not in d:
+                    self.resumes[d["seat"]].append(parse_ts(rec.ts, default))
             elif kind == "seat_released":
                 holders[d["seat"]] = None
                 if d.get("reason") == "host_gone":
@@ -470,6 +483,8 @@ class Table:
         elif kind == "seat_held":
             self.holders[d["seat"]] = d["holder"]
             self.timeouts[d["seat"]] = 0
+            if "returned" not in d:
+                self.resumes[d["seat"]].append(at)
         elif kind == "seat_released":
             self.holders[d["seat"]] = None
             if d.get("reason") == "host_gone":
@@ -1122,6 +1137,7 @@ class Table:
                 ErrorCode.UNAVAILABLE,
                 "this connection is closing: the seat stays with whoever holds it",
             )
+        self._resume_rate(seat, now)
         rec = Record(seq + 1, "seat_held", {"seat": seat, "holder": conn})
         state = self.engine.apply(self.state, rec)
         step = self._finish(Step(conn=conn, rid=rid, what="resume"), [rec], [state], now)
@@ -1141,6 +1157,25 @@ class Table:
 
         step.then = then
         return step
+
+    def _resume_rate(self, seat: Seat, now: float) -> None:
+        """Refuse a resume of ``seat`` past :data:`RESUME_BURST` of them within
+        :data:`RESUME_PERIOD` seconds (counted from the log's ``seat_held`` records).
+
+        Raises:
+            _Refuse: ``overloaded`` with ``retry_after`` (seconds, rounded up to 0.1).
+        """
+        recent = self.resumes[seat]
+        if len(recent) < RESUME_BURST:
+            return
+        wait = recent[0] + RESUME_PERIOD - now
+        if wait > 0:
+            raise _protocol(
+                ErrorCode.OVERLOADED,
+                f"seat {seat} was resumed {RESUME_BURST} times in {RESUME_PERIOD:g} s; retry"
+                f" in {wait:.1f} s",
+                retry_after=math.ceil(round(wait * 10, 6)) / 10,
+            )
 
     def _catch_up(
         self,

@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 from host.plugins.registry import load_registry
 from host.table.commands import Act, Join, Leave, Resume, View, Watch
-from host.table.core import ABSENT_AFTER, WINDOW, TableSettings, format_ts, parse_ts
+from host.table.core import (
+    ABSENT_AFTER,
+    RESUME_BURST,
+    RESUME_PERIOD,
+    WINDOW,
+    TableSettings,
+    format_ts,
+    parse_ts,
+)
 from host.table.engine import Record
 from host.table.history import verify_log
 from protocol.messages import ErrorCode
@@ -146,6 +154,31 @@ def test_a_restarted_host_releases_the_seats_its_old_connections_held_in_seat_or
     ]
     assert world.hosts[0].table.holders == [None, None, None]
     assert verify_log(e, world.records()) is None
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_seat_resumed_too_often_is_refused_for_a_while_by_the_log(restart: bool) -> None:
+    """A reconnect storm: 20 resumes of one seat within 60 s, then one more is ``overloaded``
+    with ``retry_after`` and writes nothing; a restarted host counts the same from the log."""
+    e = engine("crazy-eights")
+    world = World(e, new_log(e, 2))
+    a, _ = join_all(world, 2)
+    for i in range(RESUME_BURST):
+        tab = world.client(f"tab{i}")
+        assert isinstance(world.command(tab, Resume(a.token)), Resumed)
+        world.close(tab)
+        world.now += 1.0
+    n = len(world.log)
+    if restart:
+        world.restart()
+        n = len(world.log)
+    late = world.client("late")
+    refused = world.command(late, Resume(a.token))
+    assert isinstance(refused, Refused) and refused.code is ErrorCode.OVERLOADED
+    assert refused.extra["retry_after"] == pytest.approx(RESUME_PERIOD - RESUME_BURST, abs=0.11)
+    assert len(world.log) == n
+    world.now += refused.extra["retry_after"]
+    assert isinstance(world.command(late, Resume(a.token)), Resumed)
 
 
 # -- timers count from the log ---------------------------------------------------------------------
