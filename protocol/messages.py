@@ -198,7 +198,7 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ErrorCode.UNAVAILABLE: ErrorSpec(
         "the host is shutting down, or the session's log could not be written or read just now"
         " (the session reloads its log and carries on; retry); or a `resume` from a connection"
-        " that has closed its sending side (it takes nothing)"
+        " that closed its sending side before the reply (it takes nothing: the seat went back)"
     ),
     ErrorCode.RECORDS_LOST: ErrorSpec(
         "`resume` with an `after` past the log's last record: the host lost records the client"

@@ -353,6 +353,7 @@ class Connection:
                 try:
                     data = await self.stream.receive_some(65536)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self.input_ended = True  # reset: nothing more comes in
                     return
                 finally:
                     self._wait = None

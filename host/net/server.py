@@ -1040,6 +1040,33 @@ async def _signals(
             host.request_shutdown()
 
 
+CLOCK_SKEW_WARN = 1.0
+"""Seconds by which a host's clock may differ from its database's before it warns at start."""
+
+
+async def _keep_time_by(host: Host, store: Any) -> None:
+    """A host that shares a PostgreSQL database keeps time by the database server's clock: the
+    offset is measured once at start and added to the host clock (:meth:`Host.now`), so hosts
+    whose own clocks differ still write records' ``ts`` and run timers alike (each counts from
+    records another wrote). An offset past :data:`CLOCK_SKEW_WARN` is logged as a warning
+    (``clock_skew``): the machine's clock should be synchronised (NTP). A store without a
+    clock of its own (files) keeps the host's. Never raises: the offset stays 0 if the
+    database cannot be asked."""
+    measure = getattr(store, "clock_offset", None)
+    if measure is None:
+        return
+    try:
+        offset = await trio.to_thread.run_sync(measure)
+    except Exception as exc:  # noqa: BLE001 - the host runs on its own clock then
+        log.warning("clock_offset_unknown", error=str(exc))
+        return
+    host.clock_base += offset
+    event = "clock_skew" if abs(offset) > CLOCK_SKEW_WARN else "clock_offset"
+    (log.warning if event == "clock_skew" else log.info)(
+        event, database_ahead_seconds=round(offset, 3)
+    )
+
+
 async def _open_store(config: HostConfig) -> Any:
     """The host's store: files in the data dir (held exclusively), or the database of
     ``config.store``, checked at once (reachable, schema at this code's version).
@@ -1095,6 +1122,7 @@ async def run_host(
         try:
             async with trio.open_nursery() as sessions:
                 host = Host(registry, store, sessions, config, instance=instance)
+                await _keep_time_by(host, store)
                 host.budget.start()
                 if handle_signals:  # before listening: a SIGTERM right after it stops cleanly
                     await outer.start(_signals, host)

@@ -536,6 +536,24 @@ class PostgresStore(WriterThreadStore):
                 f" {SCHEMA_VERSION}: run `gamehost db init --store URL`"
             )
 
+    def clock_offset(self) -> float:
+        """Seconds the database server's clock is ahead of this process's (``time.time()``;
+        negative: behind), measured with one query, to within half its round trip: hosts that
+        share the database keep their records' time by it (see ``host.net.server.run_host``).
+
+        Raises:
+            StoreUnavailable: the database cannot be reached.
+        """
+
+        def measure(conn: psycopg.Connection[Any]) -> tuple[float, float]:
+            sent = time.time()
+            row = conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()
+            back = time.time()
+            assert row is not None
+            return back - sent, float(row[0]) - (sent + back) / 2
+
+        return min(self._conns.run(measure) for _ in range(3))[1]  # the quickest round trip
+
     # -- reading -------------------------------------------------------------------------------
     @staticmethod
     def _checked(session: str) -> str:

@@ -100,6 +100,7 @@ __all__ = [
     "BOT_BATCH",
     "RESUME_BURST",
     "RESUME_PERIOD",
+    "SETTLE",
     "TAIL",
     "TAIL_MAX",
     "WINDOW",
@@ -133,6 +134,12 @@ RESUME_BURST = 20
 limit) without bound."""
 RESUME_PERIOD = 60.0
 """Seconds over which :data:`RESUME_BURST` counts a seat's resumes."""
+SETTLE = 1.0
+"""Seconds a host waits, once it has read another host's ``seat_held`` that takes a seat from a
+connection of its own, for that host to give the seat back (its resumer went away before the
+reply) before it tells its connection ``detached`` (after reading the log to its end once
+more). Meanwhile the connection's pushes are held back and its ``act`` answers
+``not_seated``, as the log says."""
 WINDOW = 32
 """How many records *of play* back an ``act`` may name its seq and still be judged by the
 freshness rule (older: ``conflict``): presence records (``seat_held``, ``seat_released``) in
@@ -279,6 +286,10 @@ class Step:
             ``caught_up``.
         conn, rid: the requester of a command (None for host-driven steps).
         what: what it is, for logs (``act``, ``bot``, ``timeout``, ``abandon``, ...).
+        first: effects to carry out at once, before anything else of the step (a connection
+            whose seat another host's resume took is told so before its command is answered).
+        prev: for a ``resume``, the connection that held the seat before it (None: nobody).
+        closed: set by :meth:`Table.commit` when the requester went away before its reply.
     """
 
     records: list[Record] = attrs.Factory(list)
@@ -293,6 +304,9 @@ class Step:
     states: list[SessionState] = attrs.Factory(list)  # after each cause of ``records``
     then: Callable[[list[Effect]], None] | None = None
     time: float = 0.0
+    first: list[Effect] = attrs.Factory(list)
+    prev: str | None = None
+    closed: bool = False
 
     def to_store(self) -> list[dict[str, Any]]:
         """The records as the store takes them, each with the step's ``ts``; an event's body is
@@ -311,6 +325,11 @@ class _Sub:
     viewer: Viewer
     views: bool = False
     text: bool = False  # event and ended pushes carry "text" (host.table.words)
+    # another host's resume took this connection's seat at seq `pending` (host time `since`)
+    # and has not been settled yet: its pushes are held back meanwhile (see Table._publish)
+    pending: int | None = None
+    since: float = 0.0
+    held: list[Push] = attrs.Factory(list)
 
 
 class _Refuse(Exception):
@@ -418,7 +437,8 @@ class Table:
     def _fold_presence(self, records: Iterable[Record], default: float) -> None:
         """Fold seat holders, timed-out counts and the timers' starts over a whole log (each
         record looked at once; only the two timestamps that matter are parsed). A record
-        without a ``ts`` (not written yet) counts as of ``default``."""
+        without a ``ts`` (not written yet), or one whose ``ts`` is later than ``default`` (the
+        host clock now: the writer's clock was ahead), counts as of ``default``."""
         holders, timeouts = self.holders, self.timeouts
         play_ts: str | None = None  # ts of the last record of play
         since_ts: str | None = None  # ts of the record after which nobody held a seat
@@ -447,7 +467,7 @@ class Table:
                 holders[d["seat"]] = d["holder"]
                 timeouts[d["seat"]] = 0
                 if "returned" not in d:
-                    self.resumes[d["seat"]].append(parse_ts(rec.ts, default))
+                    self.resumes[d["seat"]].append(min(parse_ts(rec.ts, default), default))
             elif kind == "seat_released":
                 holders[d["seat"]] = None
                 if d.get("reason") == "host_gone":
@@ -456,8 +476,9 @@ class Table:
             if attended and not now_attended:
                 since_ts = rec.ts
             attended = now_attended
-        self.turn_started = parse_ts(play_ts, default)
-        self.unattended_since = None if attended else parse_ts(since_ts, default)
+        # a time in this host's future (another host's clock ahead of this one) counts as now
+        self.turn_started = min(parse_ts(play_ts, default), default)
+        self.unattended_since = None if attended else min(parse_ts(since_ts, default), default)
 
     def _presence(self, rec: Record, at: float) -> None:
         """Fold one new record (of time ``at``) into holders, counts and timers, as
@@ -683,9 +704,12 @@ class Table:
         return out
 
     def holder_of(self, conn: str) -> Seat | None:
-        """The seat ``conn`` plays here, or None."""
+        """The seat ``conn`` plays here, or None: one it subscribed to as that seat and that
+        the log says it holds."""
         sub = self.subs.get(conn)
-        return None if sub is None else sub.viewer
+        if sub is None or sub.viewer is None or sub.pending is not None:
+            return None
+        return sub.viewer if self.holders[sub.viewer] == conn else None
 
     # -- inputs ------------------------------------------------------------------------------
     def command(
@@ -701,14 +725,31 @@ class Table:
         """Decide ``cmd`` from connection ``conn`` (request ``rid``) at host time ``now``.
 
         ``closing``: the connection is going (its client closed its side): a ``resume`` then
-        takes nothing, and a ``join`` takes its seat for the token it answers but no connection
-        holds it. ``caught_up``: the driver has just read the log's end (see
-        :attr:`Step.follow_first`).
+        takes nothing (its ``seat_held`` record is followed, in the same append, by one giving
+        the seat back: see :meth:`give_back`), and a ``join`` takes its seat for the token it
+        answers but no connection holds it. ``caught_up``: the driver has just read the log's
+        end (see :attr:`Step.follow_first`).
+
+        A connection whose seat another host's resume took, not settled yet, is told
+        ``detached`` first (:attr:`Step.first`): it has moved on, so that takeover stands for
+        it.
 
         Never raises: a refusal is the step's reply; a fault in the game's code is answered
         ``internal`` (logged) and appends nothing.
         """
         self._now = now
+        sub = self.subs.get(conn)
+        first: list[Effect] = []
+        if sub is not None and sub.pending is not None:
+            self._stood(conn, sub, first)
+        step = self._command(conn, rid, cmd, now, closing, caught_up)
+        if first:
+            step.first = first + step.first
+        return step
+
+    def _command(
+        self, conn: str, rid: Any, cmd: Command, now: float, closing: bool, caught_up: bool
+    ) -> Step:
         try:
             if isinstance(cmd, Act):
                 return self._act(conn, rid, cmd, now, caught_up)
@@ -775,7 +816,7 @@ class Table:
         self._apply(new, states, now, parse=True)
         out: list[Effect] = []
         try:
-            self._publish(new, out)
+            self._publish(new, out, remote=True)
         except BudgetExceeded as exc:  # folded already: the pushes made so far go
             log.error("game_budget_exceeded", session=self.id, fault=exc.what, step="publish")
             self.overran(exc.what)
@@ -790,14 +831,20 @@ class Table:
             log.info("lease_taken" if driver else "lease_lost", session=self.id)
 
     # -- committing ----------------------------------------------------------------------------
-    def commit(self, step: Step, now: float | None = None) -> list[Effect]:
+    def commit(self, step: Step, now: float | None = None, *, closed: bool = False) -> list[Effect]:
         """``step``'s records are durable: make them the table's state and give the effects
         (reply, pushes, then the observers' records). ``now``: the host clock once they are
         (the time left that messages show counts from it; default: the step's time). A fault
         in the game's code while making the pushes is logged; the session is then ended on the
-        next step (``game_error``)."""
+        next step (``game_error``).
+
+        ``closed``: the requester went away before its reply (the driver looked once the
+        records were durable). For a ``resume`` its takeover does not stand: the others are
+        pushed its record, the connection that held the seat keeps it meanwhile, and the
+        driver then carries out :meth:`give_back`."""
         if not step.records:
             return list(step.effects)
+        step.closed = closed
         self._now = step.time if now is None else now
         self._apply(step.records, step.states, step.time)
         out: list[Effect] = []
@@ -857,8 +904,8 @@ class Table:
                 del self._legal[key]
         for key in [k for k in self._turns if k[0] < self.state.seq]:
             del self._turns[key]
-        for rec in records:
-            self._presence(rec, parse_ts(rec.ts, at) if parse else at)
+        for rec in records:  # another host's record from this host's future counts as now
+            self._presence(rec, min(parse_ts(rec.ts, at), at) if parse else at)
             if rec.type == "action":
                 self.actions += 1
         if self.state.ended:
@@ -897,21 +944,61 @@ class Table:
         return step
 
     # -- publishing ----------------------------------------------------------------------------
-    def _publish(self, new: Sequence[Record], out: list[Effect], skip: str | None = None) -> None:
+    def _publish(
+        self,
+        new: Sequence[Record],
+        out: list[Effect],
+        skip: str | None = None,
+        spare: str | None = None,
+        remote: bool = False,
+    ) -> None:
         """The pushes of ``new`` records: each record to every subscriber (one redaction per
-        distinct viewer; a connection whose seat another connection took is told ``detached``
-        and pushed nothing more), a presence record's followed by its ``presence`` push, then
-        the view pushes, then the ``ended`` push or the ``turn`` pushes."""
+        distinct viewer), a presence record's followed by its ``presence`` push, then the view
+        pushes, then the ``ended`` push or the ``turn`` pushes.
+
+        A connection whose seat another connection took is told ``detached`` and pushed
+        nothing more — except for the takeover of ``spare`` (a resumer gone before its reply:
+        the seat is given back next), and, for records read from another host (``remote``),
+        a takeover by a connection of that host: it may not stand (the host gives the seat
+        back if its resumer went away before the reply), so the replaced connection's pushes
+        are held back (:attr:`_Sub.pending`) until it is settled: by the record that gives the
+        seat back (the held pushes go out, it holds the seat again), by any other record of
+        that seat or the session's end, by a command of its own, or after :data:`SETTLE`
+        seconds (:meth:`next_due`): then it is told ``detached``."""
         header = self.state.header
         visible = self.visible
-        subs = [(k, s) for k, s in self.subs.items() if k != skip]
+        all_subs = self.subs
+
+        def emit(key: str, sub: _Sub, push: Push) -> None:
+            if sub.pending is None:
+                out.append(Send(key, push))
+            else:
+                sub.held.append(push)
+
+        subs = [(k, s) for k, s in all_subs.items() if k != skip]
         for rec in new:
-            if rec.type == "seat_held" or rec.type == "seat_released":
-                seat = rec.data["seat"]
-                holder = rec.data.get("holder")
-                gone = [k for k, s in subs if s.viewer == seat and k != holder]
+            kind = rec.type
+            if kind == "seat_held" or kind == "seat_released" or kind == "ended":
+                subs = self._settle(rec, subs, out)
+            if (kind == "seat_held" and rec.data["holder"] != spare) or kind == "seat_released":
+                d = rec.data
+                seat, holder = d["seat"], d.get("holder")
+                provisional = (
+                    remote
+                    and kind == "seat_held"
+                    and "returned" not in d
+                    and holder.partition(".")[0] != self.instance
+                )
+                gone = []
+                for key, sub in subs:
+                    if sub.viewer != seat or key == holder or sub.pending is not None:
+                        continue
+                    if provisional:
+                        sub.pending, sub.since, sub.held = rec.seq, self._now, []
+                    else:
+                        gone.append(key)
                 for key in gone:
-                    reason = "resumed" if rec.type == "seat_held" else "released"
+                    reason = "resumed" if kind == "seat_held" else "released"
                     out.append(Send(key, DetachedPush(self.id, seat, reason)))
                     self._unsubscribe(key, out)
                 if gone:
@@ -933,10 +1020,11 @@ class Table:
                         told[viewer] = self.text_push(msg, viewer)
                     msg = told[viewer]
                 if msg is not None:
-                    out.append(Send(key, msg))
+                    emit(key, sub, msg)
             presence = visible.presence(self.id, rec)
             if presence is not None:
-                out.extend(Send(key, presence) for key, _ in subs)
+                for key, sub in subs:
+                    emit(key, sub, presence)
         if any(s.views for _, s in subs) and not self.visible.game_off:
             views: dict[Viewer, ViewPush | None] = {}
             try:
@@ -958,20 +1046,50 @@ class Table:
                             views[sub.viewer] = None
                     push = views[sub.viewer]
                     if push is not None:
-                        out.append(Send(key, push))
+                        emit(key, sub, push)
         if self.state.ended:
             end = self._ended_push()
             told_end = self._ended_push(text=True) if any(s.text for _, s in subs) else end
-            out.extend(Send(key, told_end if sub.text else end) for key, sub in subs)
+            for key, sub in subs:
+                emit(key, sub, told_end if sub.text else end)
             return
         try:
-            for key, sub in list(self.subs.items()):
+            for key, sub in list(all_subs.items()):
                 if sub.viewer is not None:
                     turn = self._turn(sub.viewer)
                     if turn is not None:
-                        out.append(Send(key, turn))
+                        emit(key, sub, turn)
         except GameFault:
             self._game_failed("turn")
+
+    def _settle(
+        self, rec: Record, subs: list[tuple[str, _Sub]], out: list[Effect]
+    ) -> list[tuple[str, _Sub]]:
+        """Settle the connections waiting on another host's takeover that ``rec`` decides
+        (see :meth:`_publish`): the record giving the seat back to one lets its held pushes
+        out; any other record of its seat, or the session's end, means the takeover stood.
+        Returns ``subs`` less those told ``detached``."""
+        stood = []
+        for key, sub in subs:
+            if sub.pending is None:
+                continue
+            if rec.type != "ended" and rec.data.get("seat") != sub.viewer:
+                continue
+            d = rec.data
+            if rec.type == "seat_held" and d.get("returned") == sub.pending and d["holder"] == key:
+                pushes, sub.pending, sub.held = sub.held, None, []
+                out.extend(Send(key, p) for p in pushes)
+            else:
+                self._stood(key, sub, out)
+                stood.append(key)
+        return [(k, s) for k, s in subs if k not in stood] if stood else subs
+
+    def _stood(self, key: str, sub: _Sub, out: list[Effect]) -> None:
+        """The takeover ``key`` waited on stands: it is told ``detached`` (its held pushes are
+        dropped: a replaced connection is pushed nothing after the takeover)."""
+        out.append(Send(key, DetachedPush(self.id, sub.viewer, "resumed")))
+        sub.held = []
+        self._unsubscribe(key, out)
 
     def _game_failed(self, step: str) -> None:
         """The game's code failed while the table showed a change (the records are durable):
@@ -1132,17 +1250,27 @@ class Table:
             out.append(Reply(conn, rid, Resumed(seat, self.snapshot(seat))))
             out.append(Send(conn, self._ended_push(cmd.text)))
             return Step(effects=out, conn=conn, rid=rid)
-        if closing:
-            raise _protocol(
-                ErrorCode.UNAVAILABLE,
-                "this connection is closing: the seat stays with whoever holds it",
-            )
         self._resume_rate(seat, now)
+        prev = self.holders[seat]
         rec = Record(seq + 1, "seat_held", {"seat": seat, "holder": conn})
         state = self.engine.apply(self.state, rec)
-        step = self._finish(Step(conn=conn, rid=rid, what="resume"), [rec], [state], now)
+        if closing:  # it takes nothing: the same records as a resumer gone before its reply
+            back = self._giving_back(rec, prev)
+            state2 = self.engine.apply(state, back)
+            step = self._finish(
+                Step(conn=conn, rid=rid, what="resume", prev=prev),
+                [rec, back],
+                [state, state2],
+                now,
+            )
+            step.then = lambda out: self._given_back(step.records, conn, rid, out)
+            return step
+        step = self._finish(Step(conn=conn, rid=rid, what="resume", prev=prev), [rec], [state], now)
 
         def then(out: list[Effect]) -> None:
+            if step.closed:  # gone before its reply: the driver gives the seat back next
+                self._publish(step.records, out, spare=conn)
+                return
             upto = self.state.seq
             self._publish(step.records, out, skip=conn)  # the seat's old holder is told
             self._catch_up(conn, seat, after, upto, out, cmd.text)
@@ -1176,6 +1304,46 @@ class Table:
                 f" in {wait:.1f} s",
                 retry_after=math.ceil(round(wait * 10, 6)) / 10,
             )
+
+    def give_back(self, step: Step, now: float) -> Step | None:
+        """The step after a ``resume`` ``step`` whose connection went away before its reply
+        (:meth:`commit` with ``closed``): a record that gives the seat straight back to the
+        connection that held it before (a ``seat_held`` naming it, with ``returned``: the
+        resume's seq; its host keeps it there if that connection is still open, else releases
+        it by the usual rule), or, when nobody held it or that connection was this host's and
+        is gone, a ``seat_released`` (``gone``, ``returned``). The resumer is answered
+        ``unavailable``. None when there is nothing to give back (the session ended, or the
+        seat changed hands again meanwhile)."""
+        self._now = now
+        held = step.records[0]
+        seat, conn = held.data["seat"], held.data["holder"]
+        if self.state.ended or not self.live or self.holders[seat] != conn:
+            return None
+        back = self._giving_back(held, step.prev)
+        state = self.engine.apply(self.state, back)
+        out = self._finish(
+            Step(conn=step.conn, rid=step.rid, what="give_back"), [back], [state], now
+        )
+        out.then = lambda effects: self._given_back(out.records, conn, step.rid, effects)
+        return out
+
+    def _giving_back(self, held: Record, prev: str | None) -> Record:
+        """The record after ``held`` (a resume's ``seat_held``) that gives its seat back to
+        ``prev``: see :meth:`give_back`."""
+        seat = held.data["seat"]
+        seq = held.seq + 1
+        if prev is not None and (prev.partition(".")[0] != self.instance or prev in self.subs):
+            return Record(seq, "seat_held", {"seat": seat, "holder": prev, "returned": held.seq})
+        data = {"seat": seat, "reason": "gone", "returned": held.seq}
+        return Record(seq, "seat_released", data)
+
+    def _given_back(self, records: list[Record], conn: str, rid: Any, out: list[Effect]) -> None:
+        """The effects of a resume that took nothing (its records, the seat given back): the
+        pushes, the connection that held the seat keeping it; the resumer (if it still reads)
+        answered ``unavailable``."""
+        self._publish(records, out, spare=conn)
+        why = "this connection closed before the reply to its resume: the seat went back"
+        out.append(Reply(conn, rid, Refused(ErrorCode.UNAVAILABLE, why)))
 
     def _catch_up(
         self,
@@ -1330,14 +1498,18 @@ class Table:
             return math.inf, ""
         if self._orphans():
             return -math.inf, "release"
+        settle = min(
+            (s.since + SETTLE for s in self.subs.values() if s.pending is not None),
+            default=math.inf,
+        )
         if not self.driver:  # another host holds the lease: it runs bots and timers
-            return math.inf, ""
+            return (settle, "settle") if settle < math.inf else (math.inf, "")
         if self.faulted:
             return -math.inf, "fault"
         n = len(st.seats)
         if any(0 <= s < n and st.seats[s] is None for s in self._bots):
             return -math.inf, "seat_bots"
-        steps: list[tuple[float, str]] = [(math.inf, "")]
+        steps: list[tuple[float, str]] = [(math.inf, ""), (settle, "settle")]
         s = self.settings
         if s.abandon_after and self._humans and self.unattended_since is not None:
             steps.append((self.unattended_since + s.abandon_after, "abandon"))
@@ -1363,14 +1535,23 @@ class Table:
         with no connection holding them: the host plays those at once."""
         return [s for s in to_act if self.timeouts[s] >= ABSENT_AFTER and self.holders[s] is None]
 
-    def due(self, now: float) -> Step | None:
+    def due(self, now: float, caught_up: bool = False) -> Step | None:
         """The host-driven step due at ``now`` (None if none is). A fault in the game's code
         here ends the session: the step is then the ``ended`` record with ``aborted:
-        "game_error"``."""
+        "game_error"``. ``caught_up``: the driver has just read the log's end (a takeover
+        waiting to be settled is settled only after that: see :attr:`Step.follow_first`)."""
         when, what = self.next_due()
         if when > now:
             return None
         self._now = now
+        if what == "settle":
+            if self.shared and not caught_up:  # the seat may have been given back meanwhile
+                return Step(follow_first=True, what="settle")
+            out: list[Effect] = []
+            for key, sub in list(self.subs.items()):
+                if sub.pending is not None and sub.since + SETTLE <= now:
+                    self._stood(key, sub, out)
+            return Step(effects=out, what="settle")
         try:
             return self._host_step(what, now)
         except Exception:  # the game's code (GameFault), or what it broke: end the session

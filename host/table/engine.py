@@ -14,9 +14,12 @@ append, which the table core gives it):
                 seat a connection joined, ``holder`` (that connection's key)
 ``action``      ``seat`` and ``action`` (the wire form): an accepted action, followed by its events
 ``event``       ``v`` (event schema version) and ``event`` (the wire form)
-``seat_held``   ``seat`` and ``holder``: a connection resumed the seat (it holds it from here on)
+``seat_held``   ``seat`` and ``holder``: a connection resumed the seat (it holds it from here on);
+                with ``returned`` (the seq of a resume whose connection went away before its
+                reply) the seat goes straight back to ``holder``, which held it before that
 ``seat_released`` ``seat`` and ``reason`` (``left``, ``gone``, ``unresponsive``, ``host_gone``): no
-                connection holds the seat any more
+                connection holds the seat any more (``returned``: as for ``seat_held``, when
+                nobody held it before that resume)
 ``ended``       ``outcome`` and ``seed`` (hex): the commit-reveal, always the last record; when the
                 host ended it, ``outcome`` null and ``aborted`` (why), and for a game that ran
                 past its budget ``fault`` (``time`` or ``memory``)
@@ -24,7 +27,8 @@ append, which the table core gives it):
 
 ``seat_held`` and ``seat_released`` are *presence* records: who holds a seat is the log's to say,
 so every host (and a host after a restart) agrees on it. They change nothing of the game; each is
-a cause of its own, appended alone.
+a cause of its own, appended alone (or, for a resume from a connection already closing, its
+``seat_held`` and the record giving the seat back, together).
 
 A cause (a seat being taken, an action) yields the records it produces. ``start`` runs as soon as
 the last seat is taken; ``ended`` follows the first event after which ``outcome`` is not ``None``.
@@ -437,6 +441,9 @@ class Engine:
         info = seats[seat]
         if info is None or info.bot:
             raise BadRecord(seq, f"a {rec.type} record for seat {seat}, which no player took")
+        back = d.get("returned", 0)
+        if type(back) is not int or not 0 <= back < seq:
+            raise BadRecord(seq, f"a {rec.type} record giving back no resume ({back!r})")
         if rec.type == "seat_held":
             if not isinstance(d.get("holder"), str):
                 raise BadRecord(seq, "a seat_held record without its holder")
