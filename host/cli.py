@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import structlog
 import trio
 
 from host import logs
 from host.net import collector, workers
-from host.net.server import HostConfig, run_host
-from host.plugins.registry import Registry, load_registry
+from host.net.server import HostConfig, ListenError, run_host
+from host.plugins.registry import DuplicateGame, Registry, load_registry
 from host.store import open_store
 
 log = structlog.get_logger("gamehost.server")
@@ -184,7 +185,8 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         "--linger",
         type=seconds,
         default=60.0,
-        help="seconds a finished session stays in memory once idle (then its log answers)",
+        help="seconds a finished session stays in memory once idle (then its log answers);"
+        " with a shared --store also an unfinished one this host neither drives nor serves",
     )
     p.add_argument(
         "--game-time",
@@ -378,8 +380,9 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=2,
         metavar="N",
-        help="worker processes for heavy requests (a long log's first replay, verify), at most"
-        " N at once; 0: a worker thread (default 2)",
+        help="worker processes for heavy jobs (a long log's first replay, verify, loading a"
+        " long unfinished log), at most N at once; 0: on the event loop, a stretch at a time"
+        " (default 2)",
     )
     p.add_argument(
         "--gc",
@@ -463,10 +466,16 @@ def serve_main(args: argparse.Namespace) -> int:
     try:
         plugins = [(name, importlib.import_module(name)) for name in args.plugin]
     except ImportError as exc:
-        print(f"error: --plugin: {exc}", file=sys.stderr)
+        print(f"gamehost serve: error: --plugin: {exc}", file=sys.stderr)
         return 2
     try:
         registry = load_registry(plugins)
+    except (DuplicateGame, ValueError, pluggy.PluginValidationError) as exc:
+        # a --plugin whose game id is installed already (or the same module twice, or one
+        # with a hook the host does not know): one line and exit status 2, as for a bad flag
+        print(f"gamehost serve: error: --plugin: {_plugin_problem(exc)}", file=sys.stderr)
+        return 2
+    try:
         collector.tune(args.gc)
         trio.run(_serve, config, registry, args.gc == "tuned")
         if worker is not None:  # stopped: a second SIGTERM must not cut the exit short
@@ -537,8 +546,18 @@ def _serve_workers(args: argparse.Namespace) -> int:
             args.argv, args.workers, args.bind, args.port, metrics=metrics, log_json=logs.is_json()
         )
     except OSError as exc:
-        print(f"gamehost serve: error: {_describe(exc)}", file=sys.stderr)
+        print(f"gamehost serve: error: {_describe(exc, args)}", file=sys.stderr)
         return 2
+
+
+def _plugin_problem(exc: Exception) -> str:
+    """What is wrong with the ``--plugin`` modules, in one sentence (no traceback)."""
+    if isinstance(exc, DuplicateGame):
+        return f"{exc} (a --plugin may not add a game whose id is installed already)"
+    text = " ".join(str(exc).split())
+    if "already registered" in text:
+        return "a plugin module is loaded twice (it is installed already, or named twice)"
+    return text or type(exc).__name__
 
 
 def _first_os_error(exc: BaseException) -> OSError | None:
@@ -554,6 +573,8 @@ def _first_os_error(exc: BaseException) -> OSError | None:
 
 
 def _describe(exc: OSError, args: argparse.Namespace) -> str:
+    if isinstance(exc, ListenError):  # names the listener already
+        return str(exc.strerror)
     if exc.strerror and exc.filename:
         return f"{exc.filename}: {exc.strerror}"
     if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):  # a listener

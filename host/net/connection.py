@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import math
 import socket
-from collections.abc import Set as AbstractSet
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -36,6 +36,7 @@ import trio
 
 from host.errors import GamehostError
 from host.plugins.faults import refusal
+from host.table.liveness import Liveness
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import ErrorCode, ProtocolError, parse_request
 from protocol.replies import (
@@ -128,8 +129,6 @@ class Connection:
         "_answered",
         "_cut",
         "_drained",
-        "_last_line",
-        "_line_began",
         "_lines",
         "_mid_send",
         "_out",
@@ -143,10 +142,10 @@ class Connection:
         "input_ended",
         "dead",
         "key",
+        "liveness",
         "outbox",
         "outbox_bytes",
         "peer",
-        "pinged",
         "queued",
         "queued_peak",
         "reason",
@@ -181,10 +180,13 @@ class Connection:
         )
         self._writer: trio.CancelScope | None = None  # the writer task's, while it runs
         self._drained: trio.Event | None = None  # set when the writer task ends, if awaited
-        # ids of sessions this connection created, not started; the sessions it sent commands
-        # to (told when it goes): a new set each time they change (rarely), none until then
-        self.created: AbstractSet[str] = _NONE
-        self.sessions: AbstractSet[Session] = _NONE
+        # ids of sessions this connection created, not started: a new set each time they
+        # change (rarely), none until then
+        self.created: frozenset[str] | set[str] = _NONE
+        # the sessions it joined, watched or resumed (told when it goes), made on the first
+        # (:meth:`joined`); weak: a session that leaves the host's memory leaves this set too,
+        # so a long-lived connection holds none
+        self.sessions: frozenset[Session] | weakref.WeakSet[Session] = _NONE
         self.roles: dict[str, int | None] = {}  # session id -> seat played (None: watched)
         self.input_ended = False  # the client closed its sending side
         self.dead = False  # takes nothing more to send (closing, or cut)
@@ -194,12 +196,14 @@ class Connection:
         self._waiting = 0  # requests submitted to sessions and not answered yet
         self._answered: trio.Event | None = None  # made while requests wait, set when answered
         self._wait: trio.CancelScope | None = None  # the reader's wait for input, while it waits
-        self._last_line = trio.current_time()  # when the last complete line was handled
-        self._line_began: float | None = None  # when an unfinished line was first seen
         if hasattr(stream, "on_pong"):  # a WebSocket: a Pong answers a ping as a line does
             stream.on_pong = self._rearm
-        self.pinged: float | None = None
-        """When the host sent the ping not answered yet (``trio.current_time()``), or None."""
+        cfg = host.config
+        self.liveness = Liveness(
+            cfg.idle_timeout, cfg.line_timeout, cfg.ping_after, cfg.ping_timeout
+        )
+        """The silence rules (:class:`host.table.liveness.Liveness`, in ``trio.current_time()``
+        seconds): its ``pinged`` is when the host sent the ping not answered yet, or None."""
 
     def __hash__(self) -> int:
         return id(self)
@@ -299,17 +303,29 @@ class Connection:
     def answer(self, rid: Any, outcome: Outcome) -> None:
         """Queue the reply to request ``rid``: ``outcome``, a result or :class:`Refused`.
 
-        A reply that cannot be encoded (a host bug: the parser keeps what it accepts within
-        what orjson writes) is logged and answered ``internal`` with id null instead, so the
-        connection stays up."""
+        A reply that cannot be encoded (a host bug: games' views are checked before they get
+        here, and the parser keeps what it accepts within what orjson writes) is logged and
+        answered ``internal`` instead, with the request's id (null only if the id itself does
+        not encode), so the connection stays up."""
         try:
             line = encode_reply(rid, outcome)
         except TypeError:  # orjson.JSONEncodeError: too deep, a type it does not know
             log.exception("reply_unencodable")
-            line = encode_reply(None, Refused(ErrorCode.INTERNAL, "internal error"))
+            internal = Refused(ErrorCode.INTERNAL, "internal error")
+            try:
+                line = encode_reply(rid, internal)
+            except TypeError:
+                line = encode_reply(None, internal)
         self.send_nowait(line)
 
     # -- requests ---------------------------------------------------------------------------------
+    def joined(self, session: Session) -> None:
+        """Remember ``session`` (this connection joined, watched or resumed it): it is told
+        when the connection goes (:meth:`Session.drop`)."""
+        if not isinstance(self.sessions, weakref.WeakSet):
+            self.sessions = weakref.WeakSet()
+        self.sessions.add(session)
+
     def submit(self, session: Session, rid: Any, command: commands.Command) -> None:
         """Hand a command to a session's driver, which answers it (see :meth:`Session.submit`).
 
@@ -383,7 +399,7 @@ class Connection:
                 self._writer.cancel()
             if hasattr(self.stream, "on_pong"):
                 self.stream.on_pong = None  # no cycle left between the stream and this
-            for session in self.sessions:
+            for session in list(self.sessions):
                 session.drop(self)
             self.host.forget(self)
             with trio.move_on_after(1) as cleanup:
@@ -424,43 +440,15 @@ class Connection:
         as may one whose requests a session has not answered yet)."""
         return bool(self.roles)
 
-    def _pinged_deadline(self, last_line: float) -> tuple[float, str | None]:
-        """When the ping timer next acts and what it does then: ``"ping"`` (send one) or
-        ``"unresponsive"`` (close); ``(inf, None)`` when this connection is not pinged (it
-        neither plays nor watches, or ``ping_after``/``ping_timeout`` is off).
+    @property
+    def pinged(self) -> float | None:
+        """When the host sent the ping not answered yet (``trio.current_time()``), or None."""
+        return self.liveness.pinged
 
-        What counts as life: the last complete line (``last_line``), and over a WebSocket the
-        last Pong (the stream's ``last_pong``). Once heard from after a ping, the ping is
-        answered and the next one is due ``ping_after`` seconds after that."""
-        cfg = self.host.config
-        if not (cfg.ping_after and cfg.ping_timeout and self._watching()):
-            self.pinged = None
-            return math.inf, None
-        heard = max(last_line, getattr(self.stream, "last_pong", -math.inf))
-        if self.pinged is not None and heard >= self.pinged:
-            self.pinged = None  # answered
-        if self.pinged is None:
-            return heard + cfg.ping_after, "ping"
-        return self.pinged + cfg.ping_timeout, "unresponsive"
-
-    def due(self, now: float) -> tuple[float, str | None]:
-        """When the reader's wait for input ends (trio time) and what it does then:
-        ``"line_timeout"`` or ``"idle"`` (close), ``"ping"`` (send one), ``"unresponsive"``
-        (close), or None (look again: a connection that plays, watches or waits for an
-        answer is not idle)."""
-        cfg = self.host.config
-        deadline, reason = math.inf, None
-        if self._line_began is not None and cfg.line_timeout is not None:
-            deadline, reason = self._line_began + cfg.line_timeout, "line_timeout"
-        elif cfg.idle_timeout is not None:
-            if self._waiting or self._watching():  # not idle: look again later
-                deadline = now + cfg.idle_timeout
-            else:
-                deadline, reason = self._last_line + cfg.idle_timeout, "idle"
-        due, why = self._pinged_deadline(self._last_line)
-        if due < deadline:
-            deadline, reason = due, why
-        return deadline, reason
+    def _heard(self, last_line: float) -> float:
+        """When the client was last heard from: its last complete line, or over a WebSocket
+        its last Pong."""
+        return max(last_line, getattr(self.stream, "last_pong", -math.inf))
 
     def _rearm(self) -> None:
         """End what the task waits for now: the reader then works out its deadline again (its
@@ -490,12 +478,14 @@ class Connection:
             try:
                 data = sock.recv(65536)
             except (BlockingIOError, InterruptedError):
-                await trio.lowlevel.wait_readable(sock)
-                continue
+                data = None  # wait outside the handler: the exception is not kept while it waits
             except OSError as exc:
                 if sock.fileno() < 0:
                     raise trio.ClosedResourceError from None
                 raise trio.BrokenResourceError(exc) from exc
+            if data is None:
+                await trio.lowlevel.wait_readable(sock)
+                continue
             # a read that found data at once still lets the other tasks run (a client sending
             # without pause must not starve them), and is not undone by a cancellation
             await trio.lowlevel.cancel_shielded_checkpoint()
@@ -503,14 +493,24 @@ class Connection:
 
     async def _reader(self) -> None:
         framer = LineBuffer(MAX_LINE)
-        self._last_line = trio.current_time()
+        rules = self.liveness
+        last_line = trio.current_time()  # when the last complete line was handled (or connect)
+        line_began: float | None = None  # when an unfinished line was first seen
         while not self.dead:
-            deadline, reason = self.due(trio.current_time())
+            deadline, reason = rules.deadline(
+                trio.current_time(),
+                last_line,
+                line_began,
+                self._heard(last_line),
+                bool(self._waiting),
+                self._watching(),
+            )
             with trio.move_on_at(deadline) as waited:
                 self._wait = waited  # attached/detached cancel it: the deadline is worked out anew
                 try:
                     data = await self._receive()
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self.input_ended = True  # reset: nothing more comes in
                     return
                 finally:
                     self._wait = None
@@ -518,10 +518,11 @@ class Connection:
                 if trio.current_time() < deadline:  # woken: roles changed, a Pong, a close
                     continue
                 if reason == "ping":
-                    self.pinged = trio.current_time()
+                    rules.pinged = trio.current_time()
                     self.send(PING)
-                elif reason == "unresponsive" and self._pinged_deadline(self._last_line)[1] == (
-                    "ping"
+                elif (
+                    reason == "unresponsive"
+                    and rules.ping_deadline(self._heard(last_line), self._watching())[1] == "ping"
                 ):
                     pass  # answered meanwhile by something that is not a line (a Pong)
                 elif reason is not None:
@@ -553,11 +554,11 @@ class Connection:
             # timed from when the lines were handled, not from when they came
             now = trio.current_time()
             if ended:
-                self._last_line = now
+                last_line = now
             if not partial:
-                self._line_began = None
-            elif self._line_began is None or ended:
-                self._line_began = now
+                line_began = None
+            elif line_began is None or ended:
+                line_began = now
 
     async def _handle(self, line: bytes) -> None:
         rid: Any = None

@@ -16,10 +16,15 @@ thin part that does the I/O, the way h11's trio example drives its ``Connection`
 - it owns the store's retries: an append that another host won (``Conflict``) makes it read what
   that host wrote, fold it in (:meth:`Table.follow`, which pushes it) and ask the table again
   (a second loss answers ``conflict``); an append that fails answers ``unavailable`` and the
-  session reloads its log before its next command, or after :data:`RELOAD_RETRY` seconds
-  doubling up to :data:`RELOAD_RETRY_MAX` while the store keeps failing; the first failure in
-  a row logs a traceback and pushes ``stalled`` (reason ``store_error``) to every subscriber
-  once, later ones log one line each;
+  session reloads its log by itself after :data:`RELOAD_RETRY` seconds, doubling up to
+  :data:`RELOAD_RETRY_MAX` while the store keeps failing; the first failure in a row logs a
+  traceback and pushes ``stalled`` (reason ``store_error``) to every subscriber once, later
+  ones log one line each. A command brings the retry forward only once :data:`RELOAD_RETRY`
+  seconds have passed since the last failed attempt, so the store is tried at most once a
+  second however many requests come. Until then a command that would write answers
+  ``unavailable`` at once, one that only reads (``view``, ``watch``) is answered from what the
+  table holds (the state before the failed write), and a connection that goes is released by
+  the retry (the table's rule for seats whose connection is gone);
 - when another host appended (:meth:`Session.notice`), it reads the new records and follows.
 
 Times: the table works in the host clock (seconds since the epoch, ``clock_base +
@@ -35,21 +40,25 @@ from __future__ import annotations
 
 import contextlib
 import math
+import socket
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any, Protocol
 
 import attrs
 import structlog
 import trio
 
+from host.net.heavy import stretch
 from host.net.metrics import Metrics
 from host.plugins.budget import Budget, BudgetExceeded
-from host.plugins.faults import notify_isolated
+from host.plugins.faults import GameFault, notify_isolated
 from host.store.base import Conflict, CorruptLog, UnknownSession
 from host.store.file import FileStore
 from host.table.commands import Command
 from host.table.core import (
+    GAME_FAULTED_NOW,
     Attach,
     Backfill,
     Detach,
@@ -63,6 +72,7 @@ from host.table.core import (
     hash_token,
 )
 from host.table.engine import BadRecord, Engine, Record, SessionState
+from host.table.loading import load_steps
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import Outcome, Push, Refused, SeatInfo, StalledPush
 
@@ -81,7 +91,11 @@ PER_CONNECTION = 32
 """The most requests one connection may have waiting on one session (``overloaded`` past it)."""
 RELOAD_RETRY = 1.0
 """Seconds before the first retry (reload, then the step again) of a session whose append
-failed; the delay doubles with each failure in a row (commands try at once)."""
+failed; the delay doubles with each failure in a row. A command brings a retry forward, but
+never to less than this after the last failed attempt."""
+CATCH_UP_ROUNDS = 16
+"""Scheduling rounds a session waits at most for a resumer's reader to read what is already
+in its socket before it judges whether that connection has closed (:func:`gone_by_now`)."""
 RELOAD_RETRY_MAX = 60.0
 """The longest delay, in seconds, between two retries of a session whose log keeps failing."""
 
@@ -153,22 +167,42 @@ def seat_bots_step(
     return out, state
 
 
-def peer_closed(conn: Any) -> bool:
-    """Whether ``conn``'s client has closed its side: the connection says so, or (TCP) the
-    socket holds nothing but the end of input (a peek, never a read)."""
+def peer_closed(conn: Any) -> bool | None:
+    """Whether ``conn``'s client has closed its side: True when the connection says so (an end
+    of input or a WebSocket close frame read), or when (TCP) its socket holds nothing but the
+    end of input (a peek, never a read); None when input it sent has not been read yet (its
+    reader has not caught up: ask again after a checkpoint); else False. None and False are
+    both falsy: "not known to be closing"."""
     if getattr(conn, "closing", False) or getattr(conn, "dead", False):
         return True
-    sock = getattr(getattr(getattr(conn, "stream", None), "socket", None), "_sock", None)
+    stream = getattr(conn, "stream", None)
+    if getattr(stream, "peer_closed", False):  # a WebSocket whose close frame was read
+        return True
+    sock = getattr(getattr(stream, "socket", None), "_sock", None)
     if sock is None:
         return False
-    import socket as _socket
-
     try:
-        return sock.recv(1, _socket.MSG_PEEK | _socket.MSG_DONTWAIT) == b""
+        got = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
     except (BlockingIOError, InterruptedError):
         return False
     except OSError:
         return True
+    return True if got == b"" else None
+
+
+async def gone_by_now(conn: Any) -> bool:
+    """Whether ``conn`` has closed by now (or was dropped: None), after giving its reader a
+    few scheduling rounds (at most :data:`CATCH_UP_ROUNDS`) to read what its client sent
+    right behind a request, so a close sent just after it (an end of input, a WebSocket close
+    frame, a reset) is seen."""
+    if conn is None:
+        return True
+    for _ in range(CATCH_UP_ROUNDS):
+        state = peer_closed(conn)
+        if state is not None:
+            return state
+        await trio.lowlevel.checkpoint()
+    return bool(peer_closed(conn))
 
 
 class Session:
@@ -216,8 +250,17 @@ class Session:
         self._wait: trio.CancelScope | None = None
         self._behind = False
         self._reload_at: float | None = None
+        self._failed_at = -math.inf  # trio time of the last failed read or append
+        self._unusable: ProtocolError | None = None  # the log is gone or damaged for good
         self._store_failures = 0
         self._changed_at = trio.current_time()
+        self._used_at = trio.current_time()  # a connection's last command here, or the lease's end
+        self._let_go = False  # leave as soon as unserved (see let_go)
+        self.leaving = False
+        """The task has decided to end (the session leaves memory): a request for it waits for
+        :attr:`left`, then loads it again."""
+        self.left = trio.Event()
+        """Set (by the host) once the session has left the host's live list."""
         self.live = True
         self.lost_races = 0
         self.stopping = False
@@ -292,12 +335,26 @@ class Session:
         self._told_driver = driver
         if driver != self.table.driver:
             self.table.set_driver(driver)
+            if not driver:
+                self._used_at = trio.current_time()  # followed a while yet: no churn
             self._poke()
 
     def set_host_alive(self, alive: Callable[[str], bool]) -> None:
         """How to tell whether another host (by instance id) still runs (``host.store.feed``)."""
         self.table.host_alive = alive
         self._poke()
+
+    def seat_hosts(self) -> set[str]:
+        """The instance ids of the hosts whose connections hold seats here, per the log."""
+        return {h.partition(".")[0] for h in self.table.holders if h is not None}
+
+    def let_go(self) -> None:
+        """Another host drives the session: keep it only while a connection of this host uses
+        it, and once none does, let it leave memory at once rather than after ``linger``
+        (a connection that uses it again brings the linger back)."""
+        if not self._let_go:
+            self._let_go = True
+            self._poke()
 
     def notice(self, seq: int | None) -> None:
         """The session's log reaches ``seq`` (None: it may have grown): the driver reads and
@@ -333,6 +390,8 @@ class Session:
             ProtocolError: ``overloaded`` if the queue is full, ``unavailable`` if closed.
         """
         key = conn.key
+        if self.leaving:  # past its last look at the queue: nothing queued now would be run
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "the session is closing")
         if self._inflight.get(key, 0) >= PER_CONNECTION:
             raise ProtocolError(
                 ErrorCode.OVERLOADED,
@@ -351,6 +410,7 @@ class Session:
         """A connection went away (safe from any task): it gets nothing more from here, and
         the table is told before the next command (it releases a seat the connection held)."""
         key = conn.key
+        self._used_at = trio.current_time()
         self._conns.pop(key, None)
         self._inflight.pop(key, None)
         if key in self.table.subs:
@@ -362,8 +422,10 @@ class Session:
 
     # -- the task ------------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve commands and host-driven steps until :meth:`close` (or until the session ended
-        and stayed idle ``linger`` seconds)."""
+        """Serve commands and host-driven steps until :meth:`close`, or until the session ended
+        and stayed idle ``linger`` seconds, or (on a shared store) until it went ``linger``
+        seconds without being driven here or used by a connection of this host (it is followed
+        only while served: :meth:`unserved_since`)."""
         structlog.contextvars.clear_contextvars()  # not the creating connection's peer
         structlog.contextvars.bind_contextvars(session=self.id, game=self.game.info.id)
         for _ in range(3):  # bots a create cut short did not seat, seats of connections gone:
@@ -391,7 +453,8 @@ class Session:
                 if when <= trio.current_time():
                     if kind == "expire":
                         if item is None and not self._drops:
-                            return  # finished and idle for `linger` seconds: forgotten
+                            self.leaving = True
+                            return  # finished (or not served here) and idle: forgotten
                     else:
                         await self._host_step(kind)
                         worked = True
@@ -422,7 +485,23 @@ class Session:
         except BudgetExceeded as exc:
             self._overran(exc)
             when = -math.inf
-        return when - self.clock_base, "table"
+        when -= self.clock_base
+        since = self.unserved_since()
+        if since is not None:
+            linger = -math.inf if self._let_go else self.linger
+            if since + linger < when:
+                return since + linger, "expire"
+        return when, "table"
+
+    def unserved_since(self) -> float | None:
+        """Since when (trio time) this host has served the session no more: on a shared store,
+        it does not drive it (no lease), no connection of this host plays or watches it and
+        none has a command waiting. None while it serves it (and always on a store of its
+        own, where the host drives every session)."""
+        table = self.table
+        if not table.shared or table.driver or table.subs or self._inflight or self._drops:
+            return None
+        return self._used_at
 
     async def _host_step(self, kind: str) -> None:
         try:
@@ -431,18 +510,21 @@ class Session:
             elif kind == "follow":
                 await self._follow()
             else:
-                await self._run(lambda caught_up: self.table.due(self.now()))
+                await self._run(lambda caught_up: self.table.due(self.now(), caught_up))
         except ProtocolError:
             return  # a failed read or append: retried after the reload delay
 
     async def _serve(self, conn: Subscriber, rid: Any, command: Command) -> None:
         key = conn.key
+        self._used_at = trio.current_time()
+        self._let_go = False  # a connection of this host uses it: the linger holds again
         left = self._inflight.get(key, 1) - 1
         if left > 0:
             self._inflight[key] = left
         else:
             self._inflight.pop(key, None)
         await self.execute(conn, rid, command)
+        self._used_at = trio.current_time()
         conn.settled()
         if key not in self.table.subs and key not in self._inflight:
             self._conns.pop(key, None)  # answered, and holds no role here: forgotten
@@ -450,36 +532,74 @@ class Session:
     async def execute(self, conn: Subscriber, rid: Any, command: Command) -> None:
         """Run ``command`` now for ``conn`` and answer request ``rid`` on it. The task runs
         every command so; a retired session answers ``resume``, ``view`` and ``watch``
-        through it directly."""
+        through it directly. While the store is failing the command is answered without the
+        store (:meth:`_stalled`) until :data:`RELOAD_RETRY` seconds after the last failed
+        attempt; after that it makes the host retry (reload) first."""
         self._conns.setdefault(conn.key, conn)
-        try:
-            if self._reload_at is not None:
-                await self._reload()
-        except ProtocolError as exc:
-            conn.answer(rid, Refused.of(exc))
+        if self._unusable is not None:  # found so: the requests still queued are told
+            conn.answer(rid, Refused.of(self._unusable))
             return
+        if self._reload_at is not None:
+            now = trio.current_time()
+            if now < self._reload_at and now < self._failed_at + RELOAD_RETRY:
+                await self._stalled(conn, rid, command)
+                return
+            try:
+                await self._reload()
+            except ProtocolError as exc:
+                conn.answer(rid, Refused.of(exc))
+                return
         key = conn.key
         # whether the client has closed its side is asked when the table decides (after any
         # catching up with the log), not before, so a resume that closes meanwhile takes nothing
         await self._run(
             lambda caught_up: self.table.command(
-                key, rid, command, self.now(), closing=peer_closed(conn), caught_up=caught_up
+                key, rid, command, self.now(), closing=bool(peer_closed(conn)), caught_up=caught_up
             ),
             key,
             rid,
         )
 
+    async def _stalled(self, conn: Subscriber, rid: Any, command: Command) -> None:
+        """Answer ``command`` while the store fails and its retry is not due: from the table
+        as it stands (a ``view`` or ``watch``, never following the log first), or, for one
+        that would append, ``unavailable`` saying when the host retries."""
+        key = conn.key
+        step = await self._decide(
+            lambda _: self.table.command(
+                key, rid, command, self.now(), closing=bool(peer_closed(conn)), caught_up=True
+            ),
+            True,
+            key,
+            rid,
+        )
+        if step is None:
+            return
+        if step.records:
+            wait = max(0.0, self._failed_at + RELOAD_RETRY - trio.current_time())
+            why = Refused(
+                ErrorCode.UNAVAILABLE,
+                f"the session's log cannot be written now; the host retries in {wait:.1f} s",
+            )
+            await self._carry([Reply(key, rid, why)])
+            return
+        await self._carry(step.effects)
+
     async def _drop_pending(self) -> None:
         drops, self._drops = self._drops, {}
         for key, reason in drops.items():
             step = self.table.drop(key, self.now(), reason)
+            if step is not None and self._reload_at is not None:
+                continue  # the store is failing: the retry releases it (connection gone)
             if step is not None:
                 with contextlib.suppress(ProtocolError):
                     await self._run(lambda caught_up, s=step: s if not caught_up else None)
 
     def _overran(self, exc: BudgetExceeded, conn: str | None = None, rid: Any = None) -> None:
         """The game ran past its budget in a step: logged; the requester, if any, is answered
-        ``internal``; the table ends the session on its next step (``game_error``)."""
+        ``internal`` (``game_faulted`` for a session answered from its log: it is over); the
+        table ends the session on its next step (``game_error``), or, over already, runs no
+        game code again."""
         log.error("game_budget_exceeded", fault=exc.what, error=exc.message)
         if self.metrics is not None:
             self.metrics.budget_overruns[(self.game.info.id, exc.what)] += 1
@@ -487,19 +607,35 @@ class Session:
         if conn is not None:
             c = self._conns.get(conn)
             if c is not None:
-                c.answer(rid, Refused(ErrorCode.INTERNAL, "internal error: the game stopped"))
+                if self.live and not self.table.ended:
+                    c.answer(rid, Refused(ErrorCode.INTERNAL, "internal error: the game stopped"))
+                else:
+                    c.answer(rid, Refused(ErrorCode.GAME_FAULTED, GAME_FAULTED_NOW))
         self._poke()
 
-    def _decide(
+    def game_faulted(self, what: str, message: str) -> None:
+        """Game code run for this session outside its driver (a replay op of its log) faulted
+        (``what``: ``time``, ``memory``, ``error``): the session ends on its next step as
+        ``game_error`` with that fault, as if its driver had run into it."""
+        log.error("game_fault", fault=what, error=message, step="replay")
+        self.table.overran(what)
+        self._poke()
+
+    async def _decide(
         self, decide: Callable[[bool], Step | None], caught_up: bool, conn: str | None, rid: Any
     ) -> Step | None:
-        """Ask the table, within the game's budget (an overrun: :meth:`_overran`, None)."""
+        """Ask the table, within the game's budget (an overrun: :meth:`_overran`, None); the
+        step's :attr:`Step.first` effects are carried out at once."""
         try:
             with self.budget.step("a step of the game"):
-                return decide(caught_up)
+                step = decide(caught_up)
         except BudgetExceeded as exc:
             self._overran(exc, conn, rid)
             return None
+        if step is not None and step.first:
+            first, step.first = step.first, []
+            await self._carry(first)
+        return step
 
     async def _run(
         self, decide: Callable[[bool], Step | None], conn: str | None = None, rid: Any = None
@@ -512,7 +648,7 @@ class Session:
         of a command (answered ``internal`` if the game runs past its budget)."""
         caught_up = False
         races = 0
-        step = self._decide(decide, False, conn, rid)
+        step = await self._decide(decide, False, conn, rid)
         while step is not None:
             if step.follow_first and not caught_up:
                 try:
@@ -522,7 +658,7 @@ class Session:
                         await self._carry([Reply(step.conn, step.rid, Refused.of(exc))])
                     return
                 caught_up = True
-                step = self._decide(decide, True, conn, rid)
+                step = await self._decide(decide, True, conn, rid)
                 continue
             if not step.records:
                 await self._carry(step.effects)
@@ -548,7 +684,7 @@ class Session:
                     await self._carry(self.table.conflicted(step))
                     return
                 caught_up = True
-                step = self._decide(decide, True, conn, rid)
+                step = await self._decide(decide, True, conn, rid)
                 continue
             except Exception as exc:
                 self._store_failed("append_failed", exc)
@@ -562,8 +698,13 @@ class Session:
                 log.warning("store_recovered", failures=self._store_failures)
                 self._store_failures = 0
             self._changed_at = trio.current_time()
+            # a resume takes the seat only if its connection is still there to be answered:
+            # one that went away meanwhile (or closes right behind it) takes nothing
+            closed = step.what == "resume" and await gone_by_now(self._conns.get(conn))
             with self.budget.step("the pushes of a change"):
-                effects = self.table.commit(step)  # an overrun inside: the table's to handle
+                effects = self.table.commit(
+                    step, self.now(), closed=closed
+                )  # an overrun: the table's
             if m is not None:
                 game = self.game.info.id
                 if self.table.actions != actions:
@@ -574,6 +715,9 @@ class Session:
             if self.table.ended:
                 self.store.release(self.id)
             await self._carry(effects)
+            if closed:
+                await self._run(partial(self._give_back, step), conn, rid)
+                return
             if conn is not None and conn in self.table.subs:
                 c = self._conns.get(conn)
                 if c is None or getattr(c, "dead", False):
@@ -582,6 +726,11 @@ class Session:
                     self._drops[conn] = "gone"
                     self._poke()
             return
+
+    def _give_back(self, step: Step, caught_up: bool) -> Step | None:
+        """The step that gives back the seat a resume (``step``) took for a connection that
+        went away before its reply (:meth:`Table.give_back`)."""
+        return self.table.give_back(step, self.now())
 
     async def _carry(self, effects: list[Effect]) -> None:
         """Carry effects out, in order."""
@@ -644,6 +793,11 @@ class Session:
         except BudgetExceeded as exc:
             self._overran(exc)
             pushes = []
+        except GameFault:  # the game's redact faulted: as in any push, the table ends (a
+            log.exception("game_fault", step="redact")  # session over runs no game code again)
+            self.table.overran("error")
+            self._poke()
+            pushes = []
         if pushes:
             conn.send_many(pushes)
 
@@ -675,7 +829,8 @@ class Session:
         if self.metrics is not None:
             self.metrics.store_errors[event.partition("_")[0]] += 1
         delay = min(RELOAD_RETRY_MAX, RELOAD_RETRY * 2 ** min(n - 1, 16))
-        self._reload_at = trio.current_time() + delay
+        self._failed_at = trio.current_time()
+        self._reload_at = self._failed_at + delay
         if n == 1:
             log.exception(event, retry_in=delay)
             stalled = StalledPush(self.id, "store_error")
@@ -700,7 +855,7 @@ class Session:
         try:
             raw = await trio.to_thread.run_sync(self.store.load, self.id)
             records = [Record.from_json(r) for r in raw]
-            whole, _ = self.engine.load(records)
+            whole = await self._whole(records)
             if whole < len(records):
                 self.store.truncate(self.id, whole)
                 records = records[:whole]
@@ -711,9 +866,10 @@ class Session:
             log.error("session_log_unusable", error=str(exc))
             self._reload_at = None
             self.close()
-            raise ProtocolError(
+            self._unusable = ProtocolError(
                 ErrorCode.SESSION_DAMAGED, f"the log of session {self.id!r} is gone or damaged"
-            ) from None
+            )
+            raise self._unusable from None
         except Exception as exc:
             self._store_failed("reload_failed", exc)
             raise ProtocolError(
@@ -726,6 +882,25 @@ class Session:
             await self._carry(self._follow_records(records[old + 1 :]))
         if self.table.ended:
             self.store.release(self.id)
+
+    async def _whole(self, records: list[Record]) -> int:
+        """How many leading records of the log form whole causes, folded a stretch at a time
+        (:func:`host.table.loading.load_steps`), each stretch a step of the game's budget. A
+        game that faults there ends the session (:meth:`_overran`; the records are kept).
+
+        Raises:
+            BadRecord: the log does not fold.
+        """
+        steps = load_steps(self.engine, iter(records), records[-1].seq, 0)
+        while True:
+            done, got = stretch(self.budget, steps, "reloading the log")
+            if done:
+                break
+            await trio.lowlevel.checkpoint()
+        if isinstance(got, tuple):  # ("fault", seq, what, message)
+            self._overran(BudgetExceeded(got[2], got[3]))
+            return len(records)
+        return int(got.whole)
 
     def _follow_records(self, records: list[Record]) -> list[Effect]:
         """:meth:`Table.follow`, within the game's budget (folding runs ``evolve``).
@@ -769,9 +944,10 @@ class Session:
         except BadRecord as exc:
             log.error("session_log_unusable", error=str(exc))
             self.close()
-            raise ProtocolError(
+            self._unusable = ProtocolError(
                 ErrorCode.SESSION_DAMAGED, f"the log of session {self.id!r} is damaged"
-            ) from None
+            )
+            raise self._unusable from None
         follow = getattr(self.store, "follow", None)  # a shared store: append from here on
         if follow is not None and not reopen:
             with contextlib.suppress(Conflict):  # never: this task is the one appender

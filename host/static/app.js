@@ -1,7 +1,7 @@
 // The web client: a lobby (#/), a table to play (#/play/SESSION) or watch (#/watch/SESSION).
 // Everything a client typed (names, options) is put in the page as text, never as HTML.
-import { Conn, HostError, clear, el, fmt, jsonTree, recent, seatName, tokens } from "./common.js";
-import { describeAction, renderers } from "./tables.js";
+import { Conn, HostError, clear, el, fmt, recent, seatName, tokens } from "./common.js";
+import { describeAction, outcomePanel, renderers } from "./tables.js";
 
 const main = document.getElementById("main");
 const status = document.getElementById("status");
@@ -187,6 +187,9 @@ function tablePage(sid, watching) {
   document.title = `gamehost: ${watching ? "watching" : "playing"} ${sid}`;
   const t = {
     sid, me, watching: me === null, snap: null, legal: [], turnSeq: null, events: [], viewAsked: false, stopped: false,
+    controlsKey: null, clock: null, // the turn clock: see takeDeadline
+    // what the player is choosing, kept across redraws: the card whose suit to name, a split
+    ui: { card: null, split: null, choose(c) { t.ui.card = c; draw(); } },
   };
   const board = el("div", { id: "board" });
   const controls = el("div", { id: "controls" });
@@ -204,26 +207,39 @@ function tablePage(sid, watching) {
       t.events.push(p);
       if (p.kind === "ended" && typeof p.text === "string") t.endText = p.text;
       listEvent(p);
-      if (t.snap && p.seq > t.snap.seq) askView();
+      if (t.snap && p.seq > t.snap.seq && !t.resuming) askView(); // a resume's reply is newer
     } else if (p.push === "turn" && p.seat === me) {
+      if (JSON.stringify(p.legal) !== JSON.stringify(t.legal)) t.ui.card = null;
+      takeDeadline(p.seq, p.deadline);
       t.legal = p.legal;
       t.turnSeq = p.seq;
       draw();
+    } else if (p.push === "presence") {
+      // a seat's connection came or went (record p.seq); a snapshot at or past it knows already
+      if (t.snap && Array.isArray(t.snap.connected) && p.seq > t.snap.seq) {
+        t.snap.connected = t.snap.connected.map((c, i) => (i === p.seat ? p.connected : c));
+        draw();
+      }
     } else if (p.push === "ended") {
       t.legal = [];
       if (typeof p.text === "string") t.endText = p.text;
       askView();
     } else if (p.push === "detached") {
-      // another tab or device resumed this seat (last resume wins): this page no longer plays it
+      // another tab or device resumed this seat (last resume wins), or a host took this
+      // connection for gone: this page no longer plays it. The host pushes nothing more of the
+      // session to a detached connection, so the page watches it (as a spectator) and offers
+      // the seat back (drawn by draw(): a resume with the seat's token).
       me = null;
       t.detached = true;
       t.me = null;
       t.watching = true;
       t.legal = [];
+      t.turnSeq = null;
       say(p.reason === "resumed"
         ? "this seat was resumed on another connection (another tab or device): this page only watches now"
         : "this connection no longer holds the seat", "error");
       draw();
+      follow();
     } else if (p.push === "closed") {
       say(`the host closed the connection: ${p.reason}`, "error");
     }
@@ -271,12 +287,57 @@ function tablePage(sid, watching) {
     t.viewAsked = true;
     try {
       const snap = await c.call("view", { session: sid });
-      if (!t.snap || snap.seq >= t.snap.seq) t.snap = snap;
+      if (!t.snap || snap.seq >= t.snap.seq) { t.snap = snap; takeDeadline(snap.seq, snap.deadline); }
       if (!t.snap.to_act.includes(me)) t.legal = [];
       draw();
     } catch (e) { say(e.message, "error"); }
     t.viewAsked = false;
     if (t.events.length && t.events[t.events.length - 1].seq > t.snap.seq) askView();
+  }
+  // The last seq this page has seen (its snapshot's, or a later pushed record's).
+  function lastSeq() {
+    const pushed = t.events.length ? t.events[t.events.length - 1].seq : -1;
+    return Math.max(t.snap ? t.snap.seq : -1, pushed);
+  }
+  // Watch the session once the seat is gone (after a `detached` push): a spectator's snapshot,
+  // and a spectator's pushes from there.
+  async function follow() {
+    try {
+      const snap = await c.call("watch", { session: sid, text: true });
+      if (t.stopped || me !== null) return;
+      if (!t.snap || snap.seq >= t.snap.seq) { t.snap = snap; takeDeadline(snap.seq, snap.deadline); }
+      draw();
+      if (lastSeq() > t.snap.seq) askView();
+    } catch (e) { say(e.message, "error"); }
+  }
+  // Take the seat back from the connection that resumed it: stop watching (`leave`: a
+  // spectator's leave writes nothing), then `resume` with the seat's token, which detaches the
+  // other connection in turn. The records since the page's last seq are pushed before the
+  // reply, so "What happened" stays whole.
+  async function takeBack() {
+    if (!held || !t.detached) return;
+    t.detached = false; // one click, one resume
+    draw();
+    t.resuming = true;
+    try {
+      await c.call("leave", { session: sid });
+      const snap = await c.call("resume", { session: sid, token: held.token, text: true, after: lastSeq() });
+      t.resuming = false;
+      me = held.seat;
+      t.me = me;
+      t.watching = false;
+      t.snap = snap;
+      takeDeadline(snap.seq, snap.deadline);
+      say("");
+      draw();
+    } catch (e) {
+      t.resuming = false;
+      if (e.code === "bad_token") tokens.drop(sid);
+      say(e.message, "error");
+      t.detached = e.code !== "bad_token";
+      draw();
+      follow(); // watch on (the leave went through, or the watch answers already_attached)
+    }
   }
   async function act(action) {
     const seq = t.turnSeq;
@@ -290,6 +351,45 @@ function tablePage(sid, watching) {
       if (e instanceof HostError) askView();
     }
   }
+  // The turn clock: the host's deadline for the seats in to_act, as of the seq it came with (a
+  // snapshot, or a turn push). It counts down from the host's seconds_left, by this machine's
+  // monotonic clock since the message came, so a machine whose clock is off still shows the
+  // host's time; `at` (UTC) is shown as the local time of day.
+  function takeDeadline(seq, deadline) {
+    if (deadline === undefined) return; // a host that sends no deadline
+    if (t.clock && seq < t.clock.seq) return;
+    t.clock = deadline === null ? { seq, none: true }
+      : { seq, at: deadline.at, left: deadline.seconds_left, got: performance.now() };
+  }
+  function secondsLeft() {
+    const c = t.clock;
+    if (!c || c.none) return null;
+    return Math.max(0, c.left - (performance.now() - c.got) / 1000);
+  }
+  function countdown() {
+    const s = t.snap;
+    const left = secondsLeft();
+    if (!s || s.ended || !s.to_act.length || left === null || t.clock.seq < s.seq) return null;
+    const mine = s.to_act.includes(me);
+    const node = el("span", { id: "countdown", "data-at": t.clock.at });
+    paint(node, left, mine);
+    return node;
+  }
+  function paint(node, left, mine) {
+    const whole = Math.ceil(left);
+    const at = new Date(Date.parse(node.dataset.at));
+    node.dataset.seconds = String(whole);
+    node.className = `${mine ? "mine" : ""}${whole === 0 ? " over" : whole <= 15 ? " urgent" : ""}`;
+    node.textContent = whole === 0
+      ? `time is up: the host plays for ${mine ? "you" : "them"}`
+      : `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")} left`;
+    node.title = `until ${at.toLocaleTimeString()} (the host's turn timer${mine ? ": then it plays for you" : ""})`;
+  }
+  function tick() {
+    const node = document.getElementById("countdown");
+    const left = secondsLeft();
+    if (node && left !== null && t.snap) paint(node, left, t.snap.to_act.includes(me));
+  }
   function draw() {
     const s = t.snap;
     if (!s) return;
@@ -300,15 +400,21 @@ function tablePage(sid, watching) {
       el("p", { id: "state", class: s.ended ? "ended" : "" },
         s.ended ? (s.aborted ? `Over: ended by the host (${s.aborted}).` : "The game is over.")
           : !s.started ? "Waiting for players\u2026"
-          : s.to_act.length ? `To act: ${s.to_act.map((i) => seatName(s.seats, i)).join(", ")}` : ""),
-      s.ended && (s.outcome || t.endText) ? el("div", { id: "outcome" }, el("h3", {}, "Game over"),
-        t.endText ? el("p", { class: "end-text" }, t.endText) : null,
-        s.outcome ? el("details", {}, el("summary", {}, "the outcome as sent"), jsonTree(s.outcome)) : null) : "");
+          : s.to_act.length ? [`To act: ${s.to_act.map((i) => seatName(s.seats, i)).join(", ")}`, countdown()] : ""),
+      s.ended ? outcomePanel(s, t.endText) : "");
     const render = renderers[s.game] || renderers.generic;
-    clear(board).append(render.board(s, me));
-    clear(controls);
-    if (me !== null && t.legal.length && !s.ended) {
-      controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act));
+    const moves = me !== null && t.legal.length && !s.ended ? { legal: t.legal, act, choose: t.ui.choose } : null;
+    clear(board).append(render.board(s, me, moves));
+    // the controls are rebuilt only when the moves change, so a split being made or a number
+    // being typed survives the pushes of other seats
+    const lost = me === null && t.detached && held && !s.ended;
+    const key = moves ? JSON.stringify([t.legal, s.seats, t.ui.card]) : lost ? "lost" : "";
+    if (key !== t.controlsKey) {
+      t.controlsKey = key;
+      clear(controls);
+      if (moves) controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act, t.ui));
+      else if (lost) controls.append(el("button", { id: "take-back", type: "button", onclick: takeBack },
+        `play seat ${held.seat} here again`));
     }
   }
   // A record in words: the host's text (null when it has nothing to say); a host that sent
@@ -336,6 +442,7 @@ function tablePage(sid, watching) {
         snap = await c.call("watch", { session: sid, text: true });
       }
       t.snap = snap;
+      takeDeadline(snap.seq, snap.deadline);
       recent.add(sid, snap.game);
       say("");
       draw();
@@ -346,7 +453,8 @@ function tablePage(sid, watching) {
       say(e.message, "error");
     }
   })();
-  return { kind: "table", stop() { t.stopped = true; } };
+  const ticking = setInterval(tick, 1000);
+  return { kind: "table", stop() { t.stopped = true; clearInterval(ticking); } };
 }
 
 route();

@@ -14,17 +14,22 @@ append, which the table core gives it):
                 seat a connection joined, ``holder`` (that connection's key)
 ``action``      ``seat`` and ``action`` (the wire form): an accepted action, followed by its events
 ``event``       ``v`` (event schema version) and ``event`` (the wire form)
-``seat_held``   ``seat`` and ``holder``: a connection resumed the seat (it holds it from here on)
+``seat_held``   ``seat`` and ``holder``: a connection resumed the seat (it holds it from here on);
+                with ``returned`` (the seq of a resume whose connection went away before its
+                reply) the seat goes straight back to ``holder``, which held it before that
 ``seat_released`` ``seat`` and ``reason`` (``left``, ``gone``, ``unresponsive``, ``host_gone``): no
-                connection holds the seat any more
+                connection holds the seat any more (``returned``: as for ``seat_held``, when
+                nobody held it before that resume)
 ``ended``       ``outcome`` and ``seed`` (hex): the commit-reveal, always the last record; when the
-                host ended it, ``outcome`` null and ``aborted`` (why), and for a game that ran
-                past its budget ``fault`` (``time`` or ``memory``)
+                host ended it, ``outcome`` null and ``aborted`` (why), and for a game that
+                faulted (``aborted: "game_error"``) ``fault``: ``time`` or ``memory`` (past
+                its budget) or ``error`` (anything else; logs before it was recorded lack it)
 ==============  ===================================================================================
 
 ``seat_held`` and ``seat_released`` are *presence* records: who holds a seat is the log's to say,
 so every host (and a host after a restart) agrees on it. They change nothing of the game; each is
-a cause of its own, appended alone.
+a cause of its own, appended alone (or, for a resume from a connection already closing, its
+``seat_held`` and the record giving the seat back, together).
 
 A cause (a seat being taken, an action) yields the records it produces. ``start`` runs as soon as
 the last seat is taken; ``ended`` follows the first event after which ``outcome`` is not ``None``.
@@ -57,7 +62,7 @@ refuses it: a log the current code cannot fold is a corrupt log to its reader.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 import attrs
@@ -76,8 +81,9 @@ from host.game import (
     seed_commitment,
     tag_of,
 )
+from host.plugins.budget import BudgetExceeded
 from host.plugins.codec import GameCodec
-from host.plugins.faults import GameFault
+from host.plugins.faults import GameFault, game_error
 from protocol.framing import kept
 
 LOG_FORMAT = 1
@@ -99,8 +105,13 @@ repeated ones (a card played, a draw) that the cache is for. A large one (a deal
 shoe) is checked each time, so the cache holds at most about 2 MiB and keeps nothing of a
 finished session's big events alive."""
 
+MAX_VIEW_BYTES = 1 << 20
+"""The most bytes a game's view may take as JSON (1 MiB): a larger one is a game fault (a view
+goes into replies and pushes, each held to a connection's outbox budget)."""
+
 __all__ = [
     "LOG_FORMAT",
+    "MAX_VIEW_BYTES",
     "BadRecord",
     "Engine",
     "GameFault",
@@ -239,6 +250,7 @@ class Engine:
         """A :class:`GameFault` naming the game, the seq and what failed (raise it ``from exc``)."""
         text = f"game {self.game.info.id!r} at seq {seq}: {what}"
         if exc is not None:
+            game_error(exc)  # the budget's interruption goes on up: not a fault of this kind
             text += f" raised {type(exc).__name__}: {exc}"
         return GameFault(text, seq)
 
@@ -269,19 +281,20 @@ class Engine:
         try:
             wire = codec.event_to_wire(obj) if is_event else codec.action_to_wire(obj)
             text = kept(orjson.dumps(wire))  # kept: in a table's tail and the checked set
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, f"writing the {kind} {tag_of(cls)!r} ({obj!r})", exc) from exc
         key: tuple[Any, bytes] | None = (obj, text)
         try:
             if key in self._known_good:
                 return wire, text
-        except Exception:  # noqa: BLE001 - unhashable (or odd) values are checked every time
+        except BaseException as exc:  # noqa: BLE001 - unhashable (or odd) values are checked every time
+            game_error(exc)
             key = None
         try:
             data = orjson.loads(text)
             back = codec.event_from_wire(data) if is_event else codec.action_from_wire(data)
             same = back == obj
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(
                 seq, f"reading back the {kind} {tag_of(cls)!r} ({obj!r})", exc
             ) from exc
@@ -336,7 +349,8 @@ class Engine:
                 raise ValueError(f"seats must be a positive integer, not {n!r}")
             game = self.game.initial_state(options, n)
             return SessionState(data, game, (None,) * n)
-        except Exception as exc:
+        except BaseException as exc:
+            game_error(exc)
             raise BadRecord(0, f"a header this game cannot start from: {exc!r}") from exc
 
     def options(self, state: SessionState) -> Any:
@@ -387,7 +401,8 @@ class Engine:
                         raise BadRecord(seq, f"an event the game cannot read: {exc}") from exc
                 try:
                     game = evolve(game, event)
-                except Exception as exc:
+                except BaseException as exc:
+                    game_error(exc)
                     raise BadRecord(
                         seq, f"the game's evolve raised {type(exc).__name__} on it: {exc}"
                     ) from exc
@@ -438,6 +453,9 @@ class Engine:
         info = seats[seat]
         if info is None or info.bot:
             raise BadRecord(seq, f"a {rec.type} record for seat {seat}, which no player took")
+        back = d.get("returned", 0)
+        if type(back) is not int or not 0 <= back < seq:
+            raise BadRecord(seq, f"a {rec.type} record giving back no resume ({back!r})")
         if rec.type == "seat_held":
             if not isinstance(d.get("holder"), str):
                 raise BadRecord(seq, "a seat_held record without its holder")
@@ -508,7 +526,7 @@ class Engine:
             events = self.game.start(after.game, rng)
             if not isinstance(events, Emitter):
                 events = list(events)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "start", exc) from exc
         if not events:
             raise self._fault(seq, "start returned no events")
@@ -564,7 +582,7 @@ class Engine:
                 events = list(events)
         except ActionError:  # IllegalAction or any other refusal: it changes nothing
             raise
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "decide", exc) from exc
         if timed_out:
             data["timed_out"] = True
@@ -583,7 +601,7 @@ class Engine:
         seq = state.seq + 1
         try:
             seats = tuple(self.game.to_act(state.game))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "to_act", exc) from exc
         for seat in seats:
             if type(seat) is not int or not 0 <= seat < len(state.seats):
@@ -617,7 +635,7 @@ class Engine:
         seq = state.seq + 1
         try:
             waiting = seat in self.game.to_act(state.game)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "to_act", exc) from exc
         if not waiting:
             raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
@@ -636,7 +654,7 @@ class Engine:
             if chooser is not None:
                 return chooser(state.game, seat, rng)
             return rng.choice(self.game.legal_actions(state.game, seat))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(state.seq + 1, f"{what} for seat {seat}", exc) from exc
 
     def bot_act(self, state: SessionState, seat: Seat, timed_out: bool = False) -> list[Record]:
@@ -686,19 +704,29 @@ class Engine:
             return ()
         try:
             return tuple(self.game.to_act(state.game))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(state.seq, "to_act", exc) from exc
 
     def view_wire(self, state: SessionState, viewer: Viewer) -> Any:
-        """The game's view of the state for ``viewer``, as JSON-able data.
+        """The game's view of the state for ``viewer``, as JSON-able data (checked: it encodes
+        as JSON, in at most :data:`MAX_VIEW_BYTES`).
 
         Raises:
-            GameFault: ``view`` raised or returned what the codec cannot write.
+            GameFault: ``view`` raised, returned what the codec or JSON cannot write, or a view
+                larger than :data:`MAX_VIEW_BYTES` encoded.
         """
         try:
-            return self.codec.to_wire(self.game.view(state.game, viewer))
-        except Exception as exc:
+            wire = self.codec.to_wire(self.game.view(state.game, viewer))
+            size = len(orjson.dumps(wire))
+        except BaseException as exc:
             raise self._fault(state.seq, f"view for viewer {viewer!r}", exc) from exc
+        if size > MAX_VIEW_BYTES:
+            raise self._fault(
+                state.seq,
+                f"view for viewer {viewer!r} is {size:,} bytes as JSON (at most"
+                f" {MAX_VIEW_BYTES:,})",
+            )
+        return wire
 
     def redact(self, rec: Record, event: Any, viewer: Viewer) -> Any:
         """The game's ``redact`` of ``event`` (the event of ``rec``) for ``viewer``, guarded.
@@ -708,7 +736,7 @@ class Engine:
         """
         try:
             return self.game.redact(event, viewer)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
 
     def event_wire(self, rec: Record, event: Any) -> dict[str, Any]:
@@ -719,7 +747,7 @@ class Engine:
         """
         try:
             return self.codec.event_to_wire(event)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(rec.seq, f"writing the redacted event {event!r}", exc) from exc
 
     def redacted_wire(self, rec: Record, viewer: Viewer) -> dict[str, Any]:
@@ -737,7 +765,7 @@ class Engine:
                 raise BadRecord(rec.seq, f"an event the game cannot read: {exc}") from exc
         try:
             return self.codec.event_to_wire(self.game.redact(event, viewer))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
 
     def _events(
@@ -762,7 +790,8 @@ class Engine:
         if isinstance(events, Emitter):
             try:
                 states = events.folded_states(state.game, game.evolve)
-            except Exception:  # noqa: BLE001 - an odd evolve to compare with: fold here instead
+            except BaseException as exc:  # noqa: BLE001 - an odd evolve to compare with: fold here instead
+                game_error(exc)
                 states = None
         out = []
         v = game.info.event_version
@@ -776,24 +805,24 @@ class Engine:
             else:
                 try:
                     game_state = game.evolve(game_state, ev)
-                except Exception as exc:
+                except BaseException as exc:
                     raise self._fault(seq, f"evolve on {wire['type']!r}", exc) from exc
             try:
                 outcome = game.outcome(game_state)
-            except Exception as exc:
+            except BaseException as exc:
                 raise self._fault(seq, f"outcome after {wire['type']!r}", exc) from exc
             if outcome is not None:
                 try:
                     result = self.codec.to_wire(outcome)
                     orjson.dumps(result)
-                except Exception as exc:
+                except BaseException as exc:
                     raise self._fault(seq, "the outcome is not JSON:", exc) from exc
                 seq += 1
                 out.append(Record(seq, "ended", {"outcome": result, "seed": state.header["seed"]}))
                 return out, SessionState(state.header, game_state, state.seats, seq, True, True)
         try:
             waiting = tuple(game.to_act(game_state))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "to_act", exc) from exc
         if not waiting:
             raise self._fault(seq, "no seat is to act and the game has no outcome (stalled)")
@@ -804,7 +833,7 @@ class Engine:
 
         Its ``outcome`` is ``None`` and ``aborted`` says why; ``fault`` (for ``game_error``:
         ``time`` or ``memory`` when the game ran past its budget, see
-        :mod:`host.plugins.budget`) is recorded when given.
+        :mod:`host.plugins.budget`, ``error`` for any other fault) is recorded when given.
         """
         data: dict[str, Any] = {"outcome": None, "aborted": reason, "seed": state.header["seed"]}
         if fault is not None:
@@ -844,10 +873,11 @@ class Engine:
         return whole, state
 
     def load_tail(
-        self, records: list[Record], window: int
+        self, records: list[Record], window: int, most: int | None = None
     ) -> tuple[int, SessionState, list[SessionState]]:
         """:meth:`load`, also giving the state after each cause that ends within the last
-        ``window`` records (and the one before them), oldest first: what the freshness rule
+        ``window`` records *of play* (presence records between them do not count; at most
+        ``most`` records back), and the one before them, oldest first: what the freshness rule
         needs to judge an ``act`` naming an older seq. Still one fold of each record.
 
         Returns:
@@ -860,10 +890,14 @@ class Engine:
         state = self.rebuild(records[:1])
         n = len(records)
         starts: list[int] = []  # cause starts of the window (and the last cause), newest first
+        played = 0  # records of play from i on
         for i in range(n - 1, 0, -1):
-            if records[i].type in CAUSES:
+            kind = records[i].type
+            if kind not in PRESENCE:
+                played += 1
+            if kind in CAUSES:
                 starts.append(i)
-                if records[i].seq <= records[-1].seq - window:
+                if played > window or (most is not None and n - i >= most):
                     break
         starts.reverse()
         if not starts:
@@ -909,8 +943,9 @@ class Engine:
     def verify(
         self, records: list[Record], progress: Callable[[int], None] | None = None
     ) -> tuple[int, str] | None:
-        """Re-run every cause in a log on the current code; ``progress`` (if given) is called
-        with the number of records checked so far every :data:`VERIFY_STEP` records or so.
+        """Re-run every cause in a log on the current code (:meth:`verify_steps` run through);
+        ``progress`` (if given) is called with the number of records checked so far every
+        :data:`VERIFY_STEP` records or so.
 
         A recorded event is compared with the produced one as the current code reads it: one
         written under another event schema version (its ``v`` is not ``event_version``) is
@@ -926,6 +961,21 @@ class Engine:
             ``None`` if every recorded event is what the current code produces, else
             ``(seq, explanation)`` for the first record that differs.
         """
+        steps = self.verify_steps(records, progress)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    def verify_steps(
+        self, records: list[Record], progress: Callable[[int], None] | None = None
+    ) -> Generator[None, None, tuple[int, str] | None]:
+        """:meth:`verify` one cause at a time: the generator yields after each cause and
+        returns verify's result, so its caller can bound each stretch of game code (a budget
+        step, ``host.plugins.budget``) and let others run between two. A step the budget
+        interrupts (:class:`~host.plugins.budget.BudgetExceeded` raised inside the game's
+        code) is reported as the game's fault at that cause, like any other."""
         if not records or records[0].type != "header":
             return (0, "the log does not start with a header")
         at = 0
@@ -961,11 +1011,15 @@ class Engine:
                 # one the cause produced
                 state = after
                 i += len(produced)
+                yield
         except BadRecord as exc:
             return (exc.seq, f"the log does not fold: {exc.message}")
         except GameFault as exc:
             return (exc.seq or at, f"the game faults on replay: {exc.message}")
-        except Exception as exc:  # noqa: BLE001 - a verifier reports, it does not crash
+        except BudgetExceeded as exc:
+            return (at, f"the game faults on replay: past its {exc.what} budget ({exc.message})")
+        except BaseException as exc:  # noqa: BLE001 - a verifier reports, it does not crash
+            game_error(exc)
             return (at, f"replay failed: {type(exc).__name__}: {exc}")
         return None
 
@@ -989,7 +1043,8 @@ class Engine:
             try:
                 event = self.codec.event_from_wire(got_data["event"], version)
                 upcast = orjson.loads(orjson.dumps(self.codec.event_to_wire(event)))
-            except Exception as exc:  # noqa: BLE001 - the game's upcast may raise anything
+            except BaseException as exc:  # noqa: BLE001 - the game's upcast may raise anything
+                game_error(exc)
                 return (
                     got.seq,
                     f"recorded {got.to_json()}, which the code cannot read as an event of"

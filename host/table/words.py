@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from host.game import Viewer, who
+from host.plugins.faults import game_error
 
 __all__ = ["Words", "display_names", "outcome_fallback", "raw_event"]
 
@@ -42,6 +43,7 @@ ABORTED = {
     "too_long": "it reached the host's record limit",
     "abandoned": "no player was connected for too long",
     "game_error": "the game's code failed",
+    "admin": "an operator ended it",
 }
 """Why the host ended a session (``ended`` records' ``aborted``), in words."""
 
@@ -141,7 +143,8 @@ class Words:
         if self.describe is not None:
             try:
                 return str(self.describe(action))
-            except Exception:  # noqa: BLE001 - a game's text fault is not the host's
+            except BaseException as exc:  # a game's text fault is not the host's (SystemExit too)
+                game_error(exc)
                 self.failed = True
         return _json(action)
 
@@ -154,8 +157,8 @@ class Words:
                 text = self.describe_event(event, viewer, names)
                 if isinstance(text, str):
                     return text
-            except Exception:  # noqa: BLE001 - a game's text fault is not the host's
-                pass
+            except BaseException as exc:  # a game's text fault is not the host's (SystemExit too)
+                game_error(exc)
             self.failed = True
         return raw_event(event)
 
@@ -169,8 +172,8 @@ class Words:
                 text = self.describe_outcome(outcome, names)
                 if isinstance(text, str):
                     return text
-            except Exception:  # noqa: BLE001 - a game's text fault is not the host's
-                pass
+            except BaseException as exc:  # a game's text fault is not the host's (SystemExit too)
+                game_error(exc)
             self.failed = True
         return outcome_fallback(outcome, names)
 

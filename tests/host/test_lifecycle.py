@@ -465,7 +465,10 @@ async def test_turn_timeouts_reach_the_header_and_win_on_reload(tmp_path):
 
 
 # -- item 2: a failed append is retried, not fatal -------------------------------------------------
-async def test_a_session_carries_on_after_an_append_fails_once(tmp_path):
+async def test_a_session_carries_on_after_an_append_fails_once(tmp_path, autojump_clock):
+    """Until the retry is due (1 s after the failure) the store is left alone: a command that
+    would write answers ``unavailable`` at once, ``view`` answers from what the host holds;
+    then the host reloads the log by itself and the same command goes through."""
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path)
         store = running.host.store
@@ -473,17 +476,33 @@ async def test_a_session_carries_on_after_an_append_fails_once(tmp_path):
         sid = (await create(a))["session"]
         await a.call("join", session=sid)
         jb = await b.call("join", session=sid)
-        real = store.append
+        real_append, real_load = store.append, store.load
         failures = [OSError(24, "Too many open files")]
+        calls: list[str] = []
 
         async def flaky(*args: Any, **kw: Any) -> None:
+            calls.append("append")
             if failures:
                 raise failures.pop()
-            await real(*args, **kw)
+            await real_append(*args, **kw)
+
+        def load(*args: Any, **kw: Any) -> Any:  # run in a worker thread
+            calls.append("load")
+            return real_load(*args, **kw)
 
         store.append = flaky  # type: ignore[method-assign]
+        store.load = load  # type: ignore[method-assign]
         r = await a.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
         assert r["error"]["code"] == "unavailable"
+        failed_at = trio.current_time()
+        for _ in range(3):  # neither brings the retry forward
+            r = await a.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
+            assert r["error"]["code"] == "unavailable" and "retries in" in r["error"]["message"]
+            assert (await b.call("view", session=sid))["seq"] == jb["seq"]
+        assert calls == ["append"] and trio.current_time() - failed_at < 1.0
+        while calls == ["append"]:  # the host reloads the log by itself once the retry is due
+            await trio.sleep(0.1)
+        assert calls == ["append", "load"] and trio.current_time() - failed_at >= 1.0
         acted = await a.call("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
         assert acted == {"seq": jb["seq"] + 2}
         stalled = await b.next_push()  # told once that the store failed
@@ -674,10 +693,13 @@ async def test_a_connection_gone_before_its_join_is_answered_does_not_keep_the_s
         running.host.request_shutdown()
 
 
-async def test_a_session_whose_log_is_gone_for_good_stops_instead_of_retrying(tmp_path):
-    """After a failed append the session reloads its log; if the log is gone (or damaged),
-    retrying cannot help: the session leaves the live list (freeing its place) and requests
-    are answered clearly, not ``unavailable`` for ever."""
+async def test_a_session_whose_log_is_gone_for_good_stops_instead_of_retrying(
+    tmp_path, autojump_clock
+):
+    """After a failed append the session reloads its log (a request brings that forward once
+    a second has passed); if the log is gone (or damaged), retrying cannot help: the session
+    leaves the live list (freeing its place) and requests are answered clearly, not
+    ``unavailable`` for ever."""
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path)
         store = running.host.store
@@ -694,6 +716,9 @@ async def test_a_session_whose_log_is_gone_for_good_stops_instead_of_retrying(tm
         assert r["error"]["code"] == "unavailable"
         store.path(sid).unlink()  # and the log is gone
         r = await a.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
+        assert r["error"]["code"] == "unavailable"  # within the second: the store is not tried
+        await trio.sleep(1.0)
+        r = await a.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
         assert r["error"]["code"] == "session_damaged"
         with trio.fail_after(10):
             while sid in running.host.sessions:  # the actor ends and lets go of its place
@@ -703,17 +728,31 @@ async def test_a_session_whose_log_is_gone_for_good_stops_instead_of_retrying(tm
         running.host.request_shutdown()
 
 
-async def test_a_resume_whose_client_hangs_up_while_it_is_written_leaves_nobody_holding(
-    tmp_path, autojump_clock
+def the_key(host: Any, client: Any) -> str:
+    """The key of ``client``'s connection on ``host`` (found by its socket's address)."""
+    here = client.stream.socket.getsockname()
+    for conn in host.connections:
+        if conn.stream.socket.getpeername() == here:
+            return conn.key
+    raise AssertionError("no such connection")
+
+
+@pytest.mark.parametrize("holder_left", [False, True])
+async def test_a_resume_whose_client_hangs_up_while_it_is_written_takes_nothing(
+    tmp_path, autojump_clock, holder_left
 ):
     """A resume is written while its client hangs up (the store is slow): once written, the
-    gone connection does not hold the seat, its release is in the log, and the turn timer and
-    abandonment can run (breaker's finding: it was left "held" by a dead connection)."""
+    gone connection does not hold the seat — it goes straight back to the connection that held
+    it (never told ``detached``), or, if nobody did, is released — so the turn timer and
+    abandonment can run (breaker's findings: it was left "held" by a dead connection, then
+    taken from a live one)."""
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path, turn_timeout=None, abandon_after=None)
         a = await running.client()
         sid = (await create(a))["session"]
         joined = await a.call("join", session=sid)
+        if holder_left:
+            await a.call("leave", session=sid)
         store = running.host.store
         real = store.append
         entered, gate = trio.Event(), trio.Event()
@@ -733,9 +772,18 @@ async def test_a_resume_whose_client_hangs_up_while_it_is_written_leaves_nobody_
         store.append = real  # type: ignore[method-assign]
         gate.set()
         table = running.host.sessions[sid].table
+        back = "seat_released" if holder_left else "seat_held"
         with trio.fail_after(120):  # the table, not only the file: what decides later commands
-            while log_of(tmp_path, sid)[-1].type != "seat_released" or any(table.holders):
+            while "returned" not in (last := log_of(tmp_path, sid)[-1]).data or (
+                table.seq != last.seq
+            ):
                 await trio.sleep(0.1)
+        held = table.holders[0]
+        recs = log_of(tmp_path, sid)
+        assert held == (None if holder_left else the_key(running.host, a)), (held, recs[-3:])
+        if not holder_left:
+            assert (await a.call("view", session=sid))["connected"][0]
         running.host.request_shutdown()
-    kinds = [r.type for r in log_of(tmp_path, sid)]
-    assert kinds[-2:] == ["seat_held", "seat_released"]
+    recs = log_of(tmp_path, sid)
+    assert [r.type for r in recs[-2:]] == ["seat_held", back]
+    assert recs[-1].data["returned"] == recs[-2].seq

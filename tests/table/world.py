@@ -8,7 +8,8 @@ follows the log and decides again, as a lost race does), committed, and the othe
 Due host steps run on the host that drives (holds the lease), as often as they are due.
 
 Logical connections (:class:`Client`) keep what they were shown: replies, event pushes (by seq),
-their latest turn push, ``detached`` and ``ended`` pushes.
+presence pushes (by seq: each must come right after its record's event push), their latest turn
+push, ``detached`` and ``ended`` pushes.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from host.table.core import (
     format_ts,
 )
 from host.table.engine import Engine, Record
-from protocol.replies import DetachedPush, EndedPush, EventPush, TurnPush, ViewPush
+from protocol.replies import (
+    DetachedPush,
+    EndedPush,
+    EventPush,
+    PresencePush,
+    TurnPush,
+    ViewPush,
+)
 
 T0 = 1_800_000_000.0
 """The fake clock's start (seconds since the epoch)."""
@@ -53,14 +61,17 @@ class Client:
     detached: list[DetachedPush] = attrs.Factory(list)
     ended: list[EndedPush] = attrs.Factory(list)
     views: list[ViewPush] = attrs.Factory(list)
+    presence: dict[int, PresencePush] = attrs.Factory(dict)
     role: Any = "none"  # a seat, None (watching) or "none"
     token: str | None = None
+    previous: Any = None  # the push before the latest one
 
     @property
     def last_seq(self) -> int:
         return max(self.events, default=-1)
 
     def take(self, push: Any) -> None:
+        previous, self.previous = self.previous, push
         if isinstance(push, EventPush):
             assert push.seq not in self.events or self.events[push.seq] == (
                 push.kind,
@@ -76,6 +87,12 @@ class Client:
             self.ended.append(push)
         elif isinstance(push, ViewPush):
             self.views.append(push)
+        elif isinstance(push, PresencePush):
+            assert isinstance(previous, EventPush) and previous.seq == push.seq, (
+                f"{self.name}: the presence push of seq {push.seq} after {previous!r}"
+            )
+            assert push.seq not in self.presence or self.presence[push.seq] == push
+            self.presence[push.seq] = push
         else:  # pragma: no cover - a push kind this world does not know
             raise AssertionError(f"unexpected push {push!r}")
 
@@ -191,13 +208,18 @@ class World:
                 new = self.records()[h.table.seq + 1 :]
                 self._route(h, h.table.follow(new, self.now))
 
-    def run(self, host: Host, decide: Any) -> None:
-        """Carry out one step of ``host``'s table as a driver would."""
+    def run(self, host: Host, decide: Any, gone: bool = False) -> None:
+        """Carry out one step of ``host``'s table as a driver would. ``gone``: the requester
+        went away once its records were durable, before its reply (a resume then takes
+        nothing: the driver gives the seat back)."""
         caught_up = False
         for _ in range(3):
             step = decide(caught_up)
             if step is None:
                 return
+            if step.first:
+                self._route(host, step.first)
+                step.first = []
             if step.follow_first and not caught_up:
                 self._follow_all()
                 caught_up = True
@@ -209,13 +231,19 @@ class World:
                 self._follow_all()
                 caught_up = True
                 continue
-            self._route(host, host.table.commit(step))
+            self._route(host, host.table.commit(step, closed=gone))
             self._follow_all(except_host=host)
+            if gone and step.what == "resume":
+                self.run(host, lambda caught_up, s=step: host.table.give_back(s, self.now))
             return
         self._route(host, host.table.conflicted(step))
 
-    def command(self, client: Client, cmd: Command, closing: bool = False) -> Any:
-        """``client`` sends ``cmd`` to its host; the reply (then the due steps are run)."""
+    def command(
+        self, client: Client, cmd: Command, closing: bool = False, gone: bool = False
+    ) -> Any:
+        """``client`` sends ``cmd`` to its host; the reply (then the due steps are run).
+        ``closing``: its connection has closed its side when the table decides; ``gone``: it
+        goes away once the step's records are durable, before the reply (see :meth:`run`)."""
         host = self.hosts[client.host]
         before = len(client.replies)
         key = client.key
@@ -225,7 +253,9 @@ class World:
                 key, before, cmd, self.now, closing=closing, caught_up=caught_up
             )
 
-        self.run(host, decide)
+        self.run(host, decide, gone=gone)
+        if gone:
+            self.close(client)
         self.settle()
         return client.replies[before] if len(client.replies) > before else None
 
@@ -245,7 +275,7 @@ class World:
             for h in self.hosts:
                 when, _ = h.table.next_due()
                 if when <= self.now:
-                    self.run(h, lambda caught_up, h=h: h.table.due(self.now))
+                    self.run(h, lambda caught_up, h=h: h.table.due(self.now, caught_up))
                     break
             else:
                 return

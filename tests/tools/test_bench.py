@@ -129,6 +129,35 @@ def test_bench_without_seconds_plays_each_session_to_its_end():
     assert_ordered_percentiles(r, "rtt")
 
 
+@needs_crazy_eights
+def test_bench_hosts_on_one_database_report_each_hosts_share(pg_store_url):
+    r = bench_json("--sessions", "4", "--seconds", "1", "--store", pg_store_url, "--hosts", "2")
+    assert_host_figures(r, sessions=4, seconds=1)
+    assert r["hosts"] == 2 and r["store"] == "postgresql"
+    assert sum(r["hosts_actions"]) == r["actions"] and all(n > 0 for n in r["hosts_actions"])
+    assert sum(r["hosts_cpu_s"]) == pytest.approx(r["host_cpu_s"])
+    for cpu, n, per in zip(
+        r["hosts_cpu_s"], r["hosts_actions"], r["hosts_cpu_per_action_ms"], strict=True
+    ):
+        assert per == pytest.approx(cpu * 1000 / n)
+
+
+@needs_crazy_eights
+def test_bench_workers_measure_every_process(pg_store_url):
+    r = bench_json("--sessions", "4", "--seconds", "1", "--store", pg_store_url, "--workers", "2")
+    assert_host_figures(r, sessions=4, seconds=1)
+    assert r["workers"] == 2
+    assert len(r["processes_cpu_s"]) == 3  # the supervisor and its two workers
+    assert sum(r["processes_cpu_s"]) == pytest.approx(r["host_cpu_s"])
+
+
+def test_bench_refuses_hosts_without_a_shared_store(capsys):
+    from tools.cli import main
+
+    assert main(["bench", "--hosts", "2"]) == 2
+    assert "--store" in capsys.readouterr().err
+
+
 def test_bench_refuses_a_non_positive_duration(capsys):
     from tools.cli import main
 
@@ -289,3 +318,21 @@ def test_the_stall_bench_reports_its_figures_for_a_small_log():
     assert loaded["page_s"]["n"] >= 1  # pages answered while the rest ran
     assert set(loaded["broken_tables"]) <= {"stall-loop", "stall-hog"}
     assert r["workers"] >= 0 and r["peak_rss_mib"] > 0 and r["first_answer_s"] > 0
+
+
+def test_bench_idle_reports_the_memory_each_idle_connection_costs_host_and_bare_server():
+    r = bench_json("--idle", "50")
+    assert r["idle_connections"] == 50
+    for prefix in ("idle", "bare_idle"):
+        before, after = r[f"{prefix}_rss_before_mib"], r[f"{prefix}_rss_after_mib"]
+        assert before > 0 and after > 0
+        # the figure is the growth over the connections opened, in KiB
+        assert r[f"{prefix}_kib_per_connection"] == pytest.approx((after - before) * 1024 / 50)
+        assert r[f"{prefix}_open_s"] > 0
+
+
+def test_bench_idle_refuses_fewer_than_one_connection():
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.cli", "bench", "--idle", "0"], capture_output=True
+    )
+    assert done.returncode != 0 and b"--idle must be at least 1" in done.stderr

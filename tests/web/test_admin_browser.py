@@ -101,7 +101,7 @@ def test_the_operator_sees_a_session_and_ends_it_and_its_log_verifies(host, brow
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith(f"ok: {sid}.jsonl: ")
     timeline = subprocess.run(
-        [sys.executable, "-m", "tools.cli", "replay", str(log)],
+        [sys.executable, "-m", "tools.cli", "replay", "--raw", str(log)],
         capture_output=True,
         text=True,
         cwd=ROOT,
