@@ -7,20 +7,33 @@ gapless ``seq`` from 0 (see ``host.table.engine`` for the record types).
 
 Durability: :meth:`FileStore.append` returns only once its records are written, flushed and (per
 ``fsync``) synced. One long-lived writer thread, started by :meth:`FileStore.run` and fed by a
-thread-safe queue, takes every append queued so far as one batch, writes them all, then fsyncs each
-touched file once (group commit) before acknowledging them all; the acknowledgements of a batch go
-back to trio in one ``TrioToken.run_sync_soon`` callback (no thread hand-off per batch or append):
+thread-safe queue, takes every append queued so far as one batch and writes it; the
+acknowledgements of a batch go back to trio in one ``TrioToken.run_sync_soon`` callback (no thread
+hand-off per batch or append).
 
-- ``always``: fsync each append on its own before acknowledging it;
-- ``batch`` (default): one fsync per file per batch covers every append queued meanwhile;
-- ``never``: write and flush only (survives a crash of the host, not of the machine).
+The store that holds the data dir (a host's, made with ``exclusive``; or a tool's that finds the
+data dir free when it starts running) writes every session's appends through one shared
+write-ahead log, ``<data-dir>/wal/`` (``host.store.wal``: its format, checkpoints and recovery):
+the batch's records go to the log, the log is synced once, then each append is written to its
+session file (not synced: the log holds it) and acknowledged. The session files thus hold every
+acknowledged record as soon as it is acknowledged (readers see it), byte for byte as without the
+log; they are made durable off the critical path, when a full segment of the log (16 MiB) is
+checkpointed by a background thread (each session file it touched fsynced, then the segment
+deleted), and when the store closes (everything checkpointed, no segment left). Opening the data
+dir replays any segment left by a crash onto the session files first. ``fsync``:
 
-Appends are synced with ``fdatasync`` where the OS has it (it flushes the data and the file size
-an append changes, which is all a later read needs; ``fsync`` elsewhere). The files a batch wrote
-are synced by up to :data:`SYNC_THREADS` threads at once (each takes its share of the files), not
-one after the other: the filesystem's journal then commits them together, so a batch of 100 logs
-costs about one sync (measured on the CI machine kind: ~2-5 ms instead of ~30-400 ms), which was
-most of an ``act``'s round trip.
+- ``always``: the log is synced after each append on its own, before it is acknowledged;
+- ``batch`` (default): one sync of the log per batch covers every append queued meanwhile, of
+  every session (group commit): one ``fdatasync`` per batch, however many sessions it touched;
+- ``never``: no log; each append is written and flushed only (survives a crash of the host, not
+  of the machine).
+
+A store that does not hold the data dir (a tool beside a running host; ``wal=False``) writes file
+by file instead: each touched file is fsynced once per batch (``always``: each append on its
+own). Those files are synced by up to :data:`SYNC_THREADS` threads at once (each takes its share),
+not one after the other: the filesystem's journal then commits them together. Syncs use
+``fdatasync`` where the OS has it (it flushes the data and the file size an append changes, which
+is all a later read needs; ``fsync`` elsewhere).
 
 Shutdown: :meth:`FileStore.aclose` refuses new appends, lets the thread write everything queued,
 and waits until it has closed its files and ended. If the task running :meth:`FileStore.run` is
@@ -31,21 +44,25 @@ Timestamps: every record's ``ts`` is the wall-clock time of its append to the mi
 string is made at most once per millisecond and shared by the appends within it.
 
 Descriptors: the writer keeps at most ``max_open`` log files open (least recently used closed
-first). A descriptor written in the current batch is fsynced before it is closed to make room, so
-every acknowledged append was synced on its own file, never on a reused descriptor number.
+first). Without the write-ahead log, a descriptor written in the current batch is fsynced before
+it is closed to make room, so every acknowledged append was synced on its own file, never on a
+reused descriptor number (with it, the log's sync covers the append; a checkpoint syncs the file
+by its name).
 :meth:`FileStore.release` never closes a file under the writer thread: while a batch is being
 written (the thread holds a lock on the open files) it is handed to the thread, which closes the
 file once its batch is done; while the thread waits for work, it is closed at once. When opening
 a log fails for want of descriptors (EMFILE/ENFILE), the writer closes its cached files and tries
 once more.
 
-Failed appends: an append that raises (a write, fsync or open error) leaves the session *not
-open*: the store forgets its next seq, so every later append of it raises :class:`Conflict` —
-including appends already queued behind the failed one (no record is ever written after a gap)
-— until :meth:`FileStore.load` re-reads the log. A write that fails half way is cut off again
-where possible; whatever is left (a torn last line) is truncated by that ``load``. Records of a
-failed append may still be in the log (e.g. written but not synced), so the caller must carry on
-from what ``load`` returns, not from what it meant to write.
+Failed appends: an append that raises (a write, fsync or open error; a failed write or sync of
+the write-ahead log fails every append of its batch) leaves the session *not open*: the store
+forgets its next seq, so every later append of it raises :class:`Conflict` — including appends
+already queued behind the failed one (no record is ever written after a gap) — until
+:meth:`FileStore.load` re-reads the log. A write that fails half way is cut off again where
+possible; whatever is left (a torn last line) is truncated by that ``load``. Records of a failed
+append may still be in the log (e.g. written but not synced, or in the write-ahead log, which a
+recovery after a crash replays), so the caller must carry on from what ``load`` returns, not from
+what it meant to write.
 
 Optimistic concurrency: an append names the seq it expects to write first; any other value is a
 :class:`Conflict`, never an overwrite.
@@ -110,6 +127,7 @@ from host.store.base import (
     decode_line,
     encode_lines,
 )
+from host.store.wal import SEGMENT_BYTES, Recovery, Wal, cut_line, wal_lines
 
 if TYPE_CHECKING:
     from host.table.engine import Engine, Record, SessionState
@@ -377,6 +395,8 @@ class _Append:
     session: str
     data: bytes
     opened: int  # which opening (load or create) of the session the append belongs to
+    first: int  # the seq of its first record
+    lines: list[bytes]  # its log lines (``data`` is them joined)
     done: trio.Event = attrs.field(factory=trio.Event)
     error: BaseException | None = None
 
@@ -433,10 +453,17 @@ class FileStore(WriterThreadStore):
         max_open: how many log files the writer keeps open at once (at least 1).
         logs_in_root: the logs go in ``root`` itself, not ``root/sessions`` (a folder of logs
             outside a data dir, as ``replay --fork-at --out`` writes); ``root`` is made with
-            mode 0700 if missing, an existing folder's mode is left alone.
+            mode 0700 if missing, an existing folder's mode is left alone. No write-ahead log.
+        exclusive: hold the data dir from now on, as a host does (its lock,
+            ``root/.gamehost.lock``), and recover its write-ahead log at once.
+        wal: write appends through the write-ahead log ``root/wal`` while this store holds the
+            data dir and ``fsync`` is not ``never`` (False: always file by file).
+        segment_bytes: the size past which the write-ahead log begins a new segment.
 
     Raises:
         ValueError: ``max_open`` below 1.
+        DataDirInUse: ``exclusive``, and another store or process holds the data dir.
+        WalDamaged: ``exclusive``, and the write-ahead log is damaged (see ``host.store.wal``).
     """
 
     def __init__(
@@ -447,6 +474,8 @@ class FileStore(WriterThreadStore):
         max_open: int = MAX_OPEN,
         logs_in_root: bool = False,
         exclusive: bool = False,
+        wal: bool = True,
+        segment_bytes: int = SEGMENT_BYTES,
     ) -> None:
         if max_open < 1:
             raise ValueError(f"max_open must be at least 1, not {max_open}")
@@ -465,6 +494,15 @@ class FileStore(WriterThreadStore):
                     tmp.unlink()
         self.fsync = fsync
         self.max_open = max_open
+        self._root = Path(root)
+        self._wal_wanted = wal and not logs_in_root
+        self._segment_bytes = segment_bytes
+        self.wal: Wal | None = None
+        """The write-ahead log appends go through, while this store holds the data dir (and
+        ``fsync`` is not ``never``); None: appends are written (and synced) file by file."""
+        self.recovery: Recovery | None = None
+        """What recovering the write-ahead log did when this store took the data dir."""
+        self._n_wal_syncs = 0  # of write-ahead logs this store held before
         # trio side: the next seq of each open session, its opening, its appends not yet done
         self._next: dict[str, int] = {}
         self._opened: dict[str, int] = {}
@@ -485,6 +523,38 @@ class FileStore(WriterThreadStore):
         # read_range: a line index per session read by range, least recently used first
         self._indexes: OrderedDict[str, _LineIndex] = OrderedDict()
         self._indexes_lock = threading.Lock()
+        if exclusive and not logs_in_root:
+            try:
+                self._hold()
+            except BaseException:
+                self._after_writer()  # the lock goes: the next host may try again
+                raise
+
+    def _hold(self) -> None:
+        """With the data dir's lock held: recover the write-ahead log onto the session files
+        and retire it, then write appends through a new one (unless ``fsync`` is ``never``)."""
+        wal, self.recovery = Wal.open(self._root / "wal", self.dir, self._segment_bytes)
+        if self._wal_wanted and self.fsync != "never":
+            self.wal = wal
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the writer thread until :meth:`aclose` (see ``WriterThreadStore.run``). A store
+        made without ``exclusive`` that would write through the write-ahead log takes the data
+        dir's lock now if it is free (recovering the log first, in a worker thread) and lets it
+        go when it ends; if a host holds it, appends are written file by file."""
+        if self._lock_fd is None and self._wal_wanted and self.fsync != "never":
+            try:
+                self._lock_fd = _lock_dir(self._root)
+            except DataDirInUse:
+                pass
+            else:
+                try:
+                    with trio.CancelScope(shield=True):  # cancelled, it still writes the queue
+                        await trio.to_thread.run_sync(self._hold)
+                except BaseException:
+                    self._after_writer()
+                    raise
+        await super().run(task_status=task_status)
 
     splices_encoded: ClassVar[bool] = True
     """Record values that are ``orjson.Fragment`` (JSON made already) are written as they are
@@ -518,13 +588,14 @@ class FileStore(WriterThreadStore):
         return sorted(ids)
 
     def statistics(self) -> StoreStatistics:
-        """The counters now."""
+        """The counters now (``fsyncs`` counts the write-ahead log's and its checkpoints')."""
+        wal = self.wal
         return StoreStatistics(
             len(self._fds),
             self._n_appends,
             self._n_records,
             self._n_batches,
-            self._n_fsyncs,
+            self._n_fsyncs + self._n_wal_syncs + (wal.syncs if wal is not None else 0),
             self._queue.qsize() - (self._stop_sent and not self._stop_taken),
         )
 
@@ -561,7 +632,8 @@ class FileStore(WriterThreadStore):
         return records
 
     def truncate(self, session: str, keep: int) -> None:
-        """Cut a (loaded, not yet appended-to) log after its first ``keep`` records, durably.
+        """Cut a (loaded, not yet appended-to) log after its first ``keep`` records, durably
+        (through the write-ahead log first, if the store writes one: a ``cut`` line).
 
         Raises:
             Conflict: appends of the session are in progress.
@@ -582,6 +654,12 @@ class FileStore(WriterThreadStore):
             if nl < 0:
                 raise CorruptLog(path, i, f"cannot keep {keep} records: the log ends here")
             end = nl + 1
+        wal = self.wal
+        if wal is not None:  # said in the log first: a recovery cuts the file again
+            with self._fds_lock:
+                wal.write(cut_line(session, keep))
+                wal.sync()
+                wal.mark([session])
         _truncate(path, end)
         self._open(session, keep)
 
@@ -792,9 +870,9 @@ class FileStore(WriterThreadStore):
         check_append(self._next.get(session), session, expected_seq, records)
         if not records:
             return
-        data = b"".join(encode_lines(records))
+        lines = encode_lines(records)
         self._next[session] = expected_seq + len(records)
-        job = _Append(session, data, self._opened[session])
+        job = _Append(session, b"".join(lines), self._opened[session], expected_seq, lines)
         self._pending[session] = self._pending.get(session, 0) + 1
         self._queue.put(job)
         self._n_records += len(records)
@@ -803,6 +881,9 @@ class FileStore(WriterThreadStore):
             raise job.error
 
     def _after_writer(self) -> None:
+        if self.wal is not None:  # closed by the writer thread: appends go file by file now
+            self._n_wal_syncs += self.wal.syncs
+            self.wal = None
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # frees the data dir for the next host
             self._lock_fd = None
@@ -834,6 +915,8 @@ class FileStore(WriterThreadStore):
                 for fd in self._fds.values():
                     os.close(fd)
                 self._fds.clear()
+                if self.wal is not None:  # fsync what it covers and retire every segment
+                    self.wal.close()
             if self._sync_pool is not None:
                 self._sync_pool.shutdown()
                 self._sync_pool = None
@@ -959,6 +1042,78 @@ class FileStore(WriterThreadStore):
     def _write_batch(self, batch: list[_Append]) -> None:
         """Write (and sync) a batch; each failed append gets its ``error``, and its session
         (that opening of it) is marked failed: later appends of it are refused."""
+        if self.wal is not None:
+            self._write_batch_wal(self.wal, batch)
+        else:
+            self._write_batch_files(batch)
+        for job in batch:
+            if job.error is not None:
+                self._failed[job.session] = job.opened
+        self._n_batches += 1
+        self._n_appends += sum(1 for job in batch if job.error is None)
+
+    def _write_batch_wal(self, wal: Wal, batch: list[_Append]) -> None:
+        """A batch through the write-ahead log: its lines are written and synced (``batch``:
+        once for the whole batch; ``always``: once per append), then each append is written to
+        its session file (synced later by a checkpoint) and acknowledged."""
+        failed: dict[str, BaseException] = {}
+        live: list[_Append] = []
+        for job in batch:
+            if job.session in failed or self._failed.get(job.session) == job.opened:
+                job.error = _not_open(job.session)  # never write after a gap
+                continue
+            if self.fsync == "always":
+                try:
+                    wal.write(wal_lines(job.session, job.first, job.lines))
+                    wal.sync()
+                except OSError as exc:
+                    job.error = exc
+                    failed[job.session] = exc
+                    continue
+                self._write_file(job, failed)
+            live.append(job)
+        if self.fsync != "always" and live:
+            try:
+                wal.write(b"".join(wal_lines(job.session, job.first, job.lines) for job in live))
+                wal.sync()
+            except OSError as exc:
+                for job in live:
+                    job.error = exc
+                    failed[job.session] = exc
+            else:
+                for job in live:
+                    if job.session in failed:
+                        job.error = _not_open(job.session)
+                    else:
+                        self._write_file(job, failed)
+        wal.mark(job.session for job in live)
+        wal.rotate_if_full()
+
+    def _write_file(self, job: _Append, failed: dict[str, BaseException]) -> None:
+        """Write an append to its session file, not synced (the write-ahead log holds it); a
+        failure is the append's ``error`` and fails its session for the rest of the batch."""
+        try:
+            fd = self._fd(job.session, {}, failed)
+            start = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                view = memoryview(job.data)
+                while view:
+                    n = os.write(fd, view)
+                    if n <= 0:
+                        raise OSError(errno.EIO, "write wrote nothing")
+                    view = view[n:]
+            except OSError:
+                with contextlib.suppress(OSError):  # else load cuts the torn tail
+                    os.ftruncate(fd, start)
+                raise
+        except (OSError, CorruptLog) as exc:
+            job.error = exc
+            failed[job.session] = exc
+            self._close(job.session, {}, failed)  # a fresh open after the reload
+
+    def _write_batch_files(self, batch: list[_Append]) -> None:
+        """A batch written file by file, each file synced (per ``fsync``) before the batch is
+        acknowledged (no write-ahead log: a store that does not hold the data dir)."""
         unsynced: dict[str, list[_Append]] = {}  # batch mode: written, fsync still owed
         failed: dict[str, BaseException] = {}
         for job in batch:
@@ -989,11 +1144,6 @@ class FileStore(WriterThreadStore):
                 failed[job.session] = exc
                 self._close(job.session, unsynced, failed)  # a fresh open after the reload
         self._sync_all(unsynced, failed)
-        for job in batch:
-            if job.error is not None:
-                self._failed[job.session] = job.opened
-        self._n_batches += 1
-        self._n_appends += sum(1 for job in batch if job.error is None)
 
     def release(self, session: str) -> None:
         """Close a session's file when it will not be appended to again (it ended). While the
