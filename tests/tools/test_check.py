@@ -82,3 +82,39 @@ async def test_replay_verify_names_a_checksum_mismatch(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"error: {game}: seq 3: the line at byte ")
     assert err.endswith("the record does not match its checksum\n")
+
+
+async def test_check_reads_the_write_ahead_log_and_says_what_a_start_would_replay(tmp_path, capsys):
+    from host.store.wal import MAGIC
+    from tests.host.test_wal import _stage
+
+    data = tmp_path / "data"
+    segment = _stage(data, {"s1": [0]}, [("s1", 1), ("s1", 2)])  # as a crash left it
+    good = segment.read_bytes()
+    before = (data / "sessions" / "s1.jsonl").read_bytes()
+    assert await cli("check", "--data-dir", str(data)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == (
+        "write-ahead log: 1 segment not yet retired (2 records); a host's start would add 2"
+        " records to session files"
+    )
+    segment.write_bytes(good[:-9])  # a torn tail: no damage
+    assert await cli("check", "--data-dir", str(data)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = good.rindex(b"\n", 0, len(good) - 1) + 1
+    assert (
+        f"torn: wal/{segment.name}: a torn last line at byte {at} (never acknowledged; a host"
+        " drops it)" in lines
+    )
+    assert lines[-1].endswith("(1 records); a host's start would add 1 records to session files")
+    damaged = bytearray(good)
+    damaged[len(MAGIC) + 12] ^= 0x04
+    segment.write_bytes(bytes(damaged))
+    assert await cli("check", "--data-dir", str(data)) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        f"damaged: wal/{segment.name}: byte {len(MAGIC)}: a line that does not match its"
+        " checksum (a host refuses to start)"
+    )
+    assert segment.read_bytes() == bytes(damaged)  # nothing was changed
+    assert (data / "sessions" / "s1.jsonl").read_bytes() == before
