@@ -428,12 +428,18 @@ class Wal:
         self.size = self.synced = 0
         self.broken: OSError | None = None
         self.dirty: set[str] = set()  # sessions whose files the open segment's records touched
-        self.syncs = 0  # fsyncs made (log and checkpoints)
+        self.log_syncs = 0  # fsyncs of the log made by the writer (and truncations)
+        self.checkpoint_syncs = 0  # fsyncs made by checkpoints (its own thread, or close)
         self._checkpoints: queue.SimpleQueue[tuple[int, set[str]] | None] = queue.SimpleQueue()
         self._checkpointer: threading.Thread | None = None
         self._retire_lock = threading.Lock()
         self._carried: set[str] = set()  # sessions a failed checkpoint still owes a sync
         self.checkpoint_errors = 0
+
+    @property
+    def syncs(self) -> int:
+        """Every fsync this log made: of its segments and of session files at checkpoints."""
+        return self.log_syncs + self.checkpoint_syncs
 
     @classmethod
     def open(
@@ -471,7 +477,7 @@ class Wal:
             with contextlib.suppress(OSError):
                 os.unlink(path)
             raise
-        self.syncs += 2
+        self.log_syncs += 2
         self.fd = fd
         self.size = self.synced = len(MAGIC)
 
@@ -513,7 +519,7 @@ class Wal:
         except OSError:
             self._cut_back()
             raise
-        self.syncs += 1
+        self.log_syncs += 1
         self.synced = self.size
 
     def _cut_back(self) -> None:
@@ -574,7 +580,7 @@ class Wal:
                 continue  # gone: nothing of it to keep
             try:
                 _datasync(fd)
-                self.syncs += 1
+                self.checkpoint_syncs += 1
             except OSError as exc:
                 log.error("wal_checkpoint_sync_failed", session=sid, error=str(exc))
                 failed.add(sid)
