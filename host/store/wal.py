@@ -50,6 +50,7 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 import attrs
 import crc32c
@@ -131,8 +132,7 @@ def cut_line(session: str, keep: int) -> bytes:
     return b"%08x %b\n" % (crc32c.crc32c(rest), rest)
 
 
-@attrs.frozen
-class WalEntry:
+class WalEntry(NamedTuple):
     """One line of a segment.
 
     Attributes:
@@ -176,31 +176,33 @@ def scan_segment(path: Path, data: bytes, newest: bool) -> SegmentScan:
             return SegmentScan([], 0 if size else None, size)  # made, not yet written
         raise WalDamaged(path, 0, "not a write-ahead log segment (its first line is wrong)")
     entries: list[WalEntry] = []
+    lines = data[len(MAGIC) :].split(b"\n")
+    tail = lines.pop()  # what follows the last newline: b"" unless torn
     pos = len(MAGIC)
-    while pos < size:
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            if newest:
-                log.warning("wal_torn_tail", path=str(path), offset=pos, dropped=size - pos)
-                return SegmentScan(entries, pos, size)
-            raise WalDamaged(path, pos, "a torn line in a segment that is not the newest")
-        line = data[pos:nl]
-        if len(line) < 10 or line[8:9] != b" " or line[:8] != b"%08x" % crc32c.crc32c(line[9:]):
-            if newest and nl == size - 1:
+    crc = crc32c.crc32c
+    for k, line in enumerate(lines):
+        body = line[9:]
+        if line[8:9] != b" " or line[:8] != b"%08x" % crc(body) or len(line) < 10:
+            if newest and k == len(lines) - 1 and not tail:
                 log.warning("wal_torn_tail", path=str(path), offset=pos, dropped=size - pos)
                 return SegmentScan(entries, pos, size)
             raise WalDamaged(path, pos, "a line that does not match its checksum")
-        parts = line[9:].split(b" ", 2)
-        if (
-            len(parts) != 3
-            or not _SESSION.match(parts[0])
-            or not parts[1].isdigit()
-            or not (parts[2] == _CUT or parts[2].startswith(_SUMMED))
-        ):
+        parts = body.split(b" ", 2)
+        if len(parts) != 3 or not parts[1].isdigit() or not _SESSION.match(parts[0]):
             raise WalDamaged(path, pos, "a line that matches its checksum but does not read")
         sid, seq, rest = parts
-        entries.append(WalEntry(sid.decode(), int(seq), None if rest == _CUT else rest, pos))
-        pos = nl + 1
+        if rest == _CUT:
+            entries.append(WalEntry(sid.decode(), int(seq), None, pos))
+        elif rest.startswith(_SUMMED):
+            entries.append(WalEntry(sid.decode(), int(seq), rest, pos))
+        else:
+            raise WalDamaged(path, pos, "a line that matches its checksum but does not read")
+        pos += len(line) + 1
+    if tail:
+        if not newest:
+            raise WalDamaged(path, pos, "a torn line in a segment that is not the newest")
+        log.warning("wal_torn_tail", path=str(path), offset=pos, dropped=size - pos)
+        return SegmentScan(entries, pos, size)
     return SegmentScan(entries, None, size)
 
 
@@ -215,6 +217,9 @@ class _Plan:
 
     def add(self, entry: WalEntry, where: Path) -> None:
         end = self.base + len(self.tail)
+        if entry.seq == end and entry.line is not None:  # the usual case: the next record
+            self.tail.append(entry.line)
+            return
         if entry.seq > end:
             raise WalDamaged(
                 where,
