@@ -655,12 +655,15 @@ class FileStore(WriterThreadStore):
                 raise CorruptLog(path, i, f"cannot keep {keep} records: the log ends here")
             end = nl + 1
         wal = self.wal
-        if wal is not None:  # said in the log first: a recovery cuts the file again
+        if wal is None:
+            _truncate(path, end)
+        else:  # said in the log first (a recovery cuts the file again), and cut before a
+            # checkpoint can retire the segment holding that line
             with self._fds_lock:
                 wal.write(cut_line(session, keep))
                 wal.sync()
                 wal.mark([session])
-        _truncate(path, end)
+                _truncate(path, end)
         self._open(session, keep)
 
     async def read(self, session: str, after: int | None = None) -> list[dict[str, Any]]:
