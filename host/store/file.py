@@ -12,15 +12,16 @@ acknowledgements of a batch go back to trio in one ``TrioToken.run_sync_soon`` c
 hand-off per batch or append).
 
 The store that holds the data dir (a host's, made with ``exclusive``; or a tool's that finds the
-data dir free when it starts running) writes every session's appends through one shared
-write-ahead log, ``<data-dir>/wal/`` (``host.store.wal``: its format, checkpoints and recovery):
-the batch's records go to the log, the log is synced once, then each append is written to its
-session file (not synced: the log holds it) and acknowledged. The session files thus hold every
-acknowledged record as soon as it is acknowledged (readers see it), byte for byte as without the
-log; they are made durable off the critical path, when a full segment of the log (16 MiB) is
-checkpointed by a background thread (each session file it touched fsynced, then the segment
-deleted), and when the store closes (everything checkpointed, no segment left). Opening the data
-dir replays any segment left by a crash onto the session files first. ``fsync``:
+data dir free when it starts running) writes every session's appends through one shared write-ahead
+log, ``<data-dir>/wal/`` (``host.store.wal``: its format, checkpoints and recovery): the batch's
+records go to the log, the log's sync begins (in its own thread), meanwhile each append is written
+to its session file (not synced: the log holds it), and once the sync returns the batch is
+acknowledged (a failed sync cuts the appends off their files again and fails them). The session
+files thus hold every acknowledged record as soon as it is acknowledged (readers see it), byte for
+byte as without the log; they are made durable off the critical path, when a full segment of the log
+(16 MiB) is checkpointed by a background thread (each session file it touched fsynced, then the
+segment deleted), and when the store closes (everything checkpointed, no segment left). Opening the
+data dir replays any segment left by a crash onto the session files first. ``fsync``:
 
 - ``always``: the log is synced after each append on its own, before it is acknowledged;
 - ``batch`` (default): one sync of the log per batch covers every append queued meanwhile, of
@@ -397,6 +398,7 @@ class _Append:
     opened: int  # which opening (load or create) of the session the append belongs to
     first: int  # the seq of its first record
     lines: list[bytes]  # its log lines (``data`` is them joined)
+    start: int = -1  # where it was written in its session file (write-ahead log mode)
     done: trio.Event = attrs.field(factory=trio.Event)
     error: BaseException | None = None
 
@@ -1078,17 +1080,24 @@ class FileStore(WriterThreadStore):
         if self.fsync != "always" and live:
             try:
                 wal.write(b"".join(wal_lines(job.session, job.first, job.lines) for job in live))
-                wal.sync()
+                pending = wal.sync_start()
             except OSError as exc:
                 for job in live:
                     job.error = exc
                     failed[job.session] = exc
             else:
-                for job in live:
+                for job in live:  # while the log syncs
                     if job.session in failed:
                         job.error = _not_open(job.session)
                     else:
                         self._write_file(job, failed)
+                try:
+                    wal.sync_wait(pending)
+                except OSError as exc:
+                    self._unwrite(live)
+                    for job in live:
+                        job.error = exc
+                        failed[job.session] = exc
         wal.mark(job.session for job in live)
         wal.rotate_if_full()
 
@@ -1097,7 +1106,7 @@ class FileStore(WriterThreadStore):
         failure is the append's ``error`` and fails its session for the rest of the batch."""
         try:
             fd = self._fd(job.session, {}, failed)
-            start = os.lseek(fd, 0, os.SEEK_END)
+            job.start = start = os.lseek(fd, 0, os.SEEK_END)
             try:
                 view = memoryview(job.data)
                 while view:
@@ -1113,6 +1122,24 @@ class FileStore(WriterThreadStore):
             job.error = exc
             failed[job.session] = exc
             self._close(job.session, {}, failed)  # a fresh open after the reload
+
+    def _unwrite(self, jobs: list[_Append]) -> None:
+        """Cut the appends of a batch whose log sync failed off their session files again (each
+        session from where its first append of the batch began); what cannot be cut stays, as
+        records of a failed append may."""
+        cut: dict[str, int] = {}
+        for job in jobs:
+            if job.error is None and job.start >= 0:
+                cut.setdefault(job.session, job.start)
+        for session, start in cut.items():
+            fd = self._fds.get(session)
+            try:
+                if fd is not None:
+                    os.ftruncate(fd, start)
+                else:
+                    _truncate(self.path(session), start)
+            except OSError as exc:
+                log.warning("store_append_not_cut", session=session, error=str(exc))
 
     def _write_batch_files(self, batch: list[_Append]) -> None:
         """A batch written file by file, each file synced (per ``fsync``) before the batch is

@@ -49,6 +49,7 @@ import stat
 import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
@@ -437,6 +438,7 @@ class Wal:
         self.checkpoint_syncs = 0  # fsyncs made by checkpoints (its own thread, or close)
         self._checkpoints: queue.SimpleQueue[tuple[int, set[str]] | None] = queue.SimpleQueue()
         self._checkpointer: threading.Thread | None = None
+        self._sync_thread: ThreadPoolExecutor | None = None
         self._retire_lock = threading.Lock()
         self._carried: set[str] = set()  # sessions a failed checkpoint still owes a sync
         self.checkpoint_errors = 0
@@ -510,22 +512,48 @@ class Wal:
         self.size += len(data)
 
     def sync(self) -> None:
-        """Make everything written so far durable (one ``fdatasync``).
+        """Make everything written so far durable (one ``fdatasync``): :meth:`sync_start`, then
+        :meth:`sync_wait`.
 
         Raises:
             OSError: the sync failed; what was written since the last sync is cut off again.
         """
+        self.sync_wait(self.sync_start())
+
+    def sync_start(self) -> tuple[Future[None], int] | None:
+        """Begin making everything written so far durable: one ``fdatasync``, run by the log's
+        own sync thread, so the writer can write the session files meanwhile. (On a busy
+        machine a thread that only waits for the disk is also run again sooner after its sync
+        than the writer, which computes: measured, the sync returns in about half the time.)
+        None if nothing is to be synced. Finish with :meth:`sync_wait`.
+
+        Raises:
+            OSError: the log is broken.
+        """
         if self.broken is not None:
             raise self.broken
         if self.fd is None or self.synced == self.size:
+            return None
+        if self._sync_thread is None:
+            self._sync_thread = ThreadPoolExecutor(1, "gamehost store log sync")
+        return self._sync_thread.submit(_datasync, self.fd), self.size
+
+    def sync_wait(self, pending: tuple[Future[None], int] | None) -> None:
+        """Wait for a sync begun by :meth:`sync_start` (None: nothing to wait for).
+
+        Raises:
+            OSError: the sync failed; what was written since the last sync is cut off again.
+        """
+        if pending is None:
             return
+        future, size = pending
         try:
-            _datasync(self.fd)
+            future.result()
         except OSError:
             self._cut_back()
             raise
         self.log_syncs += 1
-        self.synced = self.size
+        self.synced = max(self.synced, size)
 
     def _cut_back(self) -> None:
         assert self.fd is not None
@@ -611,6 +639,9 @@ class Wal:
             self._checkpoints.put(None)
             self._checkpointer.join()
             self._checkpointer = None
+        if self._sync_thread is not None:
+            self._sync_thread.shutdown()
+            self._sync_thread = None
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None

@@ -472,8 +472,8 @@ def test_acknowledged_appends_are_in_the_synced_write_ahead_log_and_logs_stay_ga
     monkeypatch, sessions, max_open, rounds, log_fault
 ):
     """The same with the write-ahead log (and faults of the log itself, in its first batch):
-    every acknowledged append is in its session file and its lines were written to the log
-    and the log synced after them; the rest as above."""
+    every acknowledged append was written to its session file and to the log, and the log
+    synced after that, before it was acknowledged; the rest as above."""
     with tempfile.TemporaryDirectory() as root, monkeypatch.context() as m:
         trio.run(_faulty_rounds, Path(root), m, sessions, max_open, rounds, True, log_fault)
 
@@ -559,6 +559,7 @@ async def _faulty_rounds(
                 try:
                     await store.append(sid, seq, [rec(seq)])
                     results[sid, seq] = "ok"
+                    events.append(("ack", sid, seq))
                 except (OSError, Conflict) as exc:
                     results[sid, seq] = exc
 
@@ -594,7 +595,9 @@ async def _faulty_rounds(
             assert ("fsync", path) in events[last_write:]
             continue
         logged = max(i for i, e in enumerate(events) if e == ("wal", sid, seq))
-        assert ("fsync", "wal") in events[logged:last_write]  # synced before the file's write
+        ack_at = events.index(("ack", sid, seq))
+        assert logged < ack_at and last_write < ack_at
+        assert ("fsync", "wal") in events[logged:ack_at]  # the log synced before the ack
 
 
 async def test_a_second_host_store_on_one_data_dir_is_refused_until_the_first_stops(tmp_path):
