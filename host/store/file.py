@@ -18,10 +18,11 @@ records go to the log, the log's sync begins (in its own thread), meanwhile each
 to its session file (not synced: the log holds it), and once the sync returns the batch is
 acknowledged (a failed sync cuts the appends off their files again and fails them). The session
 files thus hold every acknowledged record as soon as it is acknowledged (readers see it), byte for
-byte as without the log; they are made durable off the critical path, when a full segment of the log
-(16 MiB) is checkpointed by a background thread (each session file it touched fsynced, then the
-segment deleted), and when the store closes (everything checkpointed, no segment left). Opening the
-data dir replays any segment left by a crash onto the session files first. ``fsync``:
+byte as without the log; they are made durable off the critical path, when a full segment of the
+log (16 MiB) is checkpointed by a background thread (each session file it touched fsynced, 16 at
+once, then the segment deleted), and when the store closes (everything checkpointed, no segment
+left). Opening the data dir replays any segment left by a crash onto the session files first.
+``fsync``:
 
 - ``always``: the log is synced after each append on its own, before it is acknowledged;
 - ``batch`` (default): one sync of the log per batch covers every append queued meanwhile, of
