@@ -16,6 +16,13 @@ retirement), twice over:
 Prints one JSON object: the log's size and records, and for each case the seconds it took (wall
 clock, and CPU time of this process: the steadier figure on a shared machine) and the records
 appended.
+
+``--appends SECONDS`` measures the store alone instead: ``--sessions`` sessions each append one
+record (the size of a Crazy Eights event) after another for that long, all at once, through a
+``FileStore`` holding the data dir (``--fsync batch``), and prints appends per second, CPU time
+of this process per append (µs), the append round trip's p50 / p99 / max (ms), batches and
+fsyncs (the log's, its checkpoints' and the creates'). ``--no-wal`` writes file by file instead,
+each touched file synced once per batch (the store before the write-ahead log), for an A/B run.
 """
 
 from __future__ import annotations
@@ -84,12 +91,62 @@ def _time_open(root: Path) -> tuple[float, float, int]:
     return took, cpu, store.recovery.appended
 
 
+async def _appends(root: Path, sessions: int, seconds: float, wal: bool) -> dict[str, Any]:
+    """``--appends``: the store's append figures (see the module docstring)."""
+    game = _games(1)[0]
+    store = FileStore(root, "batch", exclusive=True, wal=wal)
+    times: list[float] = []
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.run)
+        for i in range(sessions):
+            await store.create(f"t{i:05d}", [game[0]])
+        start, cpu = time.perf_counter(), time.process_time()
+        stop = start + seconds
+
+        async def table(sid: str) -> None:
+            seq = 1
+            while time.perf_counter() < stop:
+                rec = {**game[1 + seq % (len(game) - 2)], "seq": seq}
+                sent = time.perf_counter()
+                await store.append(sid, seq, [rec])
+                times.append(time.perf_counter() - sent)
+                seq += 1
+
+        async with trio.open_nursery() as tables:
+            for i in range(sessions):
+                tables.start_soon(table, f"t{i:05d}")
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        stats = store.statistics()
+        await store.aclose()
+    times.sort()
+    n = len(times)
+    return {
+        "sessions": sessions,
+        "wal": wal,
+        "appends": n,
+        "appends_per_s": round(n / wall),
+        "cpu_us_per_append": round(cpu / n * 1e6, 1),
+        "p50_ms": round(times[n // 2] * 1e3, 2),
+        "p99_ms": round(times[int(n * 0.99)] * 1e3, 2),
+        "max_ms": round(times[-1] * 1e3, 1),
+        "batches": stats.batches,
+        "fsyncs": stats.fsyncs,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the measurement and print its JSON object; exit status 0."""
     p = argparse.ArgumentParser(prog="python -m tools.wal_bench", description=__doc__)
     p.add_argument("--mib", type=float, default=16.0, help="the log's size (MiB; default 16)")
     p.add_argument("--sessions", type=int, default=100, help="sessions written (default 100)")
+    p.add_argument("--appends", type=float, metavar="SECONDS", help="measure appends instead")
+    p.add_argument("--no-wal", action="store_true", help="with --appends: file by file")
     args = p.parse_args(argv)
+    if args.appends is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = trio.run(_appends, Path(tmp), args.sessions, args.appends, not args.no_wal)
+        print(orjson.dumps(out).decode())
+        return 0
     result: dict[str, Any] = {"mib": args.mib, "sessions": args.sessions}
     real_close = Wal.close
     with tempfile.TemporaryDirectory() as tmp:
