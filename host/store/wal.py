@@ -68,6 +68,7 @@ __all__ = [
     "recover",
     "scan_segment",
     "segment_numbers",
+    "sync_files",
     "wal_lines",
 ]
 
@@ -327,8 +328,6 @@ def _apply(path: Path, plan: _Plan, report: Recovery, apply: bool) -> None:
             keep = n  # as the log says, or ahead of it
         report.sessions += 1
         if keep == n and keep >= end and not torn:
-            if apply:
-                _datasync(fd)
             return
         cut_at = len(data) - torn - sum(len(parts[i]) + 1 for i in range(keep, n))
         new = b"".join(line + b"\n" for line in tail[keep - base :])
@@ -350,9 +349,52 @@ def _apply(path: Path, plan: _Plan, report: Recovery, apply: bool) -> None:
         while view:
             written = os.pwrite(fd, view, pos)
             view, pos = view[written:], pos + written
-        _datasync(fd)
     finally:
         os.close(fd)
+
+
+def sync_files(
+    sessions_dir: Path, sessions: list[str], pool: ThreadPoolExecutor | None = None
+) -> set[str]:
+    """Fsync the session files of ``sessions``, up to :data:`CHECKPOINT_THREADS` at once (the
+    journal then commits them together: 1,000 files take a fraction of the time one after
+    another takes, and the log's own syncs wait less meanwhile). A missing file is skipped.
+
+    Args:
+        pool: threads to use (default: made for the call, if more than one file).
+
+    Returns:
+        The sessions whose sync failed (each logged).
+    """
+    if len(sessions) < 2:
+        return _sync_share(sessions_dir, sessions)
+    k = min(CHECKPOINT_THREADS, len(sessions))
+    shares = [sessions[i::k] for i in range(k)]
+    failed: set[str] = set()
+    if pool is None:
+        with ThreadPoolExecutor(k, "gamehost recovery sync") as own:
+            parts = list(own.map(_sync_share, [sessions_dir] * k, shares))
+    else:
+        parts = list(pool.map(_sync_share, [sessions_dir] * k, shares))
+    for part in parts:
+        failed |= part
+    return failed
+
+
+def _sync_share(sessions_dir: Path, sessions: list[str]) -> set[str]:
+    failed: set[str] = set()
+    for sid in sessions:
+        fd = _open_regular(sessions_dir / f"{sid}.jsonl", os.O_RDONLY)
+        if fd is None:
+            continue  # gone: nothing of it to keep
+        try:
+            _datasync(fd)
+        except OSError as exc:
+            log.error("wal_session_sync_failed", session=sid, error=str(exc))
+            failed.add(sid)
+        finally:
+            os.close(fd)
+    return failed
 
 
 def recover(wal_dir: Path, sessions_dir: Path, *, apply: bool = True) -> Recovery:
@@ -390,6 +432,10 @@ def recover(wal_dir: Path, sessions_dir: Path, *, apply: bool = True) -> Recover
             plan.add(entry, path)
     for sid, plan in plans.items():
         _apply(sessions_dir / f"{sid}.jsonl", plan, report, apply)
+    if apply:  # every file the log names, written now or not (a crash may have left it unsynced)
+        failed = sync_files(sessions_dir, [sid for sid in plans if sid not in report.missing])
+        if failed:
+            raise OSError(f"recovery could not sync the session files of {', '.join(failed)}")
     report.seconds = time.perf_counter() - started
     if report.segments and apply:
         log.info(
@@ -442,7 +488,6 @@ class Wal:
         self._checkpointer: threading.Thread | None = None
         self._sync_thread: ThreadPoolExecutor | None = None
         self._checkpoint_pool: ThreadPoolExecutor | None = None
-        self._count_lock = threading.Lock()
         self._retire_lock = threading.Lock()
         self._carried: set[str] = set()  # sessions a failed checkpoint still owes a sync
         self.checkpoint_errors = 0
@@ -609,36 +654,13 @@ class Wal:
         return True
 
     def sync_sessions(self, sessions: Iterable[str]) -> set[str]:
-        """Fsync each session's file, up to :data:`CHECKPOINT_THREADS` at once (the journal
-        then commits them together: a checkpoint of 1,000 files is over in a fraction of the
-        time one after another takes, so the log's own syncs wait less meanwhile); returns the
-        sessions whose sync failed."""
+        """Fsync each session's file (:func:`sync_files`); returns the sessions whose sync
+        failed."""
         sids = list(sessions)
-        if len(sids) < 2:
-            return self._sync_share(sids)
-        k = min(CHECKPOINT_THREADS, len(sids))
-        if self._checkpoint_pool is None:
+        if len(sids) > 1 and self._checkpoint_pool is None:
             self._checkpoint_pool = ThreadPoolExecutor(CHECKPOINT_THREADS, "gamehost checkpoint")
-        failed: set[str] = set()
-        for part in self._checkpoint_pool.map(self._sync_share, [sids[i::k] for i in range(k)]):
-            failed |= part
-        return failed
-
-    def _sync_share(self, sessions: list[str]) -> set[str]:
-        failed: set[str] = set()
-        for sid in sessions:
-            fd = _open_regular(self.sessions_dir / f"{sid}.jsonl", os.O_RDONLY)
-            if fd is None:
-                continue  # gone: nothing of it to keep
-            try:
-                _datasync(fd)
-                with self._count_lock:
-                    self.checkpoint_syncs += 1
-            except OSError as exc:
-                log.error("wal_checkpoint_sync_failed", session=sid, error=str(exc))
-                failed.add(sid)
-            finally:
-                os.close(fd)
+        failed = sync_files(self.sessions_dir, sids, self._checkpoint_pool)
+        self.checkpoint_syncs += len(sids) - len(failed)
         return failed
 
     def retire(self, upto: int) -> None:
