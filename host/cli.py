@@ -7,6 +7,7 @@ import errno
 import importlib
 import math
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -178,7 +179,8 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         "--linger",
         type=seconds,
         default=60.0,
-        help="seconds a finished session stays in memory once idle (then its log answers)",
+        help="seconds a finished session stays in memory once idle (then its log answers);"
+        " with a shared --store also an unfinished one this host neither drives nor serves",
     )
     p.add_argument(
         "--game-time",
@@ -339,6 +341,29 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         " name; needed when the pages are reached by a name that is not loopback",
     )
     p.add_argument(
+        "--metrics",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="serve the host's metrics in the Prometheus text format at /metrics on this port"
+        " (0: any free port; default: no metrics listener); with --workers N, worker i listens"
+        " on PORT + i",
+    )
+    p.add_argument(
+        "--metrics-bind",
+        type=bind_address,
+        default="127.0.0.1",
+        help="address the metrics port binds",
+    )
+    p.add_argument(
+        "--admin-token",
+        default=os.environ.get("GAMEHOST_ADMIN_TOKEN") or None,
+        metavar="TOKEN",
+        help="the token the admin view (/admin.html on the --http port, and /metrics there)"
+        " asks for; without one it answers requests from this machine only (default:"
+        " $GAMEHOST_ADMIN_TOKEN)",
+    )
+    p.add_argument(
         "--debug-replay",
         action="store_true",
         help="let the replay ops show any seat's view and the full truth of live sessions, and"
@@ -349,8 +374,9 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=2,
         metavar="N",
-        help="worker processes for heavy requests (a long log's first replay, verify), at most"
-        " N at once; 0: a worker thread (default 2)",
+        help="worker processes for heavy jobs (a long log's first replay, verify, loading a"
+        " long unfinished log), at most N at once; 0: on the event loop, a stretch at a time"
+        " (default 2)",
     )
     p.add_argument(
         "--plugin",
@@ -366,11 +392,21 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def serve_main(args: argparse.Namespace) -> int:
-    """Run the host until SIGINT/SIGTERM; exit status 0 after a clean shutdown."""
-    logs.configure({"auto": None, "json": True, "console": False}[args.log_format], args.log_level)
+    """Run the host until SIGINT/SIGTERM; exit status 0 after a clean shutdown.
+
+    A worker of ``serve --workers`` ignores SIGINT: Ctrl-C reaches every process of the
+    terminal's group, and its supervisor, which gets it too, stops the workers with SIGTERM."""
+    worker = workers.worker_index()
+    logs.configure(
+        {"auto": None, "json": True, "console": False}[args.log_format],
+        args.log_level,
+        None if worker is None else {"worker": worker},
+    )
     if args.workers > 1:
         return _serve_workers(args)
     workers.watch_supervisor()  # a worker of serve --workers stops when its supervisor is gone
+    if worker is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     store = args.store if args.store and "://" in args.store else None
     config = HostConfig(
         data_dir=Path(args.store) if args.store and store is None else args.data_dir,
@@ -408,6 +444,10 @@ def serve_main(args: argparse.Namespace) -> int:
         public_url=args.public_url,
         debug_replay=args.debug_replay,
         heavy_workers=max(args.heavy_workers, 0),
+        metrics_port=args.metrics,
+        metrics_bind=args.metrics_bind,
+        admin_token=args.admin_token,
+        worker=workers.worker_index(),
     )
     try:
         plugins = [(name, importlib.import_module(name)) for name in args.plugin]
@@ -416,6 +456,8 @@ def serve_main(args: argparse.Namespace) -> int:
         return 2
     try:
         trio.run(run_host, config, load_registry(plugins))
+        if worker is not None:  # stopped: a second SIGTERM must not cut the exit short
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except (OSError, BaseExceptionGroup) as exc:
         cause = _first_os_error(exc)
         if cause is None:
@@ -445,9 +487,19 @@ def _serve_workers(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    metrics = getattr(args, "metrics", None)
+    if metrics == 0 or (metrics is not None and metrics + args.workers - 1 > 65535):
+        print(
+            "gamehost serve: error: with --workers N, --metrics needs a port number P such that"
+            " P .. P + N - 1 are ports (worker i listens on P + i)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         open_store(store).check()  # one error line here, not one per worker
-        return workers.main(args.argv, args.workers, args.bind, args.port)
+        return workers.main(
+            args.argv, args.workers, args.bind, args.port, metrics=metrics, log_json=logs.is_json()
+        )
     except OSError as exc:
         print(f"gamehost serve: error: {_describe(exc)}", file=sys.stderr)
         return 2

@@ -37,11 +37,29 @@ Optional members:
 ``describe(action) -> str``        a short label of an action in wire form (``"play 8C, name
                                    hearts"``) for the clients' menus and the replay timeline;
                                    without it they print the action's JSON
+``describe_event(event, viewer,    what an event meant, in words, for ``viewer`` (``"bot3 played
+names) -> str``                    8♠ and named ♥"``, ``"you drew 2 cards: 5♦ 9♠"``): one line of
+                                   plain text. ``event`` is the event *as that viewer received
+                                   it* (wire form, after ``redact``), ``names`` each seat's name
+                                   (index = seat; see :func:`who`). The history of the web client,
+                                   ``gamehost play`` and ``gamehost replay`` show it; the host sends
+                                   it to clients that ask (the ``text`` field of event pushes and
+                                   log pages). Without it they show the event's type and fields
+``describe_outcome(outcome,        the end in words: who won and the final scores (one or more
+names) -> str``                    lines, the first saying who won); ``outcome`` is what
+                                   ``outcome`` returned, in wire form. Without it clients name the
+                                   ``winners`` and ``scores`` of an outcome that has them, else
+                                   print its JSON
 =================================  =================================================================
 
-``render`` and ``describe`` get only JSON data, never the state: they run in a client, which
-knows nothing but what the host sent it. Both must be pure and total over anything a view or a
-legal action may hold.
+``render``, ``describe``, ``describe_event`` and ``describe_outcome`` get only JSON data, never
+the state: they run in a client, which knows nothing but what the host sent it, or in the host
+for a client that asked for text. They must be pure and total over anything a view, a legal
+action, a redacted event or an outcome may hold. ``describe_event`` is handed only what the viewer
+received, so it cannot tell a card ``redact`` hid; it must not find one elsewhere either (a
+module-level cache, the names): the plugin kit checks that no card hidden from a viewer appears
+in the text of that viewer's event. A text member that raises is not a fault of the session: the
+host writes its own plain text instead (logged once per session).
 
 Bots see the full state: ``bot_action`` is handed the game's whole state, hidden cards and
 the stock order included, because it runs inside the host, not in a client. Nothing it sees
@@ -117,6 +135,7 @@ __all__ = [
     "replace",
     "seed_commitment",
     "tag_of",
+    "who",
 ]
 
 hookspec = pluggy.HookspecMarker("gamehost")
@@ -410,3 +429,20 @@ class Rng:
             j = self.below(i + 1)
             out[i], out[j] = out[j], out[i]
         return out
+
+
+def who(seat: Any, viewer: Viewer, names: Sequence[str], *, start: bool = False) -> str:
+    """How a text names ``seat`` for ``viewer`` (for ``describe_event``): ``"you"`` for the
+    viewer's own seat (``"You"`` with ``start``, at the start of a sentence), else the seat's
+    name from ``names``, else ``"seat N"`` (a seat past ``names``, or not an int).
+
+    Past tense reads right for both (``"you drew"``, ``"Ann drew"``).
+
+    >>> who(1, 1, ["Ann", "Bob"], start=True), who(1, 0, ["Ann", "Bob"])
+    ('You', 'Bob')
+    """
+    if seat is not None and seat == viewer:
+        return "You" if start else "you"
+    if isinstance(seat, int) and not isinstance(seat, bool) and 0 <= seat < len(names):
+        return str(names[seat])
+    return f"seat {seat}"

@@ -15,6 +15,8 @@ from host.game import Rng
 RANKS: tuple[str, ...] = ("2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K", "A")
 SUITS: tuple[str, ...] = ("C", "D", "H", "S")
 SUIT_NAMES: dict[str, str] = {"C": "clubs", "D": "diamonds", "H": "hearts", "S": "spades"}
+SUIT_SYMBOLS: dict[str, str] = {"C": "\u2663", "D": "\u2666", "H": "\u2665", "S": "\u2660"}
+"""The suits as printed in texts: ♣ ♦ ♥ ♠."""
 RED_SUITS: frozenset[str] = frozenset({"D", "H"})
 FACE_RANKS: frozenset[str] = frozenset({"J", "Q", "K"})
 DECK_SIZE = 52
@@ -85,3 +87,19 @@ def remove_one(cards: tuple[str, ...], card: str) -> tuple[str, ...]:
     """
     i = cards.index(card)
     return cards[:i] + cards[i + 1 :]
+
+
+def face(card: object) -> str:
+    """A card as texts print it, its suit as a symbol: ``face("10H") == "10♥"``; anything that
+    is not a card as ``str`` of it (``None`` as ``"?"``)."""
+    if card is None:
+        return "?"
+    if not is_card(card):
+        return str(card)
+    text = str(card)
+    return text[:-1] + SUIT_SYMBOLS[text[-1]]
+
+
+def faces(cards: Iterable[object]) -> str:
+    """Cards as texts print them, separated by spaces: ``faces(["8S", "10H"]) == "8♠ 10♥"``."""
+    return " ".join(face(c) for c in cards)

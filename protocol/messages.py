@@ -85,6 +85,7 @@ class ErrorCode(enum.StrEnum):
     UNAVAILABLE = "unavailable"
     RECORDS_LOST = "records_lost"
     HIDDEN = "hidden"
+    GAME_FAULTED = "game_faulted"
     INTERNAL = "internal"
 
 
@@ -93,13 +94,15 @@ class ErrorSpec:
     """What an error code means and the extra fields its ``error`` object carries.
 
     ``fields`` maps each extra field's name to its description (Markdown); ``optional`` names
-    those that may be left out (every other one is always present). ``code`` and ``message``
-    are in every error and are not listed.
+    those that may be left out (every other one is always present); ``types`` gives each extra
+    field's type (a type hint: ``protocol.schema`` makes its JSON Schema). ``code`` and
+    ``message`` are in every error and are not listed.
     """
 
     meaning: str
     fields: dict[str, str] = attrs.field(factory=dict)
     optional: frozenset[str] = frozenset()
+    types: dict[str, Any] = attrs.field(factory=dict)
 
 
 ERRORS: dict[ErrorCode, ErrorSpec] = {
@@ -121,11 +124,13 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ErrorCode.UNSUPPORTED_PROTOCOL: ErrorSpec(
         "`hello` asked for a protocol other than 1",
         {"supported": "the protocol numbers this host speaks (a list of integers)"},
+        types={"supported": list[int]},
     ),
     ErrorCode.UNKNOWN_GAME: ErrorSpec("`create` named no installed game"),
     ErrorCode.BAD_OPTION: ErrorSpec(
         "a game option is unknown or its value is not allowed",
         {"option": "the option's name"},
+        types={"option": str},
     ),
     ErrorCode.UNKNOWN_SESSION: ErrorSpec(
         "no session with that id (live, or ended with its log kept)"
@@ -139,11 +144,13 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ErrorCode.SESSION_FULL: ErrorSpec(
         "`join`: no free seat, or the seat asked for is taken",
         {"free": "the free seats now (a list of integers, empty when none is free)"},
+        types={"free": list[int]},
     ),
     ErrorCode.ALREADY_ATTACHED: ErrorSpec(
         "`join`, `watch` or `resume` on a session this connection already plays or watches"
         ' (see "One role per connection"); `leave` first',
         {"seat": "what the connection holds there: its seat number, or `null` as a spectator"},
+        types={"seat": int | None},
     ),
     ErrorCode.NOT_SEATED: ErrorSpec(
         "`act` from a connection that holds no seat there (a spectator included), or `leave`"
@@ -158,14 +165,18 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ErrorCode.ILLEGAL_ACTION: ErrorSpec(
         "the rules refuse it now",
         {"reason": "the game's typed code (e.g. `card_does_not_match`, `cannot_pass`)"},
+        types={"reason": str},
     ),
     ErrorCode.CONFLICT: ErrorSpec(
-        '`act` named a `seq` at which, by the freshness rule (see "Expected seq"), its'
-        " answer no longer holds: the seat acted since, what it may do changed, it was shown"
-        " something private since, the seq is more than 32 records old, inside a cause, or not"
-        " reached yet (an older `seq` is often still accepted); on hosts sharing a database,"
-        " also a request that lost the race for its seq to another host twice in a row",
+        "`act` named a `seq` whose answer no longer holds by the freshness rule (see"
+        ' "Expected seq"). An older `seq` is often still accepted: it is refused only when,'
+        " since then, the seat acted, what it may do changed or it was shown something"
+        " private, or when the seq is more than 32 records old, inside a cause or one at which"
+        " the seat was not to act. A `seq` in the future (past the session's last, once the"
+        " host has read the log to its end) is refused too. On hosts sharing a database, also"
+        " a request that lost the race for its seq to another host twice in a row",
         {"seq": "the session's current seq"},
+        types={"seq": int},
     ),
     ErrorCode.SESSION_ENDED: ErrorSpec(
         "`join` or `act` on a session that is over (and `leave` once it is answered from its"
@@ -180,6 +191,7 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
             " only; `null` when creates from that address are not allowed at all)"
         },
         optional=frozenset({"retry_after"}),
+        types={"retry_after": float | None},
     ),
     ErrorCode.UNAVAILABLE: ErrorSpec(
         "the host is shutting down, or the session's log could not be written or read just now"
@@ -190,11 +202,22 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
         "`resume` with an `after` past the log's last record: the host lost records the client"
         " saw (the host logs `log_lost_records`)",
         {"seq": "the log's last seq"},
+        types={"seq": int},
     ),
     ErrorCode.HIDDEN: ErrorSpec(
         "a replay op (`log`, `replay`, `verify`'s explanation, `fork`) asked for what its"
         " connection may not see: a seat's view without that seat's token, or the full truth"
         ' of a session that is still live or whose game keeps its seed (see "Replay ops")'
+    ),
+    ErrorCode.GAME_FAULTED: ErrorSpec(
+        "the session's game faulted (its code raised, ran past its time or memory budget, or"
+        " gave what cannot be sent), so the host runs that code for the session no more:"
+        ' `replay`, `verify` and `fork` of a session that ended `aborted: "game_error"` get'
+        " this at once; so does a replay op whose game code faults (a live session then ends"
+        ' `aborted: "game_error"`), and a `view`, `watch` or `resume` of a session that is over'
+        " whose game faults while answering it. The session's records (`log`: events `null`"
+        " unless `truth`) and its end (`view`, `watch`, `resume`: a `null` view) are still"
+        ' given; retrying does not help (see "Replay ops")'
     ),
     ErrorCode.INTERNAL: ErrorSpec(
         "a bug in the host or a game: it is logged, nothing changed, the connection stays up."
@@ -278,15 +301,25 @@ class WireError(Protocol):
 Id = int | str | None
 
 
+def _p(doc: str, default: Any = attrs.NOTHING) -> Any:
+    """A request field with its description (in wire terms: ``protocol.schema`` shows it)."""
+    return attrs.field(default=default, metadata={"doc": doc})
+
+
+_SESSION = "the session id"
+
+
 @attrs.frozen
 class Hello:
-    protocol: int = PROTOCOL_VERSION
-    client: str | None = None
+    """Say which protocol you speak (optional: every op works without it)."""
+
+    protocol: int = _p("the protocol version (1)", PROTOCOL_VERSION)
+    client: str | None = _p("your client's name, for the host's log", None)
 
 
 @attrs.frozen
 class Games:
-    pass
+    """List the installed games and their options."""
 
 
 class _HostDefault:
@@ -302,11 +335,19 @@ HOST_DEFAULT: Any = _HostDefault()
 
 @attrs.frozen
 class Create:
-    game: str
-    options: dict[str, Any] | None = None
-    seats: int | None = None
-    bots: int = 0
-    turn_timeout: float | None = HOST_DEFAULT  # seconds; null: no turn timer
+    """Start a new session (the creator is not seated: it joins like anyone)."""
+
+    game: str = _p("the game's id (see `games`)")
+    options: dict[str, Any] | None = _p(
+        "the game's options (see `games`); those left out take their defaults", None
+    )
+    seats: int | None = _p("how many seats (default: the game's minimum)", None)
+    bots: int = _p("how many of the seats host bots take (the last seats)", 0)
+    turn_timeout: float | None = _p(
+        "seconds a seat may take to act before the host plays the bot's choice for it; null"
+        " or 0: no turn timer; left out: the host's (`serve --turn-timeout`)",
+        HOST_DEFAULT,
+    )
 
 
 MAX_SESSIONS_PAGE = 500
@@ -317,96 +358,131 @@ MAX_SESSIONS_PAGE = 500
 class Sessions:
     """One page of live sessions, by id: those with an id after ``after``, at most ``limit``."""
 
-    game: str | None = None
-    limit: int = 100  # 1 .. MAX_SESSIONS_PAGE (the host answers bad_request otherwise)
-    after: str | None = None
+    game: str | None = _p("only sessions of this game (null: all)", None)
+    limit: int = _p("the most sessions in the page, 1 to 500", 100)
+    after: str | None = _p("only session ids after this one (the previous page's `next`)", None)
+
+
+_VIEW_FLAG = "whether to get a `view` push after every change"
+
+
+_TEXT_FLAG = "whether event and ended pushes carry `text`: the record in words for this viewer"
 
 
 @attrs.frozen
 class Join:
-    session: str
-    name: str | None = None
-    seat: int | None = None
-    view: bool = False
+    """Take a seat."""
+
+    session: str = _p(_SESSION)
+    name: str | None = _p("your name at the table (default: `player`)", None)
+    seat: int | None = _p("the seat to take (default: the lowest free one)", None)
+    view: bool = _p(_VIEW_FLAG, False)
+    text: bool = _p(_TEXT_FLAG, False)
 
 
 @attrs.frozen
 class Watch:
-    session: str
-    view: bool = False
+    """Watch a session as a spectator."""
+
+    session: str = _p(_SESSION)
+    view: bool = _p(_VIEW_FLAG, False)
+    text: bool = _p(_TEXT_FLAG, False)
 
 
 @attrs.frozen
 class Resume:
-    session: str
-    token: str
-    after: int | None = None
-    view: bool = False
+    """Take back the seat a token holds, on this connection."""
+
+    session: str = _p(_SESSION)
+    token: str = _p("the seat's token (from `join` or `fork`)")
+    after: int | None = _p(
+        "the last seq you saw: the records after it are pushed before the reply (null: none)",
+        None,
+    )
+    view: bool = _p(_VIEW_FLAG, False)
+    text: bool = _p(_TEXT_FLAG, False)
 
 
 @attrs.frozen
 class View:
-    session: str
+    """A snapshot for the role this connection holds in the session (else a spectator's)."""
+
+    session: str = _p(_SESSION)
 
 
 @attrs.frozen
 class Act:
-    session: str
-    action: Any
-    seq: int | None = None
+    """Play an action from the seat this connection holds."""
+
+    session: str = _p(_SESSION)
+    action: Any = _p(
+        "the action, as the `legal` list of a `turn` push shows it (its shape: `gamehost schema"
+        " --game ID`, `action`)"
+    )
+    seq: int | None = _p(
+        "the seq of the `turn` push you answer (null: whatever the session's is); see"
+        ' PROTOCOL.md, "Expected seq"',
+        None,
+    )
 
 
 @attrs.frozen
 class Leave:
-    session: str
+    """Stop playing or watching the session (a seat held is released, and stays its token's)."""
+
+    session: str = _p(_SESSION)
 
 
 @attrs.frozen
 class Ping:
-    pass
+    """Are you there? (Also the answer to a `ping` push.)"""
 
 
 MAX_LOG_PAGE = 1000
 """The most records one ``log`` reply holds (``limit``)."""
 
+_SEAT_VIEWER = "see the records as this seat does (with its `token`; null: as a spectator)"
+_TRUTH = "see everything, nothing redacted (only where the session is open)"
+_TOKEN = "the token of `seat`"
+
 
 @attrs.frozen
 class Log:
-    """Records of a session's log after ``after`` (all from seq 0 with None), as a viewer
-    sees them: a spectator (``seat`` None), a seat (with its ``token``) or the full truth."""
+    """A page of a session's log, as a viewer sees it."""
 
-    session: str
-    after: int | None = None
-    limit: int = 200  # 1 .. MAX_LOG_PAGE
-    seat: int | None = None
-    truth: bool = False
-    token: str | None = None
+    session: str = _p(_SESSION)
+    after: int | None = _p("the records after this seq (null: from the header, seq 0)", None)
+    limit: int = _p("the most records in the page, 1 to 1,000", 200)
+    seat: int | None = _p(_SEAT_VIEWER, None)
+    truth: bool = _p(_TRUTH, False)
+    token: str | None = _p(_TOKEN, None)
+    text: bool = _p("whether each record carries `text`: the record in words for the viewer", False)
 
 
 @attrs.frozen
 class Replay:
-    """The state after record ``seq`` as a viewer sees it (see :class:`Log`)."""
+    """The state after a record, as a viewer sees it."""
 
-    session: str
-    seq: int
-    seat: int | None = None
-    truth: bool = False
-    token: str | None = None
+    session: str = _p(_SESSION)
+    seq: int = _p("the record the state is after")
+    seat: int | None = _p(_SEAT_VIEWER, None)
+    truth: bool = _p(_TRUTH, False)
+    token: str | None = _p(_TOKEN, None)
 
 
 @attrs.frozen
 class Verify:
     """Re-run a session's log on the host's code: the first record that differs, if any."""
 
-    session: str
+    session: str = _p(_SESSION)
 
 
 @attrs.frozen
 class Fork:
-    """Start a new live session from a session's records 0..``seq``."""
+    """Start a new live session from a session's records 0 to `seq`."""
 
-    session: str
-    seq: int
+    session: str = _p(_SESSION)
+    seq: int = _p("the last record to keep (it must end a cause)")
 
 
 REQUESTS: dict[str, type] = {

@@ -13,8 +13,16 @@ Messages:
   :class:`Resumed`, :class:`ViewReply`, :class:`Accepted`, :class:`Left`, :class:`Pong`; the
   replay ops' :class:`LogPage`, :class:`ReplayState`, :class:`Verified`, :class:`Forked`) or
   :class:`Refused` (``ok: false``, an error code, its message and extra fields).
-- pushes ``{"push": ..., ...}``: :class:`EventPush`, :class:`TurnPush`, :class:`EndedPush`,
-  :class:`StalledPush`, :class:`ClosedPush`, :class:`PingPush`.
+- pushes ``{"push": ..., ...}``: :class:`EventPush`, :class:`TurnPush`, :class:`ViewPush`,
+  :class:`PresencePush`, :class:`EndedPush`, :class:`StalledPush`, :class:`DetachedPush`,
+  :class:`ClosedPush`, :class:`PingPush`.
+
+Every class is also the source of its JSON Schema (``protocol.schema``, ``gamehost schema
+--protocol``): its attrs fields with their type hints, and each field's ``metadata["doc"]`` (its
+description, in wire terms). Metadata the schema reads besides ``doc``: ``omit_none`` (the field
+is left out when null), ``optional`` (present only when the description says), ``flatten`` (a
+nested object's fields are the message's own) and ``wire`` (the field's names on the wire, or
+False: never sent).
 
 A push's encoded line is kept on the object once made, so one push sent to many connections
 (all the spectators of a table) is encoded once.
@@ -32,6 +40,10 @@ from protocol.messages import ErrorCode, Id, ProtocolError, WireError, error_obj
 
 __all__ = [
     "Accepted",
+    "Deadline",
+    "PresencePush",
+    "RESULT_TYPES",
+    "Timers",
     "Capabilities",
     "ClosedPush",
     "Created",
@@ -51,6 +63,7 @@ __all__ = [
     "PingPush",
     "Pong",
     "Push",
+    "PRESENCE_REASONS",
     "PUSHES",
     "RESULTS",
     "Refused",
@@ -77,14 +90,24 @@ def _dumps(obj: dict[str, Any]) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
 
 
+def _f(doc: str, **meta: Any) -> Any:
+    """An attrs field with its description (in wire terms: the schema shows it), and the
+    schema metadata of the module docstring; ``default`` or ``factory`` as attrs takes them."""
+    default = meta.pop("default", attrs.NOTHING)
+    factory = meta.pop("factory", None)
+    if factory is not None:
+        return attrs.field(factory=factory, metadata={"doc": doc, **meta})
+    return attrs.field(default=default, metadata={"doc": doc, **meta})
+
+
 # --- parts ---------------------------------------------------------------------------------------
 @attrs.frozen
 class SeatInfo:
-    """A taken seat, as every ``seats`` list shows it: ``{"seat", "name", "bot"}``."""
+    """A taken seat, as every `seats` list shows it (a free seat is null there)."""
 
-    seat: int
-    name: str
-    bot: bool
+    seat: int = _f("the seat number, from 0")
+    name: str = _f("the player's name (a host bot's: `bot` and its seat number)")
+    bot: bool = _f("a host bot plays this seat")
 
     def to_wire(self) -> dict[str, Any]:
         return {"seat": self.seat, "name": self.name, "bot": self.bot}
@@ -102,27 +125,123 @@ def _seats_from_wire(seats: list[Any]) -> list[SeatInfo | None]:
     return [None if s is None else SeatInfo.from_wire(s) for s in seats]
 
 
+_SEATS = "one entry per seat: null while the seat is free, else who took it"
+_TO_ACT = "the seats whose action is awaited (several at once is normal; empty when none is)"
+_CONNECTED = (
+    "per seat: whether a connection holds it (true for a host bot's seat, false for a free"
+    " one, and for every human seat once the session has ended); derived from the log's"
+    " seat_taken, seat_held and seat_released records"
+)
+_DEADLINE = (
+    "when the host plays the bot's choice for the seats in `to_act` (the turn timer), or null"
+    " when no timer runs: none is set, nobody is to act, or a host bot is"
+)
+
+
+@attrs.frozen
+class Deadline:
+    """The turn timer's end: when the host plays the bot's choice for the seats to act."""
+
+    at: str = _f(
+        "the moment in UTC, to the millisecond (`2026-11-30T10:02:00.123Z`): the time of the"
+        " last record of play plus the session's turn timeout, read from the log, so every"
+        " host gives the same"
+    )
+    seconds_left: float = _f(
+        "seconds from when the host made this message until `at` (0 once it has passed), to"
+        " the millisecond: count down from this if your clock is not the host's"
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"at": self.at, "seconds_left": self.seconds_left}
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any] | None) -> Deadline | None:
+        return None if obj is None else cls(obj["at"], obj["seconds_left"])
+
+
+def _deadline_wire(deadline: Deadline | None) -> dict[str, Any] | None:
+    return None if deadline is None else deadline.to_wire()
+
+
+@attrs.frozen
+class Timers:
+    """The session's timers (PROTOCOL.md, "No session lives for ever without its players")."""
+
+    turn_timeout: float | None = _f(
+        "seconds a seat may take to act before the host plays the bot's choice for it; null:"
+        " no turn timer",
+        default=None,
+    )
+    abandon_after: float | None = _f(
+        "seconds the session may have no connection holding a human seat before the host ends"
+        " it (`aborted`: `abandoned`); null: never",
+        default=None,
+    )
+    absent_after: int = _f(
+        "timed-out turns in a row after which a seat no connection holds is played at once,"
+        " until a connection resumes it",
+        default=0,
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "turn_timeout": self.turn_timeout,
+            "abandon_after": self.abandon_after,
+            "absent_after": self.absent_after,
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> Timers:
+        return cls(obj["turn_timeout"], obj["abandon_after"], obj["absent_after"])
+
+
 @attrs.frozen
 class Snapshot:
-    """A session as one viewer sees it (PROTOCOL.md, "snapshot").
+    """A session as one viewer sees it now (PROTOCOL.md, "snapshot").
 
     ``outcome``, ``seed`` (hex, or None when the game keeps it secret) and ``aborted`` (the
     host's reason, or None when the game ended it) are sent only once ``ended``; ``aborted``
-    only when not None. ``view`` is the game's wire view for this viewer.
+    only when not None. ``view`` is the game's wire view for this viewer. ``deadline``,
+    ``connected``, ``options`` and ``timers`` come last (they were added after the others).
     """
 
-    session: str
-    game: str
-    seq: int
-    seats: list[SeatInfo | None]
-    started: bool
-    ended: bool
-    to_act: list[int]
-    view: Any
-    seed_commitment: str
-    outcome: Any = None
-    aborted: str | None = None
-    seed: str | None = None
+    session: str = _f("the session id")
+    game: str = _f("the game's id")
+    seq: int = _f("the seq of the session's last record: pushes follow from `seq` + 1")
+    seats: list[SeatInfo | None] = _f(_SEATS)
+    started: bool = _f("every seat was taken and the game began")
+    ended: bool = _f("the session is over")
+    to_act: list[int] = _f(_TO_ACT)
+    view: Any = _f(
+        "the game's view for this viewer: only what it may see (its shape: `gamehost schema"
+        " --game ID`, `view`); null once the game's code is not run any more"
+    )
+    seed_commitment: str = _f("sha256 of the session's secret seed, hex")
+    outcome: Any = _f(
+        "sent once `ended`: the game's outcome, or null when the host ended the session",
+        default=None,
+        optional=True,
+    )
+    aborted: str | None = _f(
+        "sent once `ended` when the host ended the session: `too_long`, `abandoned` or"
+        " `game_error`",
+        default=None,
+        omit_none=True,
+    )
+    seed: str | None = _f(
+        "sent once `ended`: the seed, hex, or null when the game keeps it secret",
+        default=None,
+        optional=True,
+    )
+    deadline: Deadline | None = _f(_DEADLINE, default=None)
+    connected: list[bool] = _f(_CONNECTED, factory=list)
+    options: dict[str, Any] = _f(
+        "the session's options, every one with its value (those `create` left out at their"
+        " defaults)",
+        factory=dict,
+    )
+    timers: Timers = _f("the session's timers", factory=Timers)
 
     def to_wire(self) -> dict[str, Any]:
         out = {
@@ -141,6 +260,10 @@ class Snapshot:
             if self.aborted is not None:
                 out["aborted"] = self.aborted
             out["seed"] = self.seed
+        out["deadline"] = _deadline_wire(self.deadline)
+        out["connected"] = self.connected
+        out["options"] = self.options
+        out["timers"] = self.timers.to_wire()
         return out
 
     @classmethod
@@ -158,20 +281,23 @@ class Snapshot:
             obj.get("outcome"),
             obj.get("aborted"),
             obj.get("seed"),
+            Deadline.from_wire(obj.get("deadline")),
+            obj.get("connected", []),
+            obj.get("options", {}),
+            Timers.from_wire(obj["timers"]) if "timers" in obj else Timers(),
         )
 
 
 # --- results (the ``result`` of ``ok: true``) ----------------------------------------------------
 @attrs.frozen
 class Capabilities:
-    """``hello``'s ``capabilities``: ``max_line`` (bytes), ``bots``, ``resume``, ``watch``,
-    ``games`` (the installed game ids)."""
+    """What the host offers."""
 
-    max_line: int
-    bots: bool
-    resume: bool
-    watch: bool
-    games: list[str]
+    max_line: int = _f("the longest line the host reads, in bytes")
+    bots: bool = _f("`create` may seat host bots")
+    resume: bool = _f("a seat's token takes it back with `resume`")
+    watch: bool = _f("sessions may be watched")
+    games: list[str] = _f("the installed games' ids")
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -189,13 +315,13 @@ class Capabilities:
 
 @attrs.frozen
 class HelloResult:
-    """``hello``: the protocol spoken, the host's name and version, its ops and capabilities."""
+    """`hello`: the protocol spoken, the host's name and version, its ops and capabilities."""
 
-    protocol: int
-    host: str
-    version: str
-    ops: list[str]
-    capabilities: Capabilities
+    protocol: int = _f("the protocol version spoken (1)")
+    host: str = _f("the host's name")
+    version: str = _f("the host's version")
+    ops: list[str] = _f("every op the host answers")
+    capabilities: Capabilities = _f("what the host offers")
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -219,14 +345,13 @@ class HelloResult:
 
 @attrs.frozen
 class OptionDescription:
-    """One ``create`` option of a game: ``name``, ``default`` (wire value), ``type`` (text for
-    people), ``choices`` (the allowed values, or None: any of the type), ``doc``."""
+    """One `create` option of a game."""
 
-    name: str
-    default: Any
-    type: str
-    choices: list[Any] | None
-    doc: str
+    name: str = _f("the option's name")
+    default: Any = _f("its value when `create` leaves it out")
+    type: str = _f("its type, for people (`int`, `bool`, ...)")
+    choices: list[Any] | None = _f("the values allowed, or null: any value of the type")
+    doc: str = _f("what it does")
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -244,16 +369,15 @@ class OptionDescription:
 
 @attrs.frozen
 class GameDescription:
-    """One installed game in ``games``: ``id``, ``title``, ``version``, its seat range,
-    ``description`` and ``options``."""
+    """One installed game."""
 
-    id: str
-    title: str
-    version: str
-    min_seats: int
-    max_seats: int
-    description: str
-    options: list[OptionDescription]
+    id: str = _f("the game's id (what `create` names)")
+    title: str = _f("its name for people")
+    version: str = _f("its version")
+    min_seats: int = _f("the fewest seats a session may have")
+    max_seats: int = _f("the most seats a session may have")
+    description: str = _f("what the game is")
+    options: list[OptionDescription] = _f("its `create` options")
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -281,9 +405,9 @@ class GameDescription:
 
 @attrs.frozen
 class GamesResult:
-    """``games``: one description per installed game."""
+    """`games`: one description per installed game."""
 
-    games: list[GameDescription]
+    games: list[GameDescription] = _f("the installed games")
 
     def to_wire(self) -> dict[str, Any]:
         return {"games": [g.to_wire() for g in self.games]}
@@ -295,15 +419,15 @@ class GamesResult:
 
 @attrs.frozen
 class Created:
-    """``create``: the new session, its seats, the bot seats, the free ones, its seq."""
+    """`create`: the new session, its seats, the bot seats, the free ones, its seq."""
 
-    session: str
-    game: str
-    seats: list[SeatInfo | None]
-    bots: list[int]
-    free: list[int]
-    seq: int
-    seed_commitment: str
+    session: str = _f("the new session's id")
+    game: str = _f("the game's id")
+    seats: list[SeatInfo | None] = _f(_SEATS)
+    bots: list[int] = _f("the seats of the host bots (the last seats)")
+    free: list[int] = _f("the seats still free")
+    seq: int = _f("the seq of the session's last record (the number of bots, or more)")
+    seed_commitment: str = _f("sha256 of the session's secret seed, hex")
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -331,15 +455,15 @@ class Created:
 
 @attrs.frozen
 class SessionSummary:
-    """One entry of a ``sessions`` page."""
+    """One live session in a `sessions` page."""
 
-    session: str
-    game: str
-    seats: list[SeatInfo | None]
-    free: list[int]
-    started: bool
-    ended: bool
-    seq: int
+    session: str = _f("the session id")
+    game: str = _f("the game's id")
+    seats: list[SeatInfo | None] = _f(_SEATS)
+    free: list[int] = _f("the seats still free")
+    started: bool = _f("every seat was taken and the game began")
+    ended: bool = _f("the session is over")
+    seq: int = _f("the seq of the session's last record")
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -367,10 +491,10 @@ class SessionSummary:
 
 @attrs.frozen
 class SessionsPage:
-    """``sessions``: one page, and ``next`` (the ``after`` of the next page; None: the last)."""
+    """`sessions`: one page of live sessions, ordered by id."""
 
-    sessions: list[SessionSummary]
-    next: str | None
+    sessions: list[SessionSummary] = _f("the sessions of this page")
+    next: str | None = _f("the `after` to send for the next page; null on the last page")
 
     def to_wire(self) -> dict[str, Any]:
         return {"sessions": [s.to_wire() for s in self.sessions], "next": self.next}
@@ -380,13 +504,16 @@ class SessionsPage:
         return cls([SessionSummary.from_wire(s) for s in obj["sessions"]], obj["next"])
 
 
+_SNAPSHOT_DOC = "the session as this connection's seat (or a spectator) sees it"
+
+
 @attrs.frozen
 class Joined:
-    """``join``: the seat taken, its secret token, and the snapshot for that seat."""
+    """`join`: the seat taken, its secret token, and the snapshot for that seat."""
 
-    seat: int
-    token: str
-    snapshot: Snapshot
+    seat: int = _f("the seat taken")
+    token: str = _f("the seat's secret: keep it to `resume` the seat")
+    snapshot: Snapshot = _f(_SNAPSHOT_DOC, flatten=True)
 
     def to_wire(self) -> dict[str, Any]:
         return {"seat": self.seat, "token": self.token, **self.snapshot.to_wire()}
@@ -398,9 +525,9 @@ class Joined:
 
 @attrs.frozen
 class Watching:
-    """``watch``: the spectator's snapshot."""
+    """`watch`: the spectator's snapshot."""
 
-    snapshot: Snapshot
+    snapshot: Snapshot = _f(_SNAPSHOT_DOC, flatten=True)
 
     def to_wire(self) -> dict[str, Any]:
         return self.snapshot.to_wire()
@@ -412,10 +539,10 @@ class Watching:
 
 @attrs.frozen
 class Resumed:
-    """``resume``: the seat the token holds and the snapshot for it."""
+    """`resume`: the seat the token holds and the snapshot for it."""
 
-    seat: int
-    snapshot: Snapshot
+    seat: int = _f("the seat taken back")
+    snapshot: Snapshot = _f(_SNAPSHOT_DOC, flatten=True)
 
     def to_wire(self) -> dict[str, Any]:
         return {"seat": self.seat, **self.snapshot.to_wire()}
@@ -427,9 +554,9 @@ class Resumed:
 
 @attrs.frozen
 class ViewReply:
-    """``view``: the snapshot for the role this connection holds (a spectator's if none)."""
+    """`view`: the snapshot for the role this connection holds (a spectator's if none)."""
 
-    snapshot: Snapshot
+    snapshot: Snapshot = _f(_SNAPSHOT_DOC, flatten=True)
 
     def to_wire(self) -> dict[str, Any]:
         return self.snapshot.to_wire()
@@ -441,9 +568,12 @@ class ViewReply:
 
 @attrs.frozen
 class Accepted:
-    """``act``: the action is durable; ``seq`` is the session's last seq after its records."""
+    """`act`: the action is durable."""
 
-    seq: int
+    seq: int = _f(
+        "the session's last seq after the action's records (the pushes of those records come"
+        " after this reply)"
+    )
 
     def to_wire(self) -> dict[str, Any]:
         return {"seq": self.seq}
@@ -455,7 +585,9 @@ class Accepted:
 
 @attrs.frozen
 class Left:
-    """``leave``: ``{"left": true}``."""
+    """`leave`: `{"left": true}`."""
+
+    WIRE_CONSTANTS: ClassVar[dict[str, Any]] = {"left": True}
 
     def to_wire(self) -> dict[str, Any]:
         return {"left": True}
@@ -467,7 +599,9 @@ class Left:
 
 @attrs.frozen
 class Pong:
-    """``ping``: ``{"pong": true}``."""
+    """`ping`: `{"pong": true}`."""
+
+    WIRE_CONSTANTS: ClassVar[dict[str, Any]] = {"pong": True}
 
     def to_wire(self) -> dict[str, Any]:
         return {"pong": True}
@@ -480,17 +614,23 @@ class Pong:
 # --- the replay ops (PROTOCOL.md, "Replay ops") -------------------------------------------------
 @attrs.frozen
 class LogPage:
-    """``log``: a page of a session's records as the viewer may see them (each a JSON object:
-    ``seq``, ``type`` and the record's fields), and ``next``, the ``after`` of the next page."""
+    """`log`: a page of a session's records as the viewer may see them."""
 
-    session: str
-    game: str
-    seq: int
-    live: bool
-    ended: bool
-    open: bool
-    records: list[dict[str, Any]]
-    next: int | None
+    session: str = _f("the session id")
+    game: str = _f("the game's id")
+    seq: int = _f("the log's last seq")
+    live: bool = _f("the session is live on the answering host")
+    ended: bool = _f("the session is over")
+    open: bool = _f(
+        "what is hidden may be shown (the session ended and its game reveals the seed, or the"
+        " host runs with `--debug-replay`)"
+    )
+    records: list[dict[str, Any]] = _f(
+        "the records after `after` (each: `seq`, `type`, `ts` and the record's fields, hidden"
+        " parts redacted for the viewer, and `text`, the record in words, when the request"
+        " asked for it)"
+    )
+    next: int | None = _f("the `after` of the next page; null on the last page")
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -520,19 +660,21 @@ class LogPage:
 
 @attrs.frozen
 class ReplayState:
-    """``replay``: the state after record ``seq``; ``shown`` is the viewer's ``view``, or with
-    ``truth`` the game's whole ``state`` (the wire names it by which it is)."""
+    """`replay`: the state after record `seq`, as the viewer may see it."""
 
-    session: str
-    game: str
-    seq: int
-    last: int
-    seats: list[SeatInfo | None]
-    started: bool
-    ended: bool
-    to_act: list[int]
-    shown: Any
-    truth: bool = False
+    session: str = _f("the session id")
+    game: str = _f("the game's id")
+    seq: int = _f("the record the state is after")
+    last: int = _f("the log's last seq")
+    seats: list[SeatInfo | None] = _f(_SEATS)
+    started: bool = _f("every seat was taken and the game began")
+    ended: bool = _f("the session is over")
+    to_act: list[int] = _f(_TO_ACT)
+    shown: Any = _f(
+        "`view`: the game's view for the viewer; or, with `truth`, `state`: the game's whole state",
+        wire=("view", "state"),
+    )
+    truth: bool = _f("whether `state` is sent rather than `view`", default=False, wire=False)
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -566,14 +708,13 @@ class ReplayState:
 
 @attrs.frozen
 class Verified:
-    """``verify``: ``ok``, how many ``records`` were checked, the ``seq`` of the first that
-    differs (or None), what differs (``explanation``, None unless open) and a ``warning``."""
+    """`verify`: whether the host's code re-produces the session's log."""
 
-    ok: bool
-    records: int
-    seq: int | None
-    explanation: str | None
-    warning: str | None
+    ok: bool = _f("every record was re-produced")
+    records: int = _f("how many records were checked")
+    seq: int | None = _f("the first record the host's code does not re-produce, or null")
+    explanation: str | None = _f("what differs; null unless the session is open")
+    warning: str | None = _f("the log was written by another version of the game, or null")
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -591,16 +732,17 @@ class Verified:
 
 @attrs.frozen
 class Forked:
-    """``fork``: the new session, where it came from (``{"session", "seq"}``), its seats, the
-    free ones, its seq and a new token per human seat (seat number as a string -> token)."""
+    """`fork`: a new live session holding another's records up to a seq."""
 
-    session: str
-    game: str
-    forked_from: dict[str, Any]
-    seats: list[SeatInfo | None]
-    free: list[int]
-    seq: int
-    tokens: dict[str, str]
+    session: str = _f("the new session's id")
+    game: str = _f("the game's id")
+    forked_from: dict[str, Any] = _f("where it came from: `session` and `seq`")
+    seats: list[SeatInfo | None] = _f(_SEATS)
+    free: list[int] = _f("the seats still free")
+    seq: int = _f("the new session's last seq")
+    tokens: dict[str, str] = _f(
+        "a new token per human seat (the seat number as a string): `resume` with it"
+    )
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -687,22 +829,27 @@ Result = (
 Outcome = Result | Refused
 """What a request is answered with: its op's result, or a refusal."""
 
+RESULT_TYPES: dict[str, type[Any]] = {
+    "hello": HelloResult,
+    "games": GamesResult,
+    "create": Created,
+    "sessions": SessionsPage,
+    "join": Joined,
+    "watch": Watching,
+    "resume": Resumed,
+    "view": ViewReply,
+    "act": Accepted,
+    "leave": Left,
+    "ping": Pong,
+    "log": LogPage,
+    "replay": ReplayState,
+    "verify": Verified,
+    "fork": Forked,
+}
+"""op -> the class of its ``result`` (what ``protocol.schema`` describes)."""
+
 RESULTS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-    "hello": HelloResult.from_wire,
-    "games": GamesResult.from_wire,
-    "create": Created.from_wire,
-    "sessions": SessionsPage.from_wire,
-    "join": Joined.from_wire,
-    "watch": Watching.from_wire,
-    "resume": Resumed.from_wire,
-    "view": ViewReply.from_wire,
-    "act": Accepted.from_wire,
-    "leave": Left.from_wire,
-    "ping": Pong.from_wire,
-    "log": LogPage.from_wire,
-    "replay": ReplayState.from_wire,
-    "verify": Verified.from_wire,
-    "fork": Forked.from_wire,
+    op: cls.from_wire for op, cls in RESULT_TYPES.items()
 }
 """op -> how to read its ``result``."""
 
@@ -756,30 +903,50 @@ def _line_field() -> Any:
     return attrs.field(default=None, init=False, eq=False, repr=False, hash=False)
 
 
+_SESSION = "the session id"
+
+
 @attrs.frozen
 class EventPush(_Push):
-    """One log record for a viewer: ``kind`` is ``event``, ``action``, ``seat_taken`` or
-    ``ended``; ``event`` its (redacted) body."""
+    """One record of the session's log, redacted for this viewer; one per record, in gapless
+    `seq` order."""
 
     name: ClassVar[str] = "event"
-    session: str
-    seq: int
-    kind: str
-    event: Any
+    session: str = _f(_SESSION)
+    seq: int = _f("the record's seq")
+    kind: str = _f(
+        "the record's type: `event` (a game event), `action`, `seat_taken`, `seat_held`,"
+        " `seat_released` or `ended`"
+    )
+    event: Any = _f(
+        "the record's body as this viewer may see it: for `event` the game's event (its"
+        " shape: `gamehost schema --game ID`, `event`), for `action` `seat` and `action`"
+        " (and `timed_out`), for `seat_taken` `seat`, `name` and `bot`, for `seat_held` and"
+        " `seat_released` `seat`, for `ended` `outcome`, `seed` (and `aborted`, `fault`)"
+    )
+    text: str | None = _f(
+        "the record in words for this viewer (empty: nothing to say); sent only to a"
+        ' connection that asked with `"text": true`',
+        default=None,
+        omit_none=True,
+    )
     _line: bytes | None = _line_field()
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        out = {
             "push": "event",
             "session": self.session,
             "seq": self.seq,
             "kind": self.kind,
             "event": self.event,
         }
+        if self.text is not None:
+            out["text"] = self.text
+        return out
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> EventPush:
-        return cls(obj["session"], obj["seq"], obj["kind"], obj["event"])
+        return cls(obj["session"], obj["seq"], obj["kind"], obj["event"], obj.get("text"))
 
     @classmethod
     def with_encoded_body(
@@ -799,13 +966,19 @@ class EventPush(_Push):
 
 @attrs.frozen
 class TurnPush(_Push):
-    """The seat must act; ``legal`` lists wire actions valid now."""
+    """This seat must act: sent after every change while it is in `to_act` (answer the one
+    with the highest `seq`)."""
 
     name: ClassVar[str] = "turn"
-    session: str
-    seq: int
-    seat: int
-    legal: list[Any]
+    session: str = _f(_SESSION)
+    seq: int = _f("the seq of the session's last record: send it with `act`")
+    seat: int = _f("the seat to act (this connection's)")
+    legal: list[Any] = _f(
+        "the actions valid now, each as `act` takes it (their shape: `gamehost schema --game"
+        " ID`, `action`)"
+    )
+    to_act: list[int] = _f(_TO_ACT, factory=list)
+    deadline: Deadline | None = _f(_DEADLINE, default=None)
     _line: bytes | None = _line_field()
 
     def to_wire(self) -> dict[str, Any]:
@@ -815,43 +988,145 @@ class TurnPush(_Push):
             "seq": self.seq,
             "seat": self.seat,
             "legal": self.legal,
+            "to_act": self.to_act,
+            "deadline": _deadline_wire(self.deadline),
         }
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> TurnPush:
-        return cls(obj["session"], obj["seq"], obj["seat"], obj["legal"])
+        return cls(
+            obj["session"],
+            obj["seq"],
+            obj["seat"],
+            obj["legal"],
+            obj.get("to_act", []),
+            Deadline.from_wire(obj.get("deadline")),
+        )
+
+
+@attrs.frozen
+class ViewPush(_Push):
+    """A state push: the viewer's whole view after a change, with whose turn it is, until
+    when, and who is connected (sent only to a connection that joined, watched or resumed
+    with `"view": true`)."""
+
+    name: ClassVar[str] = "view"
+    session: str = _f(_SESSION)
+    seq: int = _f("the seq of the change's last record")
+    view: Any = _f(
+        "the game's view for this viewer, as a snapshot's `view` (its shape: `gamehost schema"
+        " --game ID`, `view`)"
+    )
+    to_act: list[int] = _f(_TO_ACT, factory=list)
+    deadline: Deadline | None = _f(_DEADLINE, default=None)
+    connected: list[bool] = _f(_CONNECTED, factory=list)
+    _line: bytes | None = _line_field()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "push": "view",
+            "session": self.session,
+            "seq": self.seq,
+            "view": self.view,
+            "to_act": self.to_act,
+            "deadline": _deadline_wire(self.deadline),
+            "connected": self.connected,
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> ViewPush:
+        return cls(
+            obj["session"],
+            obj["seq"],
+            obj["view"],
+            obj.get("to_act", []),
+            Deadline.from_wire(obj.get("deadline")),
+            obj.get("connected", []),
+        )
+
+
+PRESENCE_REASONS = ("joined", "resumed", "left", "gone", "unresponsive", "host_gone")
+"""The ``reason`` of a presence push: the record's (a ``seat_released`` names its own)."""
+
+
+@attrs.frozen
+class PresencePush(_Push):
+    """A seat's connection came or went: sent right after the `event` push of each
+    `seat_taken`, `seat_held` and `seat_released` record (live, and among the records a
+    `resume` catches up on)."""
+
+    name: ClassVar[str] = "presence"
+    session: str = _f(_SESSION)
+    seq: int = _f("the seq of the record")
+    seat: int = _f("the seat")
+    connected: bool = _f("whether a connection holds the seat now (a host bot's: true)")
+    reason: str = _f(
+        "`joined` (seat_taken), `resumed` (seat_held), or why the seat was released: `left`"
+        " (`leave`), `gone` (its connection closed), `unresponsive` (it did not answer a"
+        " ping), `host_gone` (its host went away)"
+    )
+    _line: bytes | None = _line_field()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "push": "presence",
+            "session": self.session,
+            "seq": self.seq,
+            "seat": self.seat,
+            "connected": self.connected,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> PresencePush:
+        return cls(obj["session"], obj["seq"], obj["seat"], obj["connected"], obj["reason"])
 
 
 @attrs.frozen
 class EndedPush(_Push):
-    """The session is over: ``outcome`` (None when the host ended it, then ``aborted`` says
-    why; ``aborted`` is sent only when not None)."""
+    """The session is over."""
 
     name: ClassVar[str] = "ended"
-    session: str
-    seq: int
-    outcome: Any
-    aborted: str | None = None
+    session: str = _f(_SESSION)
+    seq: int = _f("the seq of the `ended` record")
+    outcome: Any = _f(
+        "the game's outcome (its shape: `gamehost schema --game ID`, `outcome`), or null when"
+        " the host ended the session"
+    )
+    aborted: str | None = _f(
+        "sent when the host ended the session: `too_long`, `abandoned`, `game_error` or `admin`",
+        default=None,
+        omit_none=True,
+    )
+    text: str | None = _f(
+        "the end in words (who won, the final scores); sent only to a connection that asked"
+        ' with `"text": true`',
+        default=None,
+        omit_none=True,
+    )
     _line: bytes | None = _line_field()
 
     def to_wire(self) -> dict[str, Any]:
         out = {"push": "ended", "session": self.session, "seq": self.seq, "outcome": self.outcome}
         if self.aborted is not None:
             out["aborted"] = self.aborted
+        if self.text is not None:
+            out["text"] = self.text
         return out
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> EndedPush:
-        return cls(obj["session"], obj["seq"], obj["outcome"], obj.get("aborted"))
+        return cls(obj["session"], obj["seq"], obj["outcome"], obj.get("aborted"), obj.get("text"))
 
 
 @attrs.frozen
 class StalledPush(_Push):
-    """The host could not write the session's log (``reason``: ``store_error``)."""
+    """The host could not write the session's log: the table waits while the host retries
+    (after 1 s, the delay doubling up to 60 s); sent once per run of failures."""
 
     name: ClassVar[str] = "stalled"
-    session: str
-    reason: str
+    session: str = _f(_SESSION)
+    reason: str = _f("`store_error`")
     _line: bytes | None = _line_field()
 
     def to_wire(self) -> dict[str, Any]:
@@ -864,12 +1139,13 @@ class StalledPush(_Push):
 
 @attrs.frozen
 class ClosedPush(_Push):
-    """The host hangs up (``reason``: ``shutdown``, ``too_many_connections``,
-    ``too_many_from_address``, ``idle``, ``line_timeout``, ``slow_consumer``,
-    ``unresponsive``)."""
+    """The host hangs up after this."""
 
     name: ClassVar[str] = "closed"
-    reason: str
+    reason: str = _f(
+        "`shutdown`, `too_many_connections`, `too_many_from_address`, `idle`, `line_timeout`,"
+        " `slow_consumer` or `unresponsive`"
+    )
     _line: bytes | None = _line_field()
 
     def to_wire(self) -> dict[str, Any]:
@@ -882,11 +1158,11 @@ class ClosedPush(_Push):
 
 @attrs.frozen
 class PingPush(_Push):
-    """The host asks a connection that plays or watches a session, and has been silent for
-    ``serve --ping-after`` seconds, whether it is still there: any complete line answers it (a
-    ``ping`` request will do); silence for ``serve --ping-timeout`` seconds more and the host
-    hangs up (``closed``, ``unresponsive``). Over a WebSocket the host sends a Ping frame
-    instead, which the browser answers by itself."""
+    """Are you still there? Sent to a connection that plays or watches a session and has
+    been silent for `serve --ping-after` seconds: any complete line answers it (a `ping`
+    request will do); silence for `serve --ping-timeout` seconds more and the host hangs up
+    (`closed`, `unresponsive`). Over a WebSocket the host sends a Ping frame instead, which
+    the browser answers by itself."""
 
     name: ClassVar[str] = "ping"
     _line: bytes | None = _line_field()
@@ -901,14 +1177,16 @@ class PingPush(_Push):
 
 @attrs.frozen
 class DetachedPush(_Push):
-    """This connection no longer holds ``seat`` of ``session`` (``reason``: ``resumed``, another
-    connection resumed the seat; ``released``, the host released it): no more pushes of that
-    session follow, ``act`` there is ``not_seated``, and ``resume`` takes the seat back."""
+    """This connection no longer holds the seat: no more pushes of that session follow, `act`
+    there answers `not_seated`, and `resume` with the seat's token takes it back."""
 
     name: ClassVar[str] = "detached"
-    session: str
-    seat: int
-    reason: str
+    session: str = _f(_SESSION)
+    seat: int = _f("the seat this connection held")
+    reason: str = _f(
+        "`resumed` (another connection resumed the seat: the last resume wins) or `released`"
+        " (a host released it, taking this connection for gone)"
+    )
     _line: bytes | None = _line_field()
 
     def to_wire(self) -> dict[str, Any]:
@@ -924,27 +1202,16 @@ class DetachedPush(_Push):
         return cls(obj["session"], obj["seat"], obj["reason"])
 
 
-@attrs.frozen
-class ViewPush(_Push):
-    """A state push: the viewer's whole ``view`` after the change that ended at ``seq`` (sent
-    only to a connection that joined, watched or resumed with ``"view": true``)."""
-
-    name: ClassVar[str] = "view"
-    session: str
-    seq: int
-    view: Any
-    _line: bytes | None = _line_field()
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"push": "view", "session": self.session, "seq": self.seq, "view": self.view}
-
-    @classmethod
-    def from_wire(cls, obj: Mapping[str, Any]) -> ViewPush:
-        return cls(obj["session"], obj["seq"], obj["view"])
-
-
 Push = (
-    EventPush | TurnPush | ViewPush | EndedPush | StalledPush | DetachedPush | ClosedPush | PingPush
+    EventPush
+    | TurnPush
+    | ViewPush
+    | PresencePush
+    | EndedPush
+    | StalledPush
+    | DetachedPush
+    | ClosedPush
+    | PingPush
 )
 Message = Reply | Push
 
@@ -954,6 +1221,7 @@ PUSHES: dict[str, type[Any]] = {
         EventPush,
         TurnPush,
         ViewPush,
+        PresencePush,
         EndedPush,
         StalledPush,
         DetachedPush,

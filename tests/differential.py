@@ -52,14 +52,17 @@ a topology stops playing.
 reply to each of its steps, in order; (2) the event pushes it was shown, merged across its
 reconnects (each seq once, in seq order; a record pushed twice must be pushed alike): ``seq``,
 ``kind`` and ``event``; (3) at each step it takes, the latest ``turn`` push it holds (``seq``,
-``legal``) when that is at the table's seq as the step begins, else null (which turn pushes a
-seat got for a state that did not last, bots moving on at once, depends on a host that follows
-another's appends: it pushes what it read in one go as one change); (4) its other pushes
-(``detached``, ``ended``, ...) in order, ``closed`` excepted; and the harness's notes (waits
-that timed out). A spectator that watches again after a bounce
-was not shown the records between the last seq it saw before the bounce and its new ``watch``
-snapshot (``watch`` takes no ``after``): pushes of that window are left out of (2) in every
-topology.
+``legal``, ``to_act``, ``deadline``) when that is at the table's seq as the step begins, else
+null (which turn pushes a seat got for a state that did not last, bots moving on at once,
+depends on a host that follows another's appends: it pushes what it read in one go as one
+change); (4) its other pushes (``presence``, ``detached``, ``ended``, ...) in order, ``closed``
+excepted; and the harness's notes (waits that timed out). Replies carry snapshots, so their
+``connected`` flags and ``deadline`` are compared too. A spectator that watches again after a
+bounce was not shown the records between the last seq it saw before the bounce and its new
+``watch`` snapshot (``watch`` takes no ``after``): the event and presence pushes of that window
+are left out of (2) and (4) in every topology. A bounce releases the seats it cuts off as
+``gone`` in A and C (their connections closed) and as ``host_gone`` in B (the host died): each
+topology says what happened to it, so a presence push's ``host_gone`` is compared as ``gone``.
 
 :func:`run_scenario` runs a scenario on the three topologies and returns an :class:`Outcome`;
 :meth:`Outcome.report` says where they first differ (the logical connection, the step, what
@@ -359,7 +362,8 @@ class Logical:
         events: seq -> ``(step it came in, kind, event)`` of its event pushes.
         clashes: ``(step, seq, first, again)``: a seq pushed twice, differently.
         others: ``(step, push)`` of its pushes other than ``event``, ``turn`` and ``closed``.
-        turns: ``(step, [seq, legal] or None)``: at each step it takes, its latest turn push if
+        turns: ``(step, [seq, legal, to_act, deadline] or None)``: at each step it takes, its
+            latest turn push if
             that is at the table's seq (else None: an older one depends on how a host that
             follows another's appends batched them, see the module docstring).
         acts: ``(step, seq named, its latest turn's seq, reply)`` of its ``act``/``stale``.
@@ -400,8 +404,9 @@ class Logical:
             self.seen = seq
 
     def held_turn(self) -> list[Any] | None:
-        """``[seq, legal]`` of its latest turn push, or None."""
-        return None if self.turn is None else [self.turn["seq"], self.turn["legal"]]
+        """``[seq, legal, to_act, deadline]`` of its latest turn push, or None."""
+        t = self.turn
+        return None if t is None else [t["seq"], t["legal"], t["to_act"], t["deadline"]]
 
     def transcript(self) -> dict[str, Any]:
         """What is compared (plain JSON values; event pushes in the hidden windows left out)."""
@@ -409,11 +414,19 @@ class Logical:
         def shown(seq: int) -> bool:
             return not any(lo < seq <= hi for lo, hi in self.hidden)
 
+        others = []
+        for step, push in self.others:
+            if push.get("push") == "presence":
+                if not shown(push["seq"]):
+                    continue
+                if push["reason"] == "host_gone":
+                    push = {**push, "reason": "gone"}
+            others.append([step, push])
         return {
             "replies": [list(r) for r in self.replies],
             "events": {seq: list(self.events[seq]) for seq in sorted(self.events) if shown(seq)},
             "turns": [list(t) for t in self.turns],
-            "others": [list(o) for o in self.others],
+            "others": others,
             "notes": [list(n) for n in self.notes],
             "clashes": [list(c) for c in self.clashes],
         }
@@ -1000,7 +1013,8 @@ def _first_difference(conn: str, aspect: str, mine: dict[str, Any]) -> Differenc
             first = next(g for g in got.values() if g is not _NOTHING)
             label = {
                 "replies": f"reply to {first[1]}",
-                "turns": "latest turn push ([seq, legal] at the table's seq, or null) at its step",
+                "turns": "latest turn push ([seq, legal, to_act, deadline] at the table's seq,"
+                " or null) at its step",
                 "others": "push other than event and turn",
                 "notes": "harness note",
                 "clashes": "record pushed twice, differently",

@@ -71,6 +71,7 @@ from host.store.base import CorruptLog, body_of, frame
 from host.store.file import read_log
 from tools.bench import listening_port, serve_command
 from tools.client import Client
+from tools.progress import Progress
 
 __all__ = [
     "GAMES",
@@ -310,6 +311,7 @@ class Ledger:
         max_seq: the highest seq acknowledged (a reply's or a push's seq).
         pushed: seq -> a short description of the record pushed there (see :func:`describe`).
         clashes: two pushes of one seq that described different records.
+        ended: a client was told the session ended (for the progress).
     """
 
     session: str
@@ -317,6 +319,7 @@ class Ledger:
     max_seq: int = -1
     pushed: dict[int, str] = attrs.field(factory=dict)
     clashes: list[str] = attrs.field(factory=list)
+    ended: bool = False
 
     def ack(self, seq: int | None) -> None:
         """The host acknowledged records up to ``seq``."""
@@ -749,6 +752,7 @@ async def _seat_on(c: Client, run: _Run, ledger: Ledger, rng: random.Random, st:
         res = reply["result"]
     ledger.ack(res.get("seq"))
     st.ended = bool(res.get("ended"))
+    ledger.ended = ledger.ended or st.ended
     sid = ledger.session
     while True:
         if st.ended:  # what was pushed before the end still goes into the ledger
@@ -774,7 +778,7 @@ async def _seat_on(c: Client, run: _Run, ledger: Ledger, rng: random.Random, st:
             ledger.saw(seq, describe(str(p.get("kind")), _push_body(p)))
         elif kind == "ended":
             ledger.ack(seq)
-            st.ended = True
+            st.ended = ledger.ended = True
         elif kind == "turn" and p.get("seat") == st.seat and p.get("legal") and not st.ended:
             ledger.ack(seq)
             await trio.sleep(rng.uniform(0, run.cfg.think))
@@ -1008,28 +1012,45 @@ def check_records(
             report.played_out += 1
 
 
-async def _verify_all(report: ChaosReport, sessions_dir: Path, parallel: int = 2) -> None:
-    """Run ``gamehost replay --verify`` on every log, ``parallel`` at a time."""
+async def _verify_all(
+    report: ChaosReport,
+    sessions_dir: Path,
+    parallel: int = 2,
+    progress: Progress | None = None,
+) -> None:
+    """Run ``gamehost replay --verify`` on every log, ``parallel`` at a time (``progress``
+    told of each log done)."""
     limit = trio.CapacityLimiter(parallel)
+    paths = sorted(sessions_dir.glob("*.jsonl"))
+    if progress is not None:
+        progress.update(0, total=len(paths))
 
     async def one(path: Path) -> None:
         async with limit:
-            argv = [sys.executable, "-m", "tools.cli", "replay", "--verify", str(path)]
-            with trio.move_on_after(VERIFY_TIMEOUT):
-                done = await trio.run_process(
-                    argv, capture_stdout=True, capture_stderr=True, check=False
-                )
-                if done.returncode == 0:
-                    report.verify_ok += 1
-                    return
-                text = (done.stdout + done.stderr).decode(errors="replace").strip()
-                tail = text.splitlines()[-1] if text else ""
-                report.verify_failed.append(f"{path.name}: status {done.returncode}: {tail}")
+            try:
+                await check(path)
+            finally:
+                if progress is not None:
+                    failed = len(report.verify_failed)
+                    progress.advance(status=f"{failed} failed" if failed else "")
+
+    async def check(path: Path) -> None:
+        argv = [sys.executable, "-m", "tools.cli", "replay", "--verify", str(path)]
+        with trio.move_on_after(VERIFY_TIMEOUT):
+            done = await trio.run_process(
+                argv, capture_stdout=True, capture_stderr=True, check=False
+            )
+            if done.returncode == 0:
+                report.verify_ok += 1
                 return
-            report.verify_failed.append(f"{path.name}: no answer in {VERIFY_TIMEOUT:.0f} s")
+            text = (done.stdout + done.stderr).decode(errors="replace").strip()
+            tail = text.splitlines()[-1] if text else ""
+            report.verify_failed.append(f"{path.name}: status {done.returncode}: {tail}")
+            return
+        report.verify_failed.append(f"{path.name}: no answer in {VERIFY_TIMEOUT:.0f} s")
 
     async with trio.open_nursery() as n:
-        for path in sorted(sessions_dir.glob("*.jsonl")):
+        for path in paths:
             n.start_soon(one, path)
 
 
@@ -1043,8 +1064,10 @@ CHAOS_TIMERS = ("--turn-timeout=5", "--abandon-after=10")
 """The host's timers in a kill loop unless ``--serve-arg`` sets others (the last flag wins)."""
 
 
-async def chaos(cfg: ChaosConfig) -> ChaosReport:
-    """Run the kill loop and check its logs (see the module docstring).
+async def chaos(cfg: ChaosConfig, progress: bool = False) -> ChaosReport:
+    """Run the kill loop and check its logs (see the module docstring). With ``progress``, the
+    play's progress (sessions ended, kills, seats playing, pushes) and then the verification's
+    (logs verified) show on stdout (:mod:`tools.progress`).
 
     Returns:
         The report; its ``ok`` is the verdict.
@@ -1071,6 +1094,9 @@ async def chaos(cfg: ChaosConfig) -> ChaosReport:
     deadline = trio.current_time() + cfg.max_seconds
     async with trio.open_nursery() as procs:
         run.procs = procs
+        showing = trio.CancelScope()
+        if progress:
+            procs.start_soon(_show_play, run, showing)
         try:
             with trio.move_on_at(deadline) as play:
                 async with trio.open_nursery() as tables:
@@ -1087,6 +1113,7 @@ async def chaos(cfg: ChaosConfig) -> ChaosReport:
             if play.cancelled_caught:
                 report.problems.append(f"the play reached --max-seconds ({cfg.max_seconds:.0f} s)")
         finally:
+            showing.cancel()
             with trio.CancelScope(shield=True):
                 report.stop_status = 0
                 for h in hosts:
@@ -1112,14 +1139,33 @@ async def chaos(cfg: ChaosConfig) -> ChaosReport:
         sessions_dir.mkdir(parents=True, exist_ok=True)
         for sid, ls in lines.items():
             (sessions_dir / f"{sid}.jsonl").write_bytes(b"".join(line + b"\n" for line in ls))
-    await _verify_all(report, sessions_dir)
+    if progress:
+        with Progress("chaos: replay --verify", unit="logs") as shown:
+            await _verify_all(report, sessions_dir, progress=shown)
+    else:
+        await _verify_all(report, sessions_dir)
     report.seconds = time.monotonic() - t0
     return report
 
 
-def run_chaos(cfg: ChaosConfig) -> ChaosReport:
+async def _show_play(run: _Run, scope: trio.CancelScope) -> None:
+    """The play's progress until ``scope`` is cancelled (the play is over): sessions whose end
+    a client saw, of those to create; kills done; seats still playing; pushes seen."""
+    cfg = run.cfg
+    with scope, Progress("chaos: play", cfg.sessions, "sessions ended") as shown:
+        while True:
+            ended = sum(1 for ledger in run.ledgers.values() if ledger.ended)
+            shown.update(
+                ended,
+                status=f"kills {run.report.kills}/{cfg.kills}, {run.seats_running} seats"
+                f" playing, {run.progress.n:,} pushes",
+            )
+            await trio.sleep(0.5)
+
+
+def run_chaos(cfg: ChaosConfig, progress: bool = False) -> ChaosReport:
     """:func:`chaos` in a new trio run (for the CLI)."""
-    return trio.run(chaos, cfg)
+    return trio.run(chaos, cfg, progress)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -1195,7 +1241,7 @@ def main(args: argparse.Namespace) -> int:
     )
     logs.configure(json=False, level="warning")  # the checker's own findings, on stderr
     print(f"chaos: {cfg.sessions} sessions, {cfg.kills} kills, seed {cfg.seed}, data in {data_dir}")
-    report = run_chaos(cfg)
+    report = run_chaos(cfg, progress=True)
     for line in report.lines():
         print(line)
     return 0 if report.ok else 1

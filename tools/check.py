@@ -13,12 +13,13 @@ crash left only in the log) is counted, changing nothing. A damaged segment (a l
 match its checksum anywhere but at the newest segment's torn tail, a gap) is damage: a host
 refuses to start on it.
 
-Output: one line per finding, ``damaged: <session>: seq N: <what>``, ``damaged: wal/<segment>:
-byte N: <what>``, ``torn: <session>: ...`` or ``torn: wal/<segment>: ...``, then a summary with how
-many records carry no checksum (written before checksums: accepted unchecked) and, if the data
-dir has a write-ahead log left, a line about it. Exit status: 0 nothing damaged (torn tails are no
-damage), 1 some log or segment damaged, 2 unusable arguments (no such data dir) or an unreachable
-database.
+While it runs it shows its progress on stdout (logs checked of all; :mod:`tools.progress`: a
+bar on a terminal, a plain line every 5 s otherwise). Output: one line per finding,
+``damaged: <session>: seq N: <what>``, ``damaged: wal/<segment>: byte N: <what>``, ``torn:
+<session>: ...`` or ``torn: wal/<segment>: ...``, then a summary with how many records carry no
+checksum (written before checksums: accepted unchecked) and, if the data dir has a write-ahead
+log left, a line about it. Exit status: 0 nothing damaged (torn tails are no damage), 1 some log
+or segment damaged, 2 unusable arguments (no such data dir) or an unreachable database.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from host.store.base import _SESSION_ID, CorruptLog
 from host.store.file import fold_log, scan_log
 from host.store.wal import WalDamaged, recover, scan_segment, segment_name, segment_numbers
 from host.table.engine import Record
+from tools.progress import Progress
 
 __all__ = ["Report", "add_parser", "check_data_dir", "check_database", "main"]
 
@@ -83,9 +85,15 @@ def _fold(report: Report, registry: Registry, sid: str, where: Path, raw: list[A
     fold_log(where, engine, records)
 
 
-def check_data_dir(data_dir: Path, registry: Registry) -> Report:
+def _tick(progress: Progress | None, report: Report) -> None:
+    if progress is not None:
+        bad = len(report.damaged)
+        progress.update(report.sessions, status=f"{bad} damaged" if bad else "")
+
+
+def check_data_dir(data_dir: Path, registry: Registry, progress: Progress | None = None) -> Report:
     """Check every ``<session>.jsonl`` in ``data_dir/sessions`` (the folder itself if it has no
-    ``sessions``: a folder of logs, as ``export`` writes).
+    ``sessions``: a folder of logs, as ``export`` writes); ``progress`` told of each log.
 
     Raises:
         FileNotFoundError: no such folder.
@@ -94,10 +102,16 @@ def check_data_dir(data_dir: Path, registry: Registry) -> Report:
     if not folder.is_dir():
         raise FileNotFoundError(f"no data dir {data_dir}")
     report = Report()
-    for name in sorted(os.listdir(folder)):
+    names = [
+        name
+        for name in sorted(os.listdir(folder))
+        if name.endswith(".jsonl") and _SESSION_ID.match(name.removesuffix(".jsonl"))
+    ]
+    if progress is not None:
+        progress.update(0, total=len(names))
+    for name in names:
+        _tick(progress, report)
         sid = name.removesuffix(".jsonl")
-        if not name.endswith(".jsonl") or not _SESSION_ID.match(sid):
-            continue
         report.sessions += 1
         path = folder / name
         try:
@@ -110,6 +124,7 @@ def check_data_dir(data_dir: Path, registry: Registry) -> Report:
             report.damaged.append((sid, exc.seq, exc.message))
         except OSError as exc:
             report.damaged.append((sid, 0, f"cannot be read: {exc}"))
+    _tick(progress, report)
     if folder != data_dir:
         _check_wal(report, data_dir / "wal", folder)
     return report
@@ -135,8 +150,8 @@ def _check_wal(report: Report, wal_dir: Path, sessions: Path) -> None:
         report.wal_damaged.append(("wal", 0, f"cannot be read: {exc}"))
 
 
-def check_database(url: str, registry: Registry) -> Report:
-    """Check every session of a PostgreSQL store.
+def check_database(url: str, registry: Registry, progress: Progress | None = None) -> Report:
+    """Check every session of a PostgreSQL store; ``progress`` told of each session.
 
     Raises:
         StoreUnavailable: the database cannot be reached (an ``OSError``).
@@ -147,7 +162,11 @@ def check_database(url: str, registry: Registry) -> Report:
     report = Report()
     try:
         store.check()
-        for sid in store.session_ids():
+        ids = store.session_ids()
+        if progress is not None:
+            progress.update(0, total=len(ids))
+        for sid in ids:
+            _tick(progress, report)
             report.sessions += 1
             where = store.path(sid)
             try:
@@ -158,6 +177,7 @@ def check_database(url: str, registry: Registry) -> Report:
                 report.damaged.append((sid, exc.seq, exc.message))
             except LookupError:  # gone since it was listed
                 report.sessions -= 1
+        _tick(progress, report)
     finally:
         store.disconnect()
     return report
@@ -220,10 +240,11 @@ def main(args: argparse.Namespace) -> int:
     registry = load_registry()
     spec = args.store or str(args.data_dir)
     try:
-        if "://" in spec:
-            report = check_database(spec, registry)
-        else:
-            report = check_data_dir(Path(spec), registry)
+        with Progress("check", unit="logs") as progress:
+            if "://" in spec:
+                report = check_database(spec, registry, progress)
+            else:
+                report = check_data_dir(Path(spec), registry, progress)
     except OSError as exc:
         print(f"gamehost check: error: {exc}", file=sys.stderr)
         return 2

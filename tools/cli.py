@@ -2,8 +2,8 @@
 ``chaos``, ``db init``, ``export``, ``import``, ``schema``.
 
 ``gamehost`` alone prints this help and exits 0; ``gamehost --version`` prints the host's version
-and each installed game's id and version. A bad option or value is refused by argparse with one
-``gamehost <command>: error: ...`` line (after the usage line) and exit status 2.
+and each installed game's id and version. A bad option or value is refused with one
+``gamehost <command>: error: ...`` line (no usage: ``--help`` prints that) and exit status 2.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from importlib import metadata
+from typing import NoReturn
 
 from host.cli import add_serve_parser
 
@@ -45,12 +46,19 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose refusal is one line, ``<prog>: error: <message>``, and exit
+    status 2 (argparse's own prints the whole usage first, 20 lines for ``serve``). Its
+    sub-commands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``gamehost`` console script."""
     given = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(
-        prog="gamehost", description="An event-sourced host for turn-based games."
-    )
+    parser = Parser(prog="gamehost", description="An event-sourced host for turn-based games.")
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_serve_parser(sub)

@@ -232,7 +232,8 @@ class Progress:
     file that printed one is done); nothing for a file done sooner.
 
     Args:
-        out: the stream (stdout). every: seconds between plain lines.
+        out: the stream (stdout). every: seconds between plain lines (default:
+            ``$GAMEHOST_PROGRESS_EVERY``, else :data:`PROGRESS_EVERY`).
         terminal: force the bar (True) or the lines (False); default: whether ``out`` is one.
         verb: ``"import"`` or ``"export"``, for the lines.
     """
@@ -240,14 +241,16 @@ class Progress:
     def __init__(
         self,
         out: TextIO,
-        every: float = PROGRESS_EVERY,
+        every: float | None = None,
         terminal: bool | None = None,
         verb: str = "import",
     ) -> None:
         from rich.console import Console
 
+        from tools.progress import every as every_default
+
         self.out = out
-        self.every = every
+        self.every = every_default(PROGRESS_EVERY) if every is None else every
         self.verb = verb
         self.console = Console(file=out, force_terminal=terminal)
         self.bar: Any = None

@@ -2,18 +2,31 @@
 
 It creates a session (``--game``, ``--seats``, ``--bots``, ``--option k=v``), joins one
 (``--session ID``) or takes a seat back (``--session ID --resume TOKEN``, with the token ``join``
-gave; on Ctrl-C or a lost connection the client prints that exact command). Each turn it shows
-the player's view and the legal actions, numbered, and reads the choice from the keyboard.
+gave). The token and the command that resumes the seat are printed as soon as the seat is
+joined, and again on Ctrl-C or a lost connection; the command names the full path of the
+``gamehost`` that runs (or ``python -m tools.cli`` with the full path of this Python), so it
+works as printed from any shell, outside the virtualenv too. A Ctrl-C while the ``join`` is on
+its way waits for its answer (a second one does not), so a seat the host gave is never left
+without its token on screen; a Ctrl-C before any seat was taken says so.
 
-Actions that differ only in one whole number (a bet or raise of any size in a range; the game
-lists a few sizes, the smallest and the largest among them) are shown as one form with its
-range, e.g. ``[2] raise AMOUNT from 1 to 10``; the player types ``2 7`` or ``raise 7`` (or just
-``2`` and then the amount when asked). A JSON action object is accepted too. ``--auto`` picks
-random legal actions instead (for scripts). A game that offers ``render(view, viewer)`` and
-``describe(action)`` is drawn its own way; any other as JSON. A move the host played for a seat
-whose turn timer ran out is marked ``[timed out: played by the host]``; if that happens while
-the player is still choosing, the prompt is dropped at once with a note, and the next turn is
-shown (a line typed later goes to the new prompt, none is lost).
+Each turn it shows the player's view and the legal actions, numbered, and reads the choice from
+the keyboard: its number, the label as shown (``play 7C``, ``play 8C, name hearts``; any case,
+commas optional; a unique beginning of one, such as ``play 8C`` when only one 8C can be played)
+or a JSON action object. Actions of one kind share a line (``play [0] 6S · [1] 7C · [2] 8C,
+name clubs``), so a hand of playable cards is listed once. Actions that differ only in one whole
+number (a bet or raise of any size in a range; the game lists a few sizes, the smallest and the
+largest among them) are shown as one form with its range, e.g. ``[2] raise AMOUNT from 1 to
+10``; the player types ``2 7`` or ``raise 7`` (or just ``2`` and then the amount when asked).
+``--auto`` picks random legal actions instead (for scripts).
+
+What happened is told in words: the client asks the host for each record's text (``"text":
+true``, PROTOCOL.md), the game's own (``describe_event``: ``bot1 played 8♠ and named ♥``), and
+the end names the winners and the final scores (``describe_outcome``); ``--events`` adds each
+record's JSON. A game that offers ``render(view, viewer)`` and ``describe(action)`` is drawn its
+own way; any other as JSON. A move the host played for a seat whose turn timer ran out is told
+(``Time ran out for you: the host played draw``); if that happens while the player is still
+choosing, the prompt is dropped at once with a note, and the next turn is shown (a line typed
+later goes to the new prompt, none is lost).
 """
 
 from __future__ import annotations
@@ -23,8 +36,11 @@ import collections
 import os
 import random
 import select
+import shlex
+import signal
 import sys
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -34,8 +50,18 @@ import trio
 from host.cli import count, non_negative_int, port_number
 from host.net.client import Client, HostError
 from host.plugins.registry import load_registry
+from host.table.words import Words, display_names, raw_event
 
-__all__ = ["Form", "add_parser", "forms", "main", "parse_choice", "resume_command"]
+__all__ = [
+    "Form",
+    "add_parser",
+    "forms",
+    "gamehost_command",
+    "main",
+    "menu",
+    "parse_choice",
+    "resume_command",
+]
 
 
 def _parse_option(text: str) -> tuple[str, Any]:
@@ -49,13 +75,26 @@ def _parse_option(text: str) -> tuple[str, Any]:
 
 
 class Renderer:
-    """Draws views and actions with the game's own ``render``/``describe`` when installed."""
+    """Draws views and actions with the game's own ``render``/``describe`` when installed,
+    and records in words (the host's ``text``, else the installed game's)."""
 
     def __init__(self, game_id: str) -> None:
         try:
             self.game = load_registry().games.get(game_id)
         except Exception:  # noqa: BLE001 - a broken local plugin must not stop the client
             self.game = None
+        self.words = Words(self.game) if self.game is not None else None
+
+    def outcome(self, snapshot: dict[str, Any], push: dict[str, Any] | None = None) -> str:
+        """The end in words: the host's text of the ``ended`` push when it sent one, else the
+        installed game's ``describe_outcome`` (names from the snapshot's seats)."""
+        if push is not None and isinstance(push.get("text"), str):
+            return str(push["text"])
+        outcome = (push or snapshot).get("outcome")
+        aborted = (push or snapshot).get("aborted")
+        names = display_names([s["name"] if s else None for s in snapshot.get("seats") or []])
+        words = self.words or Words(object())
+        return words.outcome(outcome, aborted, names)
 
     def view(self, snapshot: dict[str, Any], seat: int | None) -> str:
         render = getattr(self.game, "render", None)
@@ -77,7 +116,12 @@ class Renderer:
         return describe(action) if describe else orjson.dumps(action).decode()
 
     def event(self, push: dict[str, Any]) -> str | None:
+        """A line of the history for an ``event`` push: its ``text`` (None when it has nothing
+        to say, or for the end, which the end screen tells), else a plain line."""
         kind, ev = push.get("kind"), push.get("event") or {}
+        if isinstance(push.get("text"), str):
+            text = push["text"]
+            return f"  {text}" if text and kind != "ended" else None
         if kind == "action":
             late = "  [timed out: played by the host]" if ev.get("timed_out") else ""
             return f"  seat {ev['seat']}: {self.action(ev['action'])}{late}"
@@ -88,7 +132,7 @@ class Renderer:
         if kind == "seat_released":
             return f"  seat {ev['seat']} left ({ev.get('reason', 'left')})"
         if kind == "event":
-            return f"  · {orjson.dumps(ev).decode()[:150]}"
+            return f"  · {raw_event(ev)[:150]}"
         return None
 
 
@@ -147,11 +191,20 @@ def forms(legal: list[dict[str, Any]]) -> list[Form]:
     return out
 
 
-def parse_choice(text: str, choices: list[Form]) -> dict[str, Any] | str:
+def _plain(text: str) -> str:
+    """A label or a typed line as compared: lower case, commas dropped, single spaces."""
+    return " ".join(text.replace(",", " ").lower().split())
+
+
+def parse_choice(
+    text: str, choices: list[Form], labels: Sequence[str] = ()
+) -> dict[str, Any] | str:
     """The action a typed line names, or a message saying what to type.
 
-    Accepted: ``N`` (a choice's number), ``N AMOUNT``, ``TYPE AMOUNT`` (e.g. ``raise 7``) and a
-    JSON action object (sent as typed: the host judges it).
+    Accepted: ``N`` (a choice's number), ``N AMOUNT``, ``TYPE AMOUNT`` (e.g. ``raise 7``), a
+    choice's label as shown (``labels``, one per choice: ``play 7C``; compared in lower case,
+    commas dropped), the beginning of exactly one label (``play 8C`` when one 8C play is
+    listed), and a JSON action object (sent as typed: the host judges it).
     """
     text = text.strip()
     if text.startswith("{"):
@@ -160,8 +213,21 @@ def parse_choice(text: str, choices: list[Form]) -> dict[str, Any] | str:
         except orjson.JSONDecodeError as exc:
             return f"not JSON: {exc}"
         return action if isinstance(action, dict) else "a JSON action is an object {...}"
+    typed = _plain(text)
+    plain = [_plain(label) for label in labels]
+    if typed and typed in plain:
+        return choices[plain.index(typed)].pick(None)
     words = text.split()
-    usage = f"type a number 0..{len(choices) - 1} (and an amount where asked), or a JSON action"
+    usage = (
+        f"type a number 0..{len(choices) - 1} (and an amount where asked), a choice as shown,"
+        " or a JSON action"
+    )
+    starts = [i for i, label in enumerate(plain) if label.startswith(typed + " ")]
+    if typed and len(starts) == 1 and choices[starts[0]].key is None:
+        return choices[starts[0]].pick(None)
+    if typed and len(starts) > 1 and not (len(words) == 2 and words[1].lstrip("-").isdigit()):
+        which = ", ".join(f"[{i}] {labels[i]}" for i in starts)
+        return f"which one? {which}"
     if not 1 <= len(words) <= 2:
         return usage
     value = None
@@ -177,6 +243,35 @@ def parse_choice(text: str, choices: list[Form]) -> dict[str, Any] | str:
     if len(named) == 1:
         return named[0].pick(value)
     return usage
+
+
+def menu(choices: list[Form], labels: Sequence[str], width: int = 100) -> str:
+    """The numbered choices as printed: a single choice per line, except that consecutive
+    single actions whose labels start with the same word (``play 6S``, ``play 7C``) share a line,
+    that word written once: ``play [0] 6S · [1] 7C`` (wrapped at ``width``)."""
+    lines: list[str] = []
+    i = 0
+    while i < len(choices):
+        head = labels[i].split(" ", 1)[0]
+        j = i
+        while j < len(choices) and choices[j].key is None and labels[j].startswith(head + " "):
+            j += 1
+        if j - i >= 2:
+            line = f"  {head} "
+            indent = " " * len(line)
+            for k in range(i, j):  # wrapped between two items, never inside one
+                item = f"[{k}] {labels[k][len(head) + 1 :]}"
+                if line.strip() != head and len(line) + 3 + len(item) > width:
+                    lines.append(line)
+                    line = indent + item
+                else:
+                    line += item if line.strip() == head else f" · {item}"
+            lines.append(line)
+            i = j
+        else:
+            lines.append(f"  [{i}] {labels[i]}")
+            i += 1
+    return "\n".join(lines)
 
 
 def _read_stdin(stop: threading.Event) -> str | None:
@@ -255,8 +350,8 @@ async def _choose(legal: list[dict[str, Any]], r: Renderer, auto: bool, rng: ran
     if auto:
         return rng.choice(legal)
     choices = forms(legal)
-    for i, f in enumerate(choices):
-        print(f"  [{i}] {f.label(r)}")
+    labels = [f.label(r) for f in choices]
+    print(menu(choices, labels))
     pending: Form | None = None
     while True:
         try:
@@ -268,7 +363,7 @@ async def _choose(legal: list[dict[str, Any]], r: Renderer, auto: bool, rng: ran
             got = pending.pick(int(text))
         else:
             pending = None
-            got = parse_choice(text, choices)
+            got = parse_choice(text, choices, labels)
             words = text.split()
             if isinstance(got, str) and len(words) == 1 and words[0].isdigit():
                 f = choices[int(words[0])] if int(words[0]) < len(choices) else None
@@ -279,24 +374,74 @@ async def _choose(legal: list[dict[str, Any]], r: Renderer, auto: bool, rng: ran
         print(got)
 
 
+def gamehost_command() -> str:
+    """How to run this ``gamehost`` again from any shell, its virtualenv active or not: the
+    full path of the ``gamehost`` script that runs now, else ``python -m tools.cli`` with the
+    full path of this Python (quoted for a POSIX shell)."""
+    script = sys.argv[0] if sys.argv else ""
+    name = os.path.basename(script)
+    if name in ("gamehost", "gamehost.exe") and os.path.isfile(script):
+        return shlex.quote(os.path.abspath(script))
+    return f"{shlex.quote(sys.executable)} -m tools.cli"
+
+
 def resume_command(args: argparse.Namespace, session: str, token: str) -> str:
-    """The command line that takes this seat back (printed on Ctrl-C)."""
-    where = "" if args.host == "127.0.0.1" else f" --host {args.host}"
+    """The command line that takes this seat back (printed when the seat is joined, and on
+    Ctrl-C or a lost connection); see :func:`gamehost_command`."""
+    where = "" if args.host == "127.0.0.1" else f" --host {shlex.quote(args.host)}"
     where += "" if args.port == 7878 else f" --port {args.port}"
-    return f"gamehost play{where} --session {session} --resume {token}"
+    return (
+        f"{gamehost_command()} play{where} --session {shlex.quote(session)}"
+        f" --resume {shlex.quote(token)}"
+    )
+
+
+class _Interrupts:
+    """Ctrl-C, as the client takes it (see the module docstring): at once, except while a
+    ``join`` is on its way (``guarding``), when it is held (``held``) until the answer is in."""
+
+    def __init__(self) -> None:
+        self.guarding = False
+        self.held = False
+
+    async def watch(self, signals: Any) -> None:
+        async for _ in signals:
+            if self.guarding and not self.held:
+                self.held = True  # the seat's token is on its way: take it, then stop
+                continue
+            raise KeyboardInterrupt
+
+    def check(self) -> None:
+        """Raise the Ctrl-C held while guarding (once the guarded answer is handled)."""
+        self.guarding = False
+        if self.held:
+            raise KeyboardInterrupt
 
 
 async def play(args: argparse.Namespace) -> int:
     """Create, join or resume, then play until the session ends. Returns the exit status.
 
-    Sets ``args.resume_hint`` to the command that resumes the seat once it is held.
+    Sets ``args.resume_hint`` to the command that resumes the seat once it is held, and
+    ``args.created`` to the session it created, if any. Ctrl-C (SIGINT) raises
+    ``KeyboardInterrupt`` out of it, except while a ``join`` is answered (see the module
+    docstring).
     """
+    interrupts = _Interrupts()
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(interrupts.watch, signals)
+            status = await _play(args, interrupts)
+            nursery.cancel_scope.cancel()
+    return status
+
+
+async def _play(args: argparse.Namespace, interrupts: _Interrupts) -> int:
     rng = random.Random(args.seed)
     async with await Client.connect(args.host, args.port) as c:
         await c.call("hello", protocol=1, client="gamehost-play")
         sid = args.session
         if args.resume is not None:
-            resumed = await c.call("resume", session=sid, token=args.resume)
+            resumed = await c.call("resume", session=sid, token=args.resume, text=True)
             seat = resumed["seat"]
             r = Renderer(resumed["game"])
             args.resume_hint = resume_command(args, sid, args.resume)
@@ -304,7 +449,7 @@ async def play(args: argparse.Namespace) -> int:
             if seat not in resumed.get("to_act", []) or resumed.get("ended"):
                 print(r.view(resumed, seat))  # else the turn push that follows draws it
             if resumed.get("ended"):
-                print("ended:", orjson.dumps(resumed.get("outcome")).decode())
+                print(_end_screen(r.outcome(resumed)))
                 return 0
             return await _loop(c, args, sid, seat, r, rng)
         if sid is None:
@@ -321,12 +466,16 @@ async def play(args: argparse.Namespace) -> int:
                 "create", game=args.game, seats=seats, bots=bots, options=options
             )
             sid = created["session"]
+            args.created = sid
             print(f"created session {sid} ({args.game}, {seats} seats, {args.bots} bots)")
-        joined = await c.call("join", session=sid, name=args.name)
+        interrupts.guarding = True  # a Ctrl-C now waits for the seat's token
+        joined = await c.call("join", session=sid, name=args.name, text=True)
         seat = joined["seat"]
         r = Renderer(joined["game"])
         args.resume_hint = resume_command(args, sid, joined["token"])
-        print(f"you are seat {seat}; token {joined['token']} (to resume: {args.resume_hint})")
+        print(f"you are seat {seat}; token {joined['token']}")
+        print(f"to take this seat back later: {args.resume_hint}", flush=True)
+        interrupts.check()
         free = [i for i, s in enumerate(joined["seats"]) if s is None]
         if free:
             print(f"waiting for {len(free)} more player(s): gamehost play --session {sid}")
@@ -343,10 +492,12 @@ async def _loop(
         if p is None:
             print("the host closed the connection")
             return 1
-        if p["push"] == "event" and not args.quiet and (args.events or p["kind"] != "event"):
+        if p["push"] == "event" and not args.quiet:
             line = r.event(p)
             if line:
                 print(line)
+            if args.events:
+                print(f"    {orjson.dumps({k: v for k, v in p.items() if k != 'text'}).decode()}")
         elif p["push"] == "turn" and p.get("seat") == seat:
             snap = await c.call("view", session=sid)
             if snap["seq"] != p["seq"]:
@@ -370,7 +521,7 @@ async def _loop(
         elif p["push"] == "ended":
             snap = await c.call("view", session=sid)
             print(r.view(snap, seat))
-            print("ended:", orjson.dumps(p["outcome"]).decode())
+            print(_end_screen(r.outcome(snap, p)))
             return 0
         elif p["push"] == "detached" and p.get("session") == sid:
             why = "resumed on another connection" if p.get("reason") == "resumed" else "released"
@@ -381,6 +532,11 @@ async def _loop(
             if getattr(args, "resume_hint", None):
                 print(f"resume it with: {args.resume_hint}")
             return 1
+
+
+def _end_screen(text: str) -> str:
+    """The end in words, framed: ``=== Game over ===`` then the lines of ``text``."""
+    return "=== Game over ===\n" + text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -411,9 +567,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", default="player")
     p.add_argument("--auto", action="store_true", help="pick random legal actions")
     p.add_argument("--quiet", action="store_true", help="print only the end")
-    p.add_argument("--events", action="store_true", help="also print each game event as JSON")
+    p.add_argument("--events", action="store_true", help="also print each record's JSON")
     p.add_argument("--seed", type=int, default=None, help="seed of --auto's choices")
     p.set_defaults(func=main)
+
+
+def bye(args: argparse.Namespace) -> str:
+    """What Ctrl-C prints: how to take the seat back (with its token) when one was joined;
+    else that none was taken (and how to join the session it created, if it did)."""
+    if args.resume_hint:
+        return f"bye: your seat stays yours; resume it with: {args.resume_hint}"
+    if getattr(args, "created", None):
+        where = "" if args.host == "127.0.0.1" else f" --host {shlex.quote(args.host)}"
+        where += "" if args.port == 7878 else f" --port {args.port}"
+        join = f"{gamehost_command()} play{where} --session {args.created}"
+        return f"bye: no seat was taken; session {args.created} waits for players: {join}"
+    return "bye: no seat was taken"
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -430,13 +599,13 @@ def main(args: argparse.Namespace) -> int:
         print("gamehost play: error: --resume TOKEN needs --session ID", file=sys.stderr)
         return 2
     args.resume_hint = None
+    args.created = None
     try:
         return trio.run(play, args)
     except BaseException as exc:  # noqa: BLE001 - trio wraps what the client raised in groups
         leaf = _leaf(exc)
         if isinstance(leaf, KeyboardInterrupt):
-            hint = args.resume_hint
-            print("\nbye: your seat stays yours" + (f"; resume it with: {hint}" if hint else ""))
+            print(f"\n{bye(args)}")
             return 130
         if isinstance(leaf, HostError):
             print(f"error from the host: {leaf}", file=sys.stderr)

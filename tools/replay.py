@@ -1,9 +1,14 @@
 """``gamehost replay LOG``: read a session's event log (``replay --store URL SESSION``: the log
 of that session in a PostgreSQL store).
 
-- no flags: the timeline, one line per record (seq, time, type, what happened); an action the
-  host chose for a seat whose turn timer ran out (``"timed_out": true``) ends with
-  ``[timed out: played by the host]``, here and with ``--as``;
+- no flags: the timeline in words, one line per record that has something to say (seq, time,
+  what happened: the game's own text, ``describe_event``, e.g. ``bot1 played 8♠ and named ♥``;
+  seat names from the log's ``seat_taken`` records), ending with the winners and the final
+  scores (``describe_outcome``). An action is told by the events it caused, except one the host
+  chose for a seat whose turn timer ran out (``Time ran out for Ann: the host played draw``).
+  Without ``--as``/``--spectator`` the timeline is the full truth (every card of every event);
+  ``--raw`` prints every record instead as it is logged (seq, time, type, its fields), an action
+  the host chose for a timed-out seat ending with ``[timed out: played by the host]``;
 - ``--at SEQ``: the state after record SEQ — the full truth, or ``--as SEAT`` / ``--spectator``
   for what that viewer saw (the game's ``view``). It is printed as text: the viewer's view by the
   game's ``render`` when it has one, anything else as indented ``key: value`` lines; ``--json``
@@ -25,7 +30,8 @@ of that session in a PostgreSQL store).
   so the fork replays. The fork keeps the session's seed: if the original session ended, its
   seed is public and the fork's future deals can be predicted — forks are for debugging.
   With ``--store`` and no ``--out`` the fork is a new session in that database.
-- ``--as SEAT`` / ``--spectator`` without ``--at``: the timeline as that viewer saw it.
+- ``--as SEAT`` / ``--spectator`` without ``--at``: the timeline as that viewer saw it (in
+  words: ``you`` for that seat, and nothing it was not shown).
 
 The game comes from the installed plugins (the header names it).
 """
@@ -38,6 +44,7 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +58,7 @@ from host.store.base import CorruptLog
 from host.store.file import FileStore, fold_log, read_log
 from host.table.engine import Engine, Record
 from host.table.history import fork_records, verify_log, version_warning  # re-exported here
+from host.table.words import Words, display_names
 
 __all__ = [
     "ReplayError",
@@ -140,7 +148,13 @@ def _read_db(url: str, session: str) -> tuple[Path, list[dict[str, Any]]]:
         store.disconnect()
 
 
-def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
+def _verify(
+    path: Path,
+    engine: Engine,
+    records: list[Record],
+    progress: Callable[[int], None] | None = None,
+    quiet: bool = False,
+) -> int:
     """``--verify``: the first record the code does not re-produce (exit 1); else a record
     that does not fold is damage (``error: <file>: seq N: ...``, exit 2); else ok (0, or 3
     when the log was written by another version of the game: a ``warning:`` line says so).
@@ -149,17 +163,20 @@ def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
     re-produces also folds (each is a record the engine made and checked, folded as it was
     made), so it is folded again on its own (:func:`host.store.file.fold_log`) only when the
     re-run stops early: to tell damage from a difference.
+
+    ``progress``: told the records checked so far, now and then. ``quiet``: no ``ok:`` line.
     """
     warning = version_warning(engine, records)
     if warning is not None:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {f'{path.name}: ' if quiet else ''}{warning}", file=sys.stderr)
     failure: Exception | None = None
     try:
-        diff = verify_log(engine, records)
+        diff = verify_log(engine, records, progress)
     except Exception as exc:  # noqa: BLE001 - a damaged log can trip the game's own code
         diff, failure = None, exc
     if diff is None and failure is None:
-        print(f"ok: {path.name}: {len(records)} records replay to the same events")
+        if not quiet:
+            print(f"ok: {path.name}: {len(records)} records replay to the same events")
         return 0 if warning is None else 3
     try:
         fold_log(path, engine, records)
@@ -175,13 +192,72 @@ def _verify(path: Path, engine: Engine, records: list[Record]) -> int:
             return 2
         diff = None
     if diff is not None and (damage is None or diff[0] < damage.seq):
-        print(f"DIFFERS at seq {diff[0]}: {diff[1]}")
+        name = f"{path.name}: " if quiet else ""
+        print(f"{name}DIFFERS at seq {diff[0]}: {diff[1]}")
         return 1
     if damage is not None:
         print(f"error: {damage}", file=sys.stderr)
         return 2
-    print(f"ok: {path.name}: {len(records)} records replay to the same events")
+    if not quiet:
+        print(f"ok: {path.name}: {len(records)} records replay to the same events")
     return 0 if warning is None else 3
+
+
+def log_paths(given: list[Path]) -> list[Path]:
+    """The logs ``replay --verify`` checks for the paths given: a file as it is; a folder's
+    ``*.jsonl`` files, or those of its ``sessions`` folder (a data dir), by name."""
+    out: list[Path] = []
+    for path in given:
+        if path.is_dir():
+            folder = path / "sessions" if (path / "sessions").is_dir() else path
+            out += sorted(folder.glob("*.jsonl"))
+        else:
+            out.append(path)
+    return out
+
+
+SEVERITY = (2, 1, 3, 0)
+"""``replay --verify`` of many logs exits with the first of these statuses any log had: damaged
+or unreadable (2), differs (1), another version of the game (3), ok (0)."""
+
+LONG_LOG = 20_000
+"""Records from which a single log's ``--verify`` shows its progress."""
+
+
+def _verify_many(paths: list[Path], store: str | None, registry: Registry) -> int:
+    """``--verify`` of several logs (files, folders, or with ``store`` session ids): a problem
+    line per log that is not ok, the progress (:mod:`tools.progress`), then one summary line;
+    the worst status (see :data:`SEVERITY`)."""
+    from tools.progress import Progress
+
+    statuses: dict[int, int] = {0: 0, 1: 0, 2: 0, 3: 0}
+    records_seen = 0
+    with Progress("verify", len(paths), "logs") as progress:
+        for path in paths:
+            try:
+                engine, records, _ = load_with_times(
+                    path, fold=False, store=store, registry=registry
+                )
+            except ReplayError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                statuses[2] += 1
+                progress.advance()
+                continue
+            where = path if store is None else Path(f"postgresql:{path}")
+            statuses[_verify(where, engine, records, quiet=True)] += 1
+            records_seen += len(records)
+            progress.advance(status=_status_text(statuses))
+    print(
+        f"verified {len(paths)} logs ({records_seen:,} records): {statuses[0]} ok,"
+        f" {statuses[1]} differ, {statuses[2]} damaged or unreadable,"
+        f" {statuses[3]} written by another version of their game"
+    )
+    return next((code for code in SEVERITY if statuses[code]), 0)
+
+
+def _status_text(statuses: dict[int, int]) -> str:
+    bad = [f"{statuses[1]} differ", f"{statuses[2]} damaged"]
+    return ", ".join(text for text, n in zip(bad, (statuses[1], statuses[2]), strict=True) if n)
 
 
 def parse_rate(path: Path, rounds: int = 3) -> float:
@@ -335,7 +411,13 @@ async def _write_fork(store: Any, session: str, records: list[dict[str, Any]]) -
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``replay`` sub-command."""
     p = sub.add_parser("replay", help="show, inspect, verify or fork a session log")
-    p.add_argument("log", type=Path, help="a session log (.jsonl), or with --store a session id")
+    p.add_argument(
+        "log",
+        type=Path,
+        nargs="+",
+        help="a session log (.jsonl), or with --store a session id; with --verify, any number"
+        " of them and folders of logs",
+    )
     p.add_argument(
         "--store",
         type=_store_url,
@@ -364,6 +446,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", type=Path, help="with --fork-at: the folder (default: the log's)")
     p.add_argument("--width", type=count, default=160, help="cut timeline lines to this width")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="the timeline as logged (type and fields of every record) instead of in words",
+    )
     p.set_defaults(func=main)
 
 
@@ -376,15 +463,57 @@ def _store_url(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _verify_one(
+    args: argparse.Namespace, store: str | None, registry: Registry, start: float
+) -> int:
+    """``--verify`` of one log: read it, re-run it (:func:`_verify`), with ``--stats`` the
+    rate line. A log of :data:`LONG_LOG` records or more shows its progress
+    (:mod:`tools.progress`) while it is checked."""
+    from tools.progress import Progress
+
+    try:
+        engine, records, _ = load_with_times(args.log, fold=False, store=store, registry=registry)
+    except ReplayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    where = args.log if store is None else Path(f"postgresql:{args.log}")
+    if len(records) >= LONG_LOG:
+        with Progress(f"verify {where.name}", len(records), "records") as progress:
+            status = _verify(where, engine, records, progress.update)
+    else:
+        status = _verify(where, engine, records)
+    if args.stats:
+        seconds = time.process_time() - start
+        rate = parse_rate(args.log) if store is None else None
+        print(stats_line(len(records), seconds, rate))
+    return status
+
+
 def main(args: argparse.Namespace) -> int:
     """Run the command; exit status 0, 1 (verify found a difference), 2 (unusable input) or 3
-    (verify passed, but on another version of the game than the log's)."""
+    (verify passed, but on another version of the game than the log's). With ``--verify`` of
+    several logs, the worst of theirs (:data:`SEVERITY`)."""
     store = getattr(args, "store", None)
     env = os.environ.get("GAMEHOST_STORE")
-    if store is None and env and env.startswith("postgresql://") and not Path(args.log).exists():
-        store = args.store = env  # a session id, not a file: the store serve would use
+    given = args.log if isinstance(args.log, list) else [args.log]
+    if (
+        store is None
+        and env
+        and env.startswith("postgresql://")
+        and not any(Path(p).exists() for p in given)
+    ):
+        store = args.store = env  # session ids, not files: the store serve would use
+    if len(given) > 1 or (store is None and Path(given[0]).is_dir()):
+        if not args.verify or args.stats:
+            print("error: several logs (or a folder) go with --verify alone", file=sys.stderr)
+            return 2
+        registry = load_registry()
+        return _verify_many(given if store else log_paths(given), store, registry)
+    args.log = given[0]
     registry = load_registry()  # start-up: before --stats starts its clock
     start = time.process_time()
+    if args.verify:
+        return _verify_one(args, store, registry, start)
     try:
         engine, records, times = load_with_times(
             args.log, fold=not args.verify, store=store, registry=registry
@@ -393,14 +522,6 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     last = records[-1].seq
-    if args.verify:
-        where = args.log if store is None else Path(f"postgresql:{args.log}")
-        status = _verify(where, engine, records)
-        if args.stats:
-            seconds = time.process_time() - start
-            rate = parse_rate(args.log) if store is None else None
-            print(stats_line(len(records), seconds, rate))
-        return status
     if args.fork_at is not None:
         return _fork(args, records)
     if args.at is not None:
@@ -436,6 +557,8 @@ def main(args: argparse.Namespace) -> int:
         if isinstance(viewer, int) and isinstance(seats, int) and not 0 <= viewer < seats:
             print(f"error: no seat {viewer}", file=sys.stderr)
             return 2
+    words = Words(engine.game)
+    names = seat_names(records)
     for rec, ts in zip(records, times, strict=True):
         shown = rec
         if viewer != "all" and rec.type == "event":
@@ -444,6 +567,28 @@ def main(args: argparse.Namespace) -> int:
             shown = Record(rec.seq, rec.type, {**rec.data, "event": redacted})
         if viewer != "all" and rec.type == "header":
             shown = Record(rec.seq, rec.type, {**rec.data, "seed": None})
-        line = f"{rec.seq:>5}  {ts[11:23]}  {rec.type:<10}  {_summary(engine, shown)}"
-        print(line if len(line) <= args.width else line[: args.width - 1] + "…")
+        if args.raw:
+            lines = [f"{rec.type:<10}  {_summary(engine, shown)}"]
+        else:
+            body = shown.data.get("event") if rec.type == "event" else shown.data
+            text = words.record(rec.type, body, None if viewer == "all" else viewer, names)
+            if not text:
+                continue
+            lines = text.splitlines()
+        pad = " " * 21
+        for i, line in enumerate(lines):
+            line = f"{rec.seq:>5}  {ts[11:23]}  {line}" if i == 0 else f"{pad}{line}"
+            print(line if len(line) <= args.width else line[: args.width - 1] + "…")
     return 0
+
+
+def seat_names(records: list[Record]) -> list[str]:
+    """Each seat's name as the timeline's texts use it, from the log's ``seat_taken`` records
+    (:func:`host.table.words.display_names`; the header gives the number of seats)."""
+    seats = records[0].data.get("seats") if records else None
+    found: list[str | None] = [None] * (seats if isinstance(seats, int) and seats > 0 else 0)
+    for rec in records:
+        seat = rec.data.get("seat")
+        if rec.type == "seat_taken" and isinstance(seat, int) and 0 <= seat < len(found):
+            found[seat] = str(rec.data.get("name") or "")
+    return display_names(found)

@@ -16,10 +16,15 @@ thin part that does the I/O, the way h11's trio example drives its ``Connection`
 - it owns the store's retries: an append that another host won (``Conflict``) makes it read what
   that host wrote, fold it in (:meth:`Table.follow`, which pushes it) and ask the table again
   (a second loss answers ``conflict``); an append that fails answers ``unavailable`` and the
-  session reloads its log before its next command, or after :data:`RELOAD_RETRY` seconds
-  doubling up to :data:`RELOAD_RETRY_MAX` while the store keeps failing; the first failure in
-  a row logs a traceback and pushes ``stalled`` (reason ``store_error``) to every subscriber
-  once, later ones log one line each;
+  session reloads its log by itself after :data:`RELOAD_RETRY` seconds, doubling up to
+  :data:`RELOAD_RETRY_MAX` while the store keeps failing; the first failure in a row logs a
+  traceback and pushes ``stalled`` (reason ``store_error``) to every subscriber once, later
+  ones log one line each. A command brings the retry forward only once :data:`RELOAD_RETRY`
+  seconds have passed since the last failed attempt, so the store is tried at most once a
+  second however many requests come. Until then a command that would write answers
+  ``unavailable`` at once, one that only reads (``view``, ``watch``) is answered from what the
+  table holds (the state before the failed write), and a connection that goes is released by
+  the retry (the table's rule for seats whose connection is gone);
 - when another host appended (:meth:`Session.notice`), it reads the new records and follows.
 
 Times: the table works in the host clock (seconds since the epoch, ``clock_base +
@@ -43,12 +48,15 @@ import attrs
 import structlog
 import trio
 
+from host.net.heavy import stretch
+from host.net.metrics import Metrics
 from host.plugins.budget import Budget, BudgetExceeded
-from host.plugins.faults import notify_isolated
+from host.plugins.faults import GameFault, notify_isolated
 from host.store.base import Conflict, CorruptLog, UnknownSession
 from host.store.file import FileStore
 from host.table.commands import Command
 from host.table.core import (
+    GAME_FAULTED_NOW,
     Attach,
     Backfill,
     Detach,
@@ -62,6 +70,7 @@ from host.table.core import (
     hash_token,
 )
 from host.table.engine import BadRecord, Engine, Record, SessionState
+from host.table.loading import load_steps
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import Outcome, Push, Refused, SeatInfo, StalledPush
 
@@ -80,7 +89,8 @@ PER_CONNECTION = 32
 """The most requests one connection may have waiting on one session (``overloaded`` past it)."""
 RELOAD_RETRY = 1.0
 """Seconds before the first retry (reload, then the step again) of a session whose append
-failed; the delay doubles with each failure in a row (commands try at once)."""
+failed; the delay doubles with each failure in a row. A command brings a retry forward, but
+never to less than this after the last failed attempt."""
 RELOAD_RETRY_MAX = 60.0
 """The longest delay, in seconds, between two retries of a session whose log keeps failing."""
 
@@ -183,6 +193,8 @@ class Session:
             epoch); default: now's wall clock.
         budget: the host's budget for game code (``host.plugins.budget``): every call into
             the table (which runs the game) is one bounded step; None: unbounded.
+        metrics: the host's metrics (:mod:`host.net.metrics`): append latency, actions,
+            endings, faults, store errors, leases; None: not counted.
     """
 
     def __init__(
@@ -193,6 +205,7 @@ class Session:
         linger: float = 60.0,
         clock_base: float | None = None,
         budget: Budget | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.table = table
         self.id = table.id
@@ -202,6 +215,8 @@ class Session:
         self.hooks = hooks
         self.linger = linger
         self.budget = budget or Budget(None, None)
+        self.metrics = metrics
+        self._told_driver: bool | None = None  # what the feed last said (None: nothing yet)
         self.clock_base = time.time() - trio.current_time() if clock_base is None else clock_base
         self._conns: dict[str, Subscriber] = {}
         self._inflight: dict[str, int] = {}
@@ -210,8 +225,17 @@ class Session:
         self._wait: trio.CancelScope | None = None
         self._behind = False
         self._reload_at: float | None = None
+        self._failed_at = -math.inf  # trio time of the last failed read or append
+        self._unusable: ProtocolError | None = None  # the log is gone or damaged for good
         self._store_failures = 0
         self._changed_at = trio.current_time()
+        self._used_at = trio.current_time()  # a connection's last command here, or the lease's end
+        self._let_go = False  # leave as soon as unserved (see let_go)
+        self.leaving = False
+        """The task has decided to end (the session leaves memory): a request for it waits for
+        :attr:`left`, then loads it again."""
+        self.left = trio.Event()
+        """Set (by the host) once the session has left the host's live list."""
         self.live = True
         self.lost_races = 0
         self.stopping = False
@@ -276,14 +300,36 @@ class Session:
     # -- what the host tells ------------------------------------------------------------------
     def set_driver(self, driver: bool) -> None:
         """Run host-driven steps from now on (this host holds the session's lease) or not."""
+        m = self.metrics
+        if m is not None and driver != self._told_driver:
+            if driver:
+                m.leases_taken += 1
+                m.lease_takeovers += self._told_driver is False  # another host held it
+            elif self._told_driver:
+                m.leases_lost += 1
+        self._told_driver = driver
         if driver != self.table.driver:
             self.table.set_driver(driver)
+            if not driver:
+                self._used_at = trio.current_time()  # followed a while yet: no churn
             self._poke()
 
     def set_host_alive(self, alive: Callable[[str], bool]) -> None:
         """How to tell whether another host (by instance id) still runs (``host.store.feed``)."""
         self.table.host_alive = alive
         self._poke()
+
+    def seat_hosts(self) -> set[str]:
+        """The instance ids of the hosts whose connections hold seats here, per the log."""
+        return {h.partition(".")[0] for h in self.table.holders if h is not None}
+
+    def let_go(self) -> None:
+        """Another host drives the session: keep it only while a connection of this host uses
+        it, and once none does, let it leave memory at once rather than after ``linger``
+        (a connection that uses it again brings the linger back)."""
+        if not self._let_go:
+            self._let_go = True
+            self._poke()
 
     def notice(self, seq: int | None) -> None:
         """The session's log reaches ``seq`` (None: it may have grown): the driver reads and
@@ -319,6 +365,8 @@ class Session:
             ProtocolError: ``overloaded`` if the queue is full, ``unavailable`` if closed.
         """
         key = conn.key
+        if self.leaving:  # past its last look at the queue: nothing queued now would be run
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "the session is closing")
         if self._inflight.get(key, 0) >= PER_CONNECTION:
             raise ProtocolError(
                 ErrorCode.OVERLOADED,
@@ -337,6 +385,7 @@ class Session:
         """A connection went away (safe from any task): it gets nothing more from here, and
         the table is told before the next command (it releases a seat the connection held)."""
         key = conn.key
+        self._used_at = trio.current_time()
         self._conns.pop(key, None)
         self._inflight.pop(key, None)
         if key in self.table.subs:
@@ -348,8 +397,10 @@ class Session:
 
     # -- the task ------------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve commands and host-driven steps until :meth:`close` (or until the session ended
-        and stayed idle ``linger`` seconds)."""
+        """Serve commands and host-driven steps until :meth:`close`, or until the session ended
+        and stayed idle ``linger`` seconds, or (on a shared store) until it went ``linger``
+        seconds without being driven here or used by a connection of this host (it is followed
+        only while served: :meth:`unserved_since`)."""
         structlog.contextvars.clear_contextvars()  # not the creating connection's peer
         structlog.contextvars.bind_contextvars(session=self.id, game=self.game.info.id)
         for _ in range(3):  # bots a create cut short did not seat, seats of connections gone:
@@ -377,7 +428,8 @@ class Session:
                 if when <= trio.current_time():
                     if kind == "expire":
                         if item is None and not self._drops:
-                            return  # finished and idle for `linger` seconds: forgotten
+                            self.leaving = True
+                            return  # finished (or not served here) and idle: forgotten
                     else:
                         await self._host_step(kind)
                         worked = True
@@ -408,7 +460,23 @@ class Session:
         except BudgetExceeded as exc:
             self._overran(exc)
             when = -math.inf
-        return when - self.clock_base, "table"
+        when -= self.clock_base
+        since = self.unserved_since()
+        if since is not None:
+            linger = -math.inf if self._let_go else self.linger
+            if since + linger < when:
+                return since + linger, "expire"
+        return when, "table"
+
+    def unserved_since(self) -> float | None:
+        """Since when (trio time) this host has served the session no more: on a shared store,
+        it does not drive it (no lease), no connection of this host plays or watches it and
+        none has a command waiting. None while it serves it (and always on a store of its
+        own, where the host drives every session)."""
+        table = self.table
+        if not table.shared or table.driver or table.subs or self._inflight or self._drops:
+            return None
+        return self._used_at
 
     async def _host_step(self, kind: str) -> None:
         try:
@@ -423,12 +491,15 @@ class Session:
 
     async def _serve(self, conn: Subscriber, rid: Any, command: Command) -> None:
         key = conn.key
+        self._used_at = trio.current_time()
+        self._let_go = False  # a connection of this host uses it: the linger holds again
         left = self._inflight.get(key, 1) - 1
         if left > 0:
             self._inflight[key] = left
         else:
             self._inflight.pop(key, None)
         await self.execute(conn, rid, command)
+        self._used_at = trio.current_time()
         conn.settled()
         if key not in self.table.subs and key not in self._inflight:
             self._conns.pop(key, None)  # answered, and holds no role here: forgotten
@@ -436,14 +507,23 @@ class Session:
     async def execute(self, conn: Subscriber, rid: Any, command: Command) -> None:
         """Run ``command`` now for ``conn`` and answer request ``rid`` on it. The task runs
         every command so; a retired session answers ``resume``, ``view`` and ``watch``
-        through it directly."""
+        through it directly. While the store is failing the command is answered without the
+        store (:meth:`_stalled`) until :data:`RELOAD_RETRY` seconds after the last failed
+        attempt; after that it makes the host retry (reload) first."""
         self._conns.setdefault(conn.key, conn)
-        try:
-            if self._reload_at is not None:
-                await self._reload()
-        except ProtocolError as exc:
-            conn.answer(rid, Refused.of(exc))
+        if self._unusable is not None:  # found so: the requests still queued are told
+            conn.answer(rid, Refused.of(self._unusable))
             return
+        if self._reload_at is not None:
+            now = trio.current_time()
+            if now < self._reload_at and now < self._failed_at + RELOAD_RETRY:
+                await self._stalled(conn, rid, command)
+                return
+            try:
+                await self._reload()
+            except ProtocolError as exc:
+                conn.answer(rid, Refused.of(exc))
+                return
         key = conn.key
         # whether the client has closed its side is asked when the table decides (after any
         # catching up with the log), not before, so a resume that closes meanwhile takes nothing
@@ -455,23 +535,65 @@ class Session:
             rid,
         )
 
+    async def _stalled(self, conn: Subscriber, rid: Any, command: Command) -> None:
+        """Answer ``command`` while the store fails and its retry is not due: from the table
+        as it stands (a ``view`` or ``watch``, never following the log first), or, for one
+        that would append, ``unavailable`` saying when the host retries."""
+        key = conn.key
+        step = self._decide(
+            lambda _: self.table.command(
+                key, rid, command, self.now(), closing=peer_closed(conn), caught_up=True
+            ),
+            True,
+            key,
+            rid,
+        )
+        if step is None:
+            return
+        if step.records:
+            wait = max(0.0, self._failed_at + RELOAD_RETRY - trio.current_time())
+            why = Refused(
+                ErrorCode.UNAVAILABLE,
+                f"the session's log cannot be written now; the host retries in {wait:.1f} s",
+            )
+            await self._carry([Reply(key, rid, why)])
+            return
+        await self._carry(step.effects)
+
     async def _drop_pending(self) -> None:
         drops, self._drops = self._drops, {}
         for key, reason in drops.items():
             step = self.table.drop(key, self.now(), reason)
+            if step is not None and self._reload_at is not None:
+                continue  # the store is failing: the retry releases it (connection gone)
             if step is not None:
                 with contextlib.suppress(ProtocolError):
                     await self._run(lambda caught_up, s=step: s if not caught_up else None)
 
     def _overran(self, exc: BudgetExceeded, conn: str | None = None, rid: Any = None) -> None:
         """The game ran past its budget in a step: logged; the requester, if any, is answered
-        ``internal``; the table ends the session on its next step (``game_error``)."""
+        ``internal`` (``game_faulted`` for a session answered from its log: it is over); the
+        table ends the session on its next step (``game_error``), or, over already, runs no
+        game code again."""
         log.error("game_budget_exceeded", fault=exc.what, error=exc.message)
+        if self.metrics is not None:
+            self.metrics.budget_overruns[(self.game.info.id, exc.what)] += 1
         self.table.overran(exc.what)
         if conn is not None:
             c = self._conns.get(conn)
             if c is not None:
-                c.answer(rid, Refused(ErrorCode.INTERNAL, "internal error: the game stopped"))
+                if self.live and not self.table.ended:
+                    c.answer(rid, Refused(ErrorCode.INTERNAL, "internal error: the game stopped"))
+                else:
+                    c.answer(rid, Refused(ErrorCode.GAME_FAULTED, GAME_FAULTED_NOW))
+        self._poke()
+
+    def game_faulted(self, what: str, message: str) -> None:
+        """Game code run for this session outside its driver (a replay op of its log) faulted
+        (``what``: ``time``, ``memory``, ``error``): the session ends on its next step as
+        ``game_error`` with that fault, as if its driver had run into it."""
+        log.error("game_fault", fault=what, error=message, step="replay")
+        self.table.overran(what)
         self._poke()
 
     def _decide(
@@ -511,12 +633,15 @@ class Session:
             if not step.records:
                 await self._carry(step.effects)
                 return
+            began = time.perf_counter()
             try:
                 await self.store.append(self.id, step.expected, step.to_store())
             except Conflict:
                 # another host sharing the store appended first: catch up, decide again
                 log.info("append_conflict", seq=step.expected)
                 self.lost_races += 1
+                if self.metrics is not None:
+                    self.metrics.append_conflicts += 1
                 races += 1
                 try:
                     await self._follow(reopen=True)
@@ -534,12 +659,23 @@ class Session:
                 self._store_failed("append_failed", exc)
                 await self._carry(self.table.failed(step))
                 return
+            m = self.metrics
+            if m is not None:
+                m.append_seconds.observe(time.perf_counter() - began)
+                actions = self.table.actions
             if self._store_failures:
                 log.warning("store_recovered", failures=self._store_failures)
                 self._store_failures = 0
             self._changed_at = trio.current_time()
             with self.budget.step("the pushes of a change"):
-                effects = self.table.commit(step)  # an overrun inside: the table's to handle
+                effects = self.table.commit(step, self.now())  # an overrun: the table's
+            if m is not None:
+                game = self.game.info.id
+                if self.table.actions != actions:
+                    m.actions[game] += self.table.actions - actions
+                last = step.records[-1]
+                if last.type == "ended":
+                    m.ended(game, last.data)
             if self.table.ended:
                 self.store.release(self.id)
             await self._carry(effects)
@@ -565,6 +701,13 @@ class Session:
                 conn = conns.get(e.conn)  # type: ignore[union-attr]
                 if conn is not None:
                     conn.answer(e.rid, e.outcome)  # type: ignore[union-attr]
+                outcome = e.outcome  # type: ignore[union-attr]
+                if (
+                    outcome.__class__ is Refused
+                    and outcome.code is ErrorCode.INTERNAL
+                    and self.metrics is not None
+                ):  # the game's code failed on a command
+                    self.metrics.plugin_faults[(self.game.info.id, "command")] += 1
             elif kind is SendMany:
                 conn = conns.get(e.conn)  # type: ignore[union-attr]
                 if conn is not None:
@@ -593,6 +736,8 @@ class Session:
             raw = await self.store.read(self.id, e.after)
         except Exception:
             log.exception("log_read_failed", after=e.after)
+            if self.metrics is not None:
+                self.metrics.store_errors["backfill"] += 1
             kill = getattr(conn, "kill", None)
             if kill is not None:
                 kill("store_error")
@@ -600,9 +745,14 @@ class Session:
         records = [Record.from_json(r) for r in raw if r["seq"] <= e.upto]
         try:
             with self.budget.step("redact"):
-                pushes = self.table.pushes_for(records, e.viewer)
+                pushes = self.table.pushes_for(records, e.viewer, e.text)
         except BudgetExceeded as exc:
             self._overran(exc)
+            pushes = []
+        except GameFault:  # the game's redact faulted: as in any push, the table ends (a
+            log.exception("game_fault", step="redact")  # session over runs no game code again)
+            self.table.overran("error")
+            self._poke()
             pushes = []
         if pushes:
             conn.send_many(pushes)
@@ -612,14 +762,17 @@ class Session:
         each implementation on its own: one that raises is logged, never fatal."""
         if self.hooks is None:
             return
+        failed = 0
         for rec in records:
-            notify_isolated(
+            failed += notify_isolated(
                 self.hooks.gamehost_event_appended, session=self.id, record=rec.to_json()
             )
             if rec.type == "ended":
-                notify_isolated(
+                failed += notify_isolated(
                     self.hooks.gamehost_session_ended, session=self.id, outcome=rec.data["outcome"]
                 )
+        if failed and self.metrics is not None:
+            self.metrics.plugin_faults[(self.game.info.id, "observer")] += failed
 
     # -- the store -----------------------------------------------------------------------------
     def _store_failed(self, event: str, exc: Exception) -> None:
@@ -629,8 +782,11 @@ class Session:
         line each."""
         self._store_failures += 1
         n = self._store_failures
+        if self.metrics is not None:
+            self.metrics.store_errors[event.partition("_")[0]] += 1
         delay = min(RELOAD_RETRY_MAX, RELOAD_RETRY * 2 ** min(n - 1, 16))
-        self._reload_at = trio.current_time() + delay
+        self._failed_at = trio.current_time()
+        self._reload_at = self._failed_at + delay
         if n == 1:
             log.exception(event, retry_in=delay)
             stalled = StalledPush(self.id, "store_error")
@@ -650,10 +806,12 @@ class Session:
                 ``session_damaged`` if it is gone or damaged for good (the session stops).
         """
         old = self.table.seq
+        if self.metrics is not None:
+            self.metrics.store_retry("session")
         try:
             raw = await trio.to_thread.run_sync(self.store.load, self.id)
             records = [Record.from_json(r) for r in raw]
-            whole, _ = self.engine.load(records)
+            whole = await self._whole(records)
             if whole < len(records):
                 self.store.truncate(self.id, whole)
                 records = records[:whole]
@@ -664,9 +822,10 @@ class Session:
             log.error("session_log_unusable", error=str(exc))
             self._reload_at = None
             self.close()
-            raise ProtocolError(
+            self._unusable = ProtocolError(
                 ErrorCode.SESSION_DAMAGED, f"the log of session {self.id!r} is gone or damaged"
-            ) from None
+            )
+            raise self._unusable from None
         except Exception as exc:
             self._store_failed("reload_failed", exc)
             raise ProtocolError(
@@ -679,6 +838,25 @@ class Session:
             await self._carry(self._follow_records(records[old + 1 :]))
         if self.table.ended:
             self.store.release(self.id)
+
+    async def _whole(self, records: list[Record]) -> int:
+        """How many leading records of the log form whole causes, folded a stretch at a time
+        (:func:`host.table.loading.load_steps`), each stretch a step of the game's budget. A
+        game that faults there ends the session (:meth:`_overran`; the records are kept).
+
+        Raises:
+            BadRecord: the log does not fold.
+        """
+        steps = load_steps(self.engine, iter(records), records[-1].seq, 0)
+        while True:
+            done, got = stretch(self.budget, steps, "reloading the log")
+            if done:
+                break
+            await trio.lowlevel.checkpoint()
+        if isinstance(got, tuple):  # ("fault", seq, what, message)
+            self._overran(BudgetExceeded(got[2], got[3]))
+            return len(records)
+        return int(got.whole)
 
     def _follow_records(self, records: list[Record]) -> list[Effect]:
         """:meth:`Table.follow`, within the game's budget (folding runs ``evolve``).
@@ -722,9 +900,10 @@ class Session:
         except BadRecord as exc:
             log.error("session_log_unusable", error=str(exc))
             self.close()
-            raise ProtocolError(
+            self._unusable = ProtocolError(
                 ErrorCode.SESSION_DAMAGED, f"the log of session {self.id!r} is damaged"
-            ) from None
+            )
+            raise self._unusable from None
         follow = getattr(self.store, "follow", None)  # a shared store: append from here on
         if follow is not None and not reopen:
             with contextlib.suppress(Conflict):  # never: this task is the one appender

@@ -63,6 +63,7 @@ from wsproto.events import (
 from wsproto.utilities import LocalProtocolError
 
 from host.table.lobby import AddressSlots, address_key
+from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import PingPush
 
 __all__ = [
@@ -93,6 +94,23 @@ unanswered). So neither one address that begins heads and never ends them (slowl
 few together keep the others out."""
 
 WS_PATH = "/ws"
+
+ADMIN_API = "/admin/api/"
+"""Where the admin view's requests go (:mod:`host.net.admin`)."""
+
+_ADMIN_STATUS = {
+    ErrorCode.UNKNOWN_SESSION: 404,
+    ErrorCode.SESSION_ENDED: 409,
+    ErrorCode.CONFLICT: 409,
+    ErrorCode.OVERLOADED: 503,
+    ErrorCode.UNAVAILABLE: 503,
+}
+"""The HTTP status of an admin request's typed error (others: 500)."""
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
 
 PING_LINE = PingPush().line().rstrip(b"\n")
 """The ``ping`` push's line, which :meth:`WebSocketStream.send_all` sends as a Ping frame."""
@@ -430,13 +448,110 @@ class WebFront:
         if not isinstance(event, h11.Request):
             return None  # timed out, or closed
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
-        target = event.target.decode("latin-1").split("?", 1)[0]
+        target, _, query = event.target.decode("latin-1").partition("?")
         # the answer too has its time: a client that does not read must not keep the slot
         with trio.move_on_after(self.head_timeout):
             if "websocket" in headers.get("upgrade", "").lower():
                 return await self._websocket(stream, bytes(raw), target, headers)
+            if target == "/metrics" or target.startswith(ADMIN_API):
+                await self._admin(stream, conn, event.method.decode("latin-1"), target, query,
+                                  headers)  # fmt: skip
+                return None
             await self._file(stream, conn, event.method, target)
         return None
+
+    async def _admin(
+        self,
+        stream: trio.SocketStream,
+        conn: h11.Connection,
+        method: str,
+        target: str,
+        query: str,
+        headers: dict[str, str],
+    ) -> None:
+        """``/metrics`` and the admin view's API (:mod:`host.net.admin`), to whoever may."""
+        from urllib.parse import parse_qs
+
+        from host.net import admin
+
+        try:
+            peer = str(stream.socket.getpeername()[0])
+        except (OSError, IndexError, TypeError):
+            peer = "?"
+        why = admin.refusal(
+            token=getattr(self.host.config, "admin_token", None),
+            peer=peer,
+            headers=headers,
+            method=method,
+            origins=self.allowed,
+        )
+        if why is not None:
+            extra = [("www-authenticate", "Bearer")] if why[0] == 401 else []
+            await self._json(stream, conn, why[0], _error("forbidden", why[1]), extra)
+            return
+        params = {k: v[-1] for k, v in parse_qs(query).items()}
+        reads = {"/metrics", f"{ADMIN_API}sessions", f"{ADMIN_API}metrics"}
+        if (target in reads and method not in ("GET", "HEAD")) or (
+            target == f"{ADMIN_API}end" and method != "POST"
+        ):
+            allow = "GET, HEAD" if target in reads else "POST"
+            await self._simple(stream, conn, 405, "method not allowed", [("allow", allow)])
+            return
+        metrics = self.host.metrics
+        if target == "/metrics":
+            from host.net.metrics import CONTENT_TYPE
+
+            await self._body(stream, conn, 200, metrics.page(), CONTENT_TYPE, method == "HEAD")
+        elif target == f"{ADMIN_API}sessions":
+            page = await admin.session_list(self.host, params.get("after") or None)
+            await self._json(stream, conn, 200, page, head=method == "HEAD")
+        elif target == f"{ADMIN_API}metrics":
+            await self._json(stream, conn, 200, metrics.summary(), head=method == "HEAD")
+        elif target == f"{ADMIN_API}end":
+            try:
+                done = await admin.end_session(self.host, params.get("session", ""), peer)
+            except ProtocolError as exc:
+                status = _ADMIN_STATUS.get(exc.code, 500)
+                await self._json(stream, conn, status, _error(exc.code.value, exc.message))
+                return
+            await self._json(stream, conn, 200, done)
+        else:
+            await self._json(stream, conn, 404, _error("not_found", f"no {target}"))
+
+    async def _json(
+        self,
+        stream: trio.SocketStream,
+        conn: h11.Connection,
+        status: int,
+        body: Any,
+        extra: list[tuple[str, str]] | None = None,
+        head: bool = False,
+    ) -> None:
+        data = orjson.dumps(body)
+        await self._body(stream, conn, status, data, "application/json", head, extra)
+
+    async def _body(
+        self,
+        stream: trio.SocketStream,
+        conn: h11.Connection,
+        status: int,
+        body: bytes,
+        kind: str,
+        head: bool = False,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> None:
+        headers = [
+            ("content-type", kind),
+            ("content-length", str(len(body))),
+            ("cache-control", "no-store"),
+            ("x-content-type-options", "nosniff"),
+            ("connection", "close"),
+            *(extra or []),
+        ]
+        out = conn.send(h11.Response(status_code=status, headers=headers))
+        if not head:
+            out += conn.send(h11.Data(data=body))
+        await stream.send_all(out + conn.send(h11.EndOfMessage()))
 
     async def _file(
         self, stream: trio.SocketStream, conn: h11.Connection, method: bytes, target: str

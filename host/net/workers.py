@@ -3,15 +3,30 @@
 One host process runs on one trio thread, so it uses one core. With a store several hosts can
 share (PostgreSQL: see ``host.store.feed``), ``--workers N`` starts N host processes that listen
 on the same address and port with ``SO_REUSEPORT``: the kernel spreads new connections over them,
-and
-each serves any session (it follows the log of the sessions it has live).
+and each serves any session. Each worker is a host of its own on the database: it drives the
+sessions it owns (rendezvous hashing over the hosts the database lists, workers and other
+machines' hosts alike) and creates sessions under ids it owns; a session whose seats are all
+held from one other worker is driven there instead (the kernel may send a table's creator and
+its players to different workers); and a worker keeps another's session in memory only while
+one of its own connections uses it. Two workers so do about half the work each rather than all
+of it twice (see ``host.store.feed``).
 
 The parent process only supervises: it picks the port (with ``--port 0`` it binds a socket of
 its own with ``SO_REUSEPORT`` to get a free port, and keeps it, not listening, so that no other
 program takes the port while a worker restarts), starts the workers (``gamehost serve`` with the
-same arguments plus ``--workers 1 --port P --reuse-port``), relays their log lines to its own
-stderr whole (two workers' lines never interleave), forwards SIGTERM and SIGINT to them and
-waits for them. A worker that exits by itself is started again after a delay doubling from
+same arguments plus ``--workers 1 --port P --reuse-port``, the log format it chose for its own
+stderr, and with ``--metrics M`` worker ``i``'s ``--metrics M + i``: each worker serves its own
+metrics), relays their log lines to its own stderr whole (two workers' lines never interleave,
+and they are in the parent's format: one format per terminal), and on SIGTERM or SIGINT sends
+each worker SIGTERM and waits for them, exiting 0 once all stopped cleanly.
+
+A worker ignores SIGINT and runs in a process group of its own: a Ctrl-C on the terminal
+reaches the supervisor only, which stops the workers with SIGTERM. A second SIGINT or SIGTERM
+to the parent while they stop kills them at once (exit status 1), as :data:`STOP_TIMEOUT`
+seconds without their stop do. A worker still starting when SIGTERM comes (before its host
+catches the signal) dies of it: that counts as stopped, it had nothing to finish.
+
+A worker that exits by itself is started again after a delay doubling from
 :data:`RESTART_DELAY` to :data:`RESTART_DELAY_MAX` seconds; one that exits with status 2 (a bad
 flag, an unreachable store: it would fail again) stops the whole host with status 2. A worker
 stops itself (SIGTERM to itself, so it shuts down cleanly) once its supervisor is gone
@@ -110,17 +125,42 @@ def reserve_port(bind: str, port: int) -> socket.socket:
 
 SUPERVISOR_ENV = "GAMEHOST_SUPERVISOR"
 """The environment variable that gives a worker its supervisor's pid."""
+WORKER_ENV = "GAMEHOST_WORKER"
+"""The environment variable that gives a worker its index (0 .. N - 1)."""
 
 
-def worker_env(supervisor: int) -> dict[str, str]:
-    """The environment of a worker of the supervisor with pid ``supervisor``."""
-    return {**os.environ, SUPERVISOR_ENV: str(supervisor)}
+def worker_index() -> int | None:
+    """This process's index under ``serve --workers`` (:data:`WORKER_ENV`), or None when it is
+    no worker."""
+    value = os.environ.get(WORKER_ENV, "")
+    if not value.isdigit() or not os.environ.get(SUPERVISOR_ENV, "").isdigit():
+        return None
+    return int(value)
 
 
-def spawn_options() -> dict[str, object]:
-    """How the supervisor starts a worker (``subprocess.Popen`` keyword arguments): no stdin,
-    its log piped to the supervisor, the supervisor's pid in its environment."""
-    return {"stdin": subprocess.DEVNULL, "stderr": subprocess.PIPE, "env": worker_env(os.getpid())}
+def worker_env(supervisor: int, index: int | None = None) -> dict[str, str]:
+    """The environment of worker ``index`` of the supervisor with pid ``supervisor`` (with the
+    supervisor's choice of log colours, :data:`host.logs.COLOR_ENV`)."""
+    from host import logs
+
+    env = {**os.environ, SUPERVISOR_ENV: str(supervisor)}
+    env[logs.COLOR_ENV] = "1" if logs.colors() else "0"
+    if index is not None:
+        env[WORKER_ENV] = str(index)
+    return env
+
+
+def spawn_options(index: int | None = None) -> dict[str, object]:
+    """How the supervisor starts worker ``index`` (``subprocess.Popen`` keyword arguments): no
+    stdin, its log piped to the supervisor, the supervisor's pid and the worker's index in its
+    environment, in a process group of its own (a Ctrl-C on the terminal, or a signal to the
+    supervisor's group, reaches the supervisor only, which stops the workers with SIGTERM)."""
+    return {
+        "stdin": subprocess.DEVNULL,
+        "stderr": subprocess.PIPE,
+        "env": worker_env(os.getpid(), index),
+        "process_group": 0,
+    }
 
 
 def watch_supervisor(interval: float = 0.5) -> threading.Thread | None:
@@ -174,9 +214,10 @@ async def _relay(proc: trio.Process) -> None:
         out.flush()
 
 
-async def supervise(argv: list[str], workers: int) -> int:
-    """Run ``workers`` processes of ``argv`` (a ``gamehost serve`` command line for one worker)
-    until SIGTERM or SIGINT, forwarded to each; restart any that exits by itself.
+async def supervise(argv: list[str], workers: int, argvs: list[list[str]] | None = None) -> int:
+    """Run ``workers`` processes of ``argv`` (a ``gamehost serve`` command line for one worker;
+    ``argvs``: one per worker instead) until SIGTERM or SIGINT, which stops each with SIGTERM;
+    restart any that exits by itself.
 
     Returns:
         The exit status: 0 once every worker stopped cleanly after the signal; 2 if a worker
@@ -184,20 +225,22 @@ async def supervise(argv: list[str], workers: int) -> int:
     """
     stopping = trio.Event()
     status = 0
-    team = [_Worker(i, argv) for i in range(workers)]
+    team = [_Worker(i, argvs[i] if argvs else argv) for i in range(workers)]
 
     async def run(w: _Worker, nursery: trio.Nursery) -> None:
         nonlocal status
         delay = RESTART_DELAY
         while not stopping.is_set():
             w.starts += 1
-            w.proc = await trio.lowlevel.open_process(w.argv, **spawn_options())  # type: ignore[arg-type]
+            w.proc = await trio.lowlevel.open_process(w.argv, **spawn_options(w.index))  # type: ignore[arg-type]
             log.info("worker_started", worker=w.index, pid=w.proc.pid, starts=w.starts)
             started = trio.current_time()
             await _relay(w.proc)
             code = await w.proc.wait()
             if stopping.is_set():
-                if code != 0:
+                # -SIGTERM: the worker was still starting (one that runs catches SIGTERM and
+                # exits 0); it had nothing to finish
+                if code not in (0, -signal.SIGTERM):
                     status = max(status, 1)
                 return
             log.error("worker_exited", worker=w.index, pid=w.proc.pid, status=code)
@@ -214,24 +257,33 @@ async def supervise(argv: list[str], workers: int) -> int:
                 await stopping.wait()
             delay = min(RESTART_DELAY_MAX, delay * 2)
 
+    def kill_all(why: str) -> None:
+        nonlocal status
+        alive = [w for w in team if w.proc is not None and w.proc.returncode is None]
+        if alive:
+            log.error("workers_killed", why=why, workers=[w.index for w in alive])
+            status = max(status, 1)
+        for w in alive:
+            w.proc.kill()  # type: ignore[union-attr]
+
     async def signals(nursery: trio.Nursery) -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
             async for sig in sigs:
-                log.info("signal", signal=signal.Signals(sig).name, workers=workers)
+                name = signal.Signals(sig).name
+                if stopping.is_set():  # a second signal while they stop: no more waiting
+                    log.warning("signal_again", signal=name)
+                    kill_all(f"a second {name}")
+                    continue
+                log.info("signal", signal=name, workers=workers)
                 stopping.set()
                 for w in team:
                     if w.proc is not None and w.proc.returncode is None:
                         w.proc.send_signal(signal.SIGTERM)
-                with trio.move_on_after(STOP_TIMEOUT) as waited:
-                    for w in team:
-                        if w.proc is not None:
-                            await w.proc.wait()
-                if waited.cancelled_caught:
-                    log.error("workers_killed", after=STOP_TIMEOUT)
-                    for w in team:
-                        if w.proc is not None and w.proc.returncode is None:
-                            w.proc.kill()
-                return
+                nursery.start_soon(deadline)
+
+    async def deadline() -> None:
+        await trio.sleep(STOP_TIMEOUT)
+        kill_all(f"not stopped after {STOP_TIMEOUT:g} s")
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(signals, nursery)
@@ -243,14 +295,29 @@ async def supervise(argv: list[str], workers: int) -> int:
     return status
 
 
-def main(argv: list[str], workers: int, bind: str, port: int) -> int:
+def main(
+    argv: list[str],
+    workers: int,
+    bind: str,
+    port: int,
+    *,
+    metrics: int | None = None,
+    log_json: bool | None = None,
+) -> int:
     """Reserve the port, then :func:`supervise` ``workers`` copies of ``argv`` with
-    ``--workers 1 --port P --reuse-port`` appended; the exit status."""
+    ``--workers 1 --port P --reuse-port`` appended (and ``--log-format`` as ``log_json`` says,
+    when given; with ``metrics`` M, worker i's ``--metrics M + i``); the exit status."""
     reserved = reserve_port(bind, port)
     try:
         port = reserved.getsockname()[1]
         child = [sys.executable, "-m", "tools.cli", *argv]
         child += ["--workers", "1", "--port", str(port), "--reuse-port"]
-        return trio.run(supervise, child, workers)
+        if log_json is not None:
+            child += ["--log-format", "json" if log_json else "console"]
+        argvs = [
+            child if metrics is None else [*child, "--metrics", str(metrics + i)]
+            for i in range(workers)
+        ]
+        return trio.run(supervise, argvs[0], workers, argvs)
     finally:
         reserved.close()

@@ -36,6 +36,11 @@ Types map as JSON does after the host's converter: ``int`` -> integer, ``str`` -
 field is required; an action's fields with defaults may be left out by a client).
 A view shape's field whose wire key is a Python keyword is named ``pass_`` with
 ``metadata={"wire_name": "pass"}``.
+
+Descriptions are in wire terms (:func:`protocol.schema.plain`): a class's is its docstring's
+summary (the text before ``Attributes:``), a field's its ``metadata["doc"]`` or else its entry
+under the class docstring's ``Attributes:``; reST markup becomes Markdown code and None, True
+and False become null, true and false.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from typing import Any, Literal
 import attrs
 
 from host.game import Game, tag_of
-from protocol.schema import scalar_schema
+from protocol.schema import plain, scalar_schema, split_docstring
 
 __all__ = ["DRAFT", "HIDDEN", "Role", "game_schema", "hidden_fields", "type_schema"]
 
@@ -151,6 +156,7 @@ def object_schema(
             sends (fields with defaults may be left out).
     """
     hints = typing.get_type_hints(cls)
+    summary, attributes = split_docstring(cls.__doc__)
     props: dict[str, Any] = {}
     required: list[str] = []
     if tag is not None:
@@ -159,9 +165,9 @@ def object_schema(
     for f in attrs.fields(cls):
         hiding = _hiding(f.metadata, role)
         sub = type_schema(hints[f.name], role, hiding, depth)
-        doc = f.metadata.get("doc") if f.metadata else None
+        doc = (f.metadata.get("doc") if f.metadata else None) or attributes.get(f.name)
         if doc:
-            sub = {**sub, "description": doc}
+            sub = {**sub, "description": plain(doc)}
         if f.metadata and f.metadata.get("hidden"):
             sub = {**sub, "x-hidden": f.metadata["hidden"]}
         name = f.metadata.get("wire_name", f.name) if f.metadata else f.name
@@ -170,8 +176,8 @@ def object_schema(
             required.append(name)
     out: dict[str, Any] = {"type": "object", "properties": props, "required": required}
     out["additionalProperties"] = False
-    if cls.__doc__:
-        out["description"] = " ".join(cls.__doc__.split())
+    if summary:
+        out["description"] = plain(summary)
     return out
 
 
@@ -200,7 +206,7 @@ def options_schema(cls: type) -> dict[str, Any]:
             sub = {**sub, "default": list(default) if isinstance(default, tuple) else default}
         doc = f.metadata.get("doc") if f.metadata else None
         if doc:
-            sub = {**sub, "description": doc}
+            sub = {**sub, "description": plain(doc)}
         props[f.name] = sub
     return {
         "$schema": DRAFT,

@@ -23,10 +23,11 @@ import pluggy
 import structlog
 
 from host.errors import GamehostError
+from host.plugins.budget import BudgetExceeded
 from protocol.messages import ProtocolError
 from protocol.replies import Refused
 
-__all__ = ["GameFault", "notify_isolated", "refusal"]
+__all__ = ["GameFault", "game_error", "host_exception", "notify_isolated", "refusal"]
 
 log = structlog.get_logger("gamehost.faults")
 
@@ -48,7 +49,28 @@ class GameFault(Exception):
         self.seq = seq
 
 
-def notify_isolated(caller: pluggy.HookCaller, **kwargs: Any) -> None:
+def host_exception(exc: BaseException) -> bool:
+    """Whether ``exc``, raised out of game code, is the host's own and must go on up: the
+    budget's interruption (:class:`~host.plugins.budget.BudgetExceeded`) or a cancellation of
+    trio's (game code is synchronous: it cannot be cancelled itself, but a host that embeds the
+    engine may be). Anything else is the game's fault."""
+    return isinstance(exc, BudgetExceeded) or type(exc).__module__.partition(".")[0] == "trio"
+
+
+def game_error(exc: BaseException) -> BaseException:
+    """``exc`` itself when it is the game's fault (see :func:`host_exception`), for a guard to
+    turn into a :class:`GameFault` (or a ``BadRecord``); the host's own exception is raised
+    again instead. Use in ``except BaseException as exc:`` around a call into a game.
+
+    Raises:
+        BudgetExceeded, trio.Cancelled: ``exc`` itself, when it is one of those.
+    """
+    if host_exception(exc):
+        raise exc
+    return exc
+
+
+def notify_isolated(caller: pluggy.HookCaller, **kwargs: Any) -> int:
     """Call every implementation of an observer hook on its own, in pluggy's order.
 
     An implementation that raises is logged (``observer_failed`` with the hook and plugin name
@@ -58,14 +80,21 @@ def notify_isolated(caller: pluggy.HookCaller, **kwargs: Any) -> None:
     Args:
         caller: the hook, e.g. ``registry.hook.gamehost_event_appended``.
         kwargs: the hook's arguments by name (each implementation gets those it asks for).
+
+    Returns:
+        How many implementations raised (the host counts them as plugin faults).
     """
+    failed = 0
     for impl in reversed(caller.get_hookimpls()):  # pluggy calls the last registered first
         if impl.hookwrapper or impl.wrapper:
             continue
         try:
             impl.function(**{name: kwargs[name] for name in impl.argnames})
-        except Exception:
+        except BaseException as exc:  # SystemExit from an observer too: logged, never the host's
+            game_error(exc)
+            failed += 1
             log.exception("observer_failed", hook=caller.name, plugin=impl.plugin_name)
+    return failed
 
 
 def refusal(exc: ProtocolError | GamehostError) -> Refused:

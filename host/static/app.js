@@ -1,7 +1,7 @@
 // The web client: a lobby (#/), a table to play (#/play/SESSION) or watch (#/watch/SESSION).
 // Everything a client typed (names, options) is put in the page as text, never as HTML.
-import { Conn, HostError, clear, el, fmt, jsonTree, recent, seatName, tokens } from "./common.js";
-import { describeAction, renderers } from "./tables.js";
+import { Conn, HostError, clear, el, fmt, recent, seatName, tokens } from "./common.js";
+import { describeAction, outcomePanel, renderers } from "./tables.js";
 
 const main = document.getElementById("main");
 const status = document.getElementById("status");
@@ -187,6 +187,9 @@ function tablePage(sid, watching) {
   document.title = `gamehost: ${watching ? "watching" : "playing"} ${sid}`;
   const t = {
     sid, me, watching: me === null, snap: null, legal: [], turnSeq: null, events: [], viewAsked: false, stopped: false,
+    controlsKey: null, clock: null, // the turn clock: see takeDeadline
+    // what the player is choosing, kept across redraws: the card whose suit to name, a split
+    ui: { card: null, split: null, choose(c) { t.ui.card = c; draw(); } },
   };
   const board = el("div", { id: "board" });
   const controls = el("div", { id: "controls" });
@@ -202,14 +205,24 @@ function tablePage(sid, watching) {
     if (t.stopped || p.session !== sid && p.push !== "closed") return;
     if (p.push === "event") {
       t.events.push(p);
+      if (p.kind === "ended" && typeof p.text === "string") t.endText = p.text;
       listEvent(p);
       if (t.snap && p.seq > t.snap.seq) askView();
     } else if (p.push === "turn" && p.seat === me) {
+      if (JSON.stringify(p.legal) !== JSON.stringify(t.legal)) t.ui.card = null;
+      takeDeadline(p.seq, p.deadline);
       t.legal = p.legal;
       t.turnSeq = p.seq;
       draw();
+    } else if (p.push === "presence") {
+      // a seat's connection came or went (record p.seq); a snapshot at or past it knows already
+      if (t.snap && Array.isArray(t.snap.connected) && p.seq > t.snap.seq) {
+        t.snap.connected = t.snap.connected.map((c, i) => (i === p.seat ? p.connected : c));
+        draw();
+      }
     } else if (p.push === "ended") {
       t.legal = [];
+      if (typeof p.text === "string") t.endText = p.text;
       askView();
     } else if (p.push === "detached") {
       // another tab or device resumed this seat (last resume wins): this page no longer plays it
@@ -227,14 +240,18 @@ function tablePage(sid, watching) {
     }
   }
   // "What happened", newest first, one entry per seq: the history fetched when the table opens
-  // (loadHistory) and the pushes may arrive in any order and overlap.
+  // (loadHistory) and the pushes may arrive in any order and overlap. Each entry is the host's
+  // text of the record for this viewer (asked with "text": true); a record with nothing to say
+  // in words (an action: its events tell it) keeps a hidden entry, so the seqs stay in order.
   const listed = new Set();
   function listEvent(p) {
     if (listed.has(p.seq)) return;
     listed.add(p.seq);
     let at = eventsBox.firstChild;
     while (at && Number(at.dataset.seq) > p.seq) at = at.nextSibling;
-    eventsBox.insertBefore(el("li", { "data-seq": p.seq }, describeEvent(p, t.snap)), at);
+    const text = describeEvent(p, t.snap);
+    eventsBox.insertBefore(el("li", { "data-seq": p.seq, "data-kind": p.kind, hidden: text === null },
+      `#${p.seq}`, text === null ? "" : ` ${text}`), at);
     while (eventsBox.childNodes.length > HISTORY) {
       listed.delete(Number(eventsBox.lastChild.dataset.seq));
       eventsBox.lastChild.remove();
@@ -247,7 +264,7 @@ function tablePage(sid, watching) {
     const viewer = held ? { seat: me, token: held.token } : {};
     let after = Math.max(0, upto - HISTORY);
     while (after !== null && after < upto && !t.stopped) {
-      const got = await c.call("log", { session: sid, after, limit: HISTORY, ...viewer });
+      const got = await c.call("log", { session: sid, after, limit: HISTORY, text: true, ...viewer });
       for (const r of got.records) if (r.seq <= upto && r.type !== "header") listEvent(recordAsPush(r));
       after = got.next;
     }
@@ -257,14 +274,15 @@ function tablePage(sid, watching) {
     let event = rest;
     if (type === "event") event = rest.event;
     else if (type === "action") event = { seat: rest.seat, action: rest.action, timed_out: rest.timed_out };
-    return { push: "event", session: sid, seq, kind: type, event };
+    if (type === "ended" && typeof r.text === "string") t.endText = r.text;
+    return { push: "event", session: sid, seq, kind: type, event, text: r.text };
   }
   async function askView() {
     if (t.viewAsked) return;
     t.viewAsked = true;
     try {
       const snap = await c.call("view", { session: sid });
-      if (!t.snap || snap.seq >= t.snap.seq) t.snap = snap;
+      if (!t.snap || snap.seq >= t.snap.seq) { t.snap = snap; takeDeadline(snap.seq, snap.deadline); }
       if (!t.snap.to_act.includes(me)) t.legal = [];
       draw();
     } catch (e) { say(e.message, "error"); }
@@ -283,6 +301,45 @@ function tablePage(sid, watching) {
       if (e instanceof HostError) askView();
     }
   }
+  // The turn clock: the host's deadline for the seats in to_act, as of the seq it came with (a
+  // snapshot, or a turn push). It counts down from the host's seconds_left, by this machine's
+  // monotonic clock since the message came, so a machine whose clock is off still shows the
+  // host's time; `at` (UTC) is shown as the local time of day.
+  function takeDeadline(seq, deadline) {
+    if (deadline === undefined) return; // a host that sends no deadline
+    if (t.clock && seq < t.clock.seq) return;
+    t.clock = deadline === null ? { seq, none: true }
+      : { seq, at: deadline.at, left: deadline.seconds_left, got: performance.now() };
+  }
+  function secondsLeft() {
+    const c = t.clock;
+    if (!c || c.none) return null;
+    return Math.max(0, c.left - (performance.now() - c.got) / 1000);
+  }
+  function countdown() {
+    const s = t.snap;
+    const left = secondsLeft();
+    if (!s || s.ended || !s.to_act.length || left === null || t.clock.seq < s.seq) return null;
+    const mine = s.to_act.includes(me);
+    const node = el("span", { id: "countdown", "data-at": t.clock.at });
+    paint(node, left, mine);
+    return node;
+  }
+  function paint(node, left, mine) {
+    const whole = Math.ceil(left);
+    const at = new Date(Date.parse(node.dataset.at));
+    node.dataset.seconds = String(whole);
+    node.className = `${mine ? "mine" : ""}${whole === 0 ? " over" : whole <= 15 ? " urgent" : ""}`;
+    node.textContent = whole === 0
+      ? `time is up: the host plays for ${mine ? "you" : "them"}`
+      : `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")} left`;
+    node.title = `until ${at.toLocaleTimeString()} (the host's turn timer${mine ? ": then it plays for you" : ""})`;
+  }
+  function tick() {
+    const node = document.getElementById("countdown");
+    const left = secondsLeft();
+    if (node && left !== null && t.snap) paint(node, left, t.snap.to_act.includes(me));
+  }
   function draw() {
     const s = t.snap;
     if (!s) return;
@@ -293,37 +350,46 @@ function tablePage(sid, watching) {
       el("p", { id: "state", class: s.ended ? "ended" : "" },
         s.ended ? (s.aborted ? `Over: ended by the host (${s.aborted}).` : "The game is over.")
           : !s.started ? "Waiting for players\u2026"
-          : s.to_act.length ? `To act: ${s.to_act.map((i) => seatName(s.seats, i)).join(", ")}` : ""),
-      s.ended && s.outcome ? el("div", { id: "outcome" }, el("h3", {}, "Outcome"), jsonTree(s.outcome)) : "");
+          : s.to_act.length ? [`To act: ${s.to_act.map((i) => seatName(s.seats, i)).join(", ")}`, countdown()] : ""),
+      s.ended ? outcomePanel(s, t.endText) : "");
     const render = renderers[s.game] || renderers.generic;
-    clear(board).append(render.board(s, me));
-    clear(controls);
-    if (me !== null && t.legal.length && !s.ended) {
-      controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act));
+    const moves = me !== null && t.legal.length && !s.ended ? { legal: t.legal, act, choose: t.ui.choose } : null;
+    clear(board).append(render.board(s, me, moves));
+    // the controls are rebuilt only when the moves change, so a split being made or a number
+    // being typed survives the pushes of other seats
+    const key = moves ? JSON.stringify([t.legal, s.seats, t.ui.card]) : "";
+    if (key !== t.controlsKey) {
+      t.controlsKey = key;
+      clear(controls);
+      if (moves) controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act, t.ui));
     }
   }
+  // A record in words: the host's text (null when it has nothing to say); a host that sent
+  // none gets the record's fields.
   function describeEvent(p, snap) {
+    if (typeof p.text === "string") return p.text || null;
     const seats = snap ? snap.seats : [];
     const who = (i) => seatName(seats, i);
     const e = p.event || {};
-    if (p.kind === "action") return `#${p.seq} ${who(e.seat)}: ${describeAction(e.action)}${e.timed_out ? " (timed out: played by the host)" : ""}`;
-    if (p.kind === "seat_taken") return `#${p.seq} seat ${e.seat} taken by ${e.name}${e.bot ? " (bot)" : ""}`;
-    if (p.kind === "seat_held") return `#${p.seq} ${who(e.seat)} is back`;
-    if (p.kind === "seat_released") return `#${p.seq} ${who(e.seat)} left (${e.reason || "left"})`;
-    if (p.kind === "ended") return `#${p.seq} the game is over`;
+    if (p.kind === "action") return `${who(e.seat)}: ${describeAction(e.action)}${e.timed_out ? " (timed out: played by the host)" : ""}`;
+    if (p.kind === "seat_taken") return `seat ${e.seat} taken by ${e.name}${e.bot ? " (bot)" : ""}`;
+    if (p.kind === "seat_held") return `${who(e.seat)} is back`;
+    if (p.kind === "seat_released") return `${who(e.seat)} left (${e.reason || "left"})`;
+    if (p.kind === "ended") return "the game is over";
     const parts = Object.entries(e).filter(([k]) => k !== "type").map(([k, v]) => `${k}=${fmt(v)}`);
-    return `#${p.seq} ${e.type || p.kind} ${parts.join(" ")}`;
+    return `${e.type || p.kind} ${parts.join(" ")}`;
   }
 
   (async () => {
     try {
       let snap;
       if (held) {
-        snap = await c.call("resume", { session: sid, token: held.token });
+        snap = await c.call("resume", { session: sid, token: held.token, text: true });
       } else {
-        snap = await c.call("watch", { session: sid });
+        snap = await c.call("watch", { session: sid, text: true });
       }
       t.snap = snap;
+      takeDeadline(snap.seq, snap.deadline);
       recent.add(sid, snap.game);
       say("");
       draw();
@@ -334,7 +400,8 @@ function tablePage(sid, watching) {
       say(e.message, "error");
     }
   })();
-  return { kind: "table", stop() { t.stopped = true; } };
+  const ticking = setInterval(tick, 1000);
+  return { kind: "table", stop() { t.stopped = true; clearInterval(ticking); } };
 }
 
 route();

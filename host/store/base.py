@@ -481,6 +481,10 @@ class WriterThreadStore:
 
     _thread_name = "gamehost store writer"
     _queue: Any
+    metrics: Any = None
+    """The host's :class:`host.net.metrics.Metrics`, set by the host (None: nothing is
+    counted): the writer thread tells it each durability round's time (``observe_fsync``) and
+    each batch written again after a lost connection (``store_retry``)."""
 
     def _init_lifecycle(self) -> None:
         self._token: trio.lowlevel.TrioToken | None = None

@@ -98,6 +98,7 @@ import queue
 import secrets
 import stat
 import threading
+import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -634,6 +635,51 @@ class FileStore(WriterThreadStore):
         self._open(session, len(records))
         return records
 
+    async def open_end(self, session: str) -> int:
+        """Make a session appendable after its last complete record *without reading its
+        records*, as :meth:`load` does after reading them all: a torn tail (a last line with no
+        newline, or — as logs before checksums — one that is not JSON and carries no checksum)
+        is cut, durably, with a warning. For a log too long to read on the event loop, whose
+        records are folded elsewhere (a heavy-work process reads and checks every one). The
+        line index is made or extended in a worker thread. Returns the log's record count.
+
+        Raises:
+            Conflict: appends of the session are still queued or being written.
+            UnknownSession: no log of that session.
+            CorruptLog: the log is empty (no complete header), a link or not a regular file.
+            OSError: it cannot be read or cut. BadSessionId: a bad session id.
+        """
+        path = self._checked_path(session)
+        self._check_idle(session)
+        self._next.pop(session, None)
+        count = await trio.to_thread.run_sync(self._cut_torn_end, session, path)
+        self._open(session, count)
+        return count
+
+    def _cut_torn_end(self, session: str, path: Path) -> int:
+        try:
+            fd = _open_log(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise UnknownSession(f"no session {session}") from None
+        try:
+            idx = self._index(session, path, fd)
+            size = os.fstat(fd).st_size
+            count, end = idx.count, idx.starts[-1]
+            if count:
+                start = idx.starts[count - 1]
+                line = os.pread(fd, end - 1 - start, start)
+                if _torn_line(line):  # not JSON, no checksum: an append a crash cut short
+                    count, end = count - 1, start
+        finally:
+            os.close(fd)
+        if count == 0:
+            what = "the file is empty" if size == 0 else "no complete header record"
+            raise CorruptLog(path, 0, f"{what} (no header record)")
+        if size > end:
+            log.warning("torn_tail", path=str(path), offset=end, dropped=size - end)
+            _truncate(path, end)
+        return count
+
     def truncate(self, session: str, keep: int) -> None:
         """Cut a (loaded, not yet appended-to) log after its first ``keep`` records, durably
         (through the write-ahead log first, if the store writes one: a ``cut`` line).
@@ -1071,7 +1117,10 @@ class FileStore(WriterThreadStore):
             if self.fsync == "always":
                 try:
                     wal.write(wal_lines(job.session, job.first, job.lines))
+                    began = time.perf_counter()
                     wal.sync()
+                    if self.metrics is not None:
+                        self.metrics.observe_fsync(time.perf_counter() - began)
                 except OSError as exc:
                     job.error = exc
                     failed[job.session] = exc
@@ -1081,6 +1130,7 @@ class FileStore(WriterThreadStore):
         if self.fsync != "always" and live:
             try:
                 wal.write(b"".join(wal_lines(job.session, job.first, job.lines) for job in live))
+                began = time.perf_counter()
                 pending = wal.sync_start()
             except OSError as exc:
                 for job in live:
@@ -1099,6 +1149,9 @@ class FileStore(WriterThreadStore):
                     for job in live:
                         job.error = exc
                         failed[job.session] = exc
+                else:
+                    if pending is not None and self.metrics is not None:  # the batch's one sync
+                        self.metrics.observe_fsync(time.perf_counter() - began)
         wal.mark(job.session for job in live)
         wal.rotate_if_full()
 
@@ -1166,15 +1219,22 @@ class FileStore(WriterThreadStore):
                         os.ftruncate(fd, start)  # the half-written append, cut off again
                     raise
                 if self.fsync == "always":
+                    began = time.perf_counter()
                     _datasync(fd)
                     self._n_fsyncs += 1
+                    if self.metrics is not None:
+                        self.metrics.observe_fsync(time.perf_counter() - began)
                 elif self.fsync == "batch":
                     unsynced.setdefault(job.session, []).append(job)
             except (OSError, CorruptLog) as exc:
                 job.error = exc
                 failed[job.session] = exc
                 self._close(job.session, unsynced, failed)  # a fresh open after the reload
-        self._sync_all(unsynced, failed)
+        if unsynced:
+            began = time.perf_counter()
+            self._sync_all(unsynced, failed)
+            if self.metrics is not None:  # one round: every file the batch wrote, synced
+                self.metrics.observe_fsync(time.perf_counter() - began)
 
     def release(self, session: str) -> None:
         """Close a session's file when it will not be appended to again (it ended). While the

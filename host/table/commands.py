@@ -12,26 +12,29 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Act", "Command", "Join", "Leave", "Resume", "View", "Watch"]
+__all__ = ["Act", "Command", "End", "Join", "Leave", "Resume", "View", "Watch"]
 
 
 @attrs.frozen
 class Join:
     """Take a seat: ``seat`` (None: the lowest free one) under ``name`` (already cleaned: at
-    most 64 printable characters); ``view``: a ``view`` push after every change. Answered
+    most 64 printable characters); ``view``: a ``view`` push after every change; ``text``:
+    event and ``ended`` pushes carry their text (:mod:`host.table.words`). Answered
     :class:`protocol.replies.Joined`."""
 
     name: str
     seat: int | None = None
     view: bool = False
+    text: bool = False
 
 
 @attrs.frozen
 class Watch:
-    """Watch as a spectator (``view``: a ``view`` push after every change). Answered
-    :class:`protocol.replies.Watching`."""
+    """Watch as a spectator (``view``: a ``view`` push after every change; ``text``: event
+    and ``ended`` pushes carry their text). Answered :class:`protocol.replies.Watching`."""
 
     view: bool = False
+    text: bool = False
 
 
 @attrs.frozen
@@ -42,6 +45,7 @@ class Resume:
     token: str
     after: int | None = None
     view: bool = False
+    text: bool = False
 
 
 @attrs.frozen
@@ -63,5 +67,14 @@ class Leave:
     """Stop playing or watching. Answered :class:`protocol.replies.Left`."""
 
 
-Command = Join | Watch | Resume | View | Act | Leave
+@attrs.frozen
+class End:
+    """End the session now, as the host's operator (no wire request makes this: the admin view
+    of ``host.net.web`` does): an ``ended`` record with ``outcome`` null and ``aborted`` =
+    ``reason``. Answered :class:`protocol.replies.Accepted` with the ``ended`` record's seq."""
+
+    reason: str = "admin"
+
+
+Command = Join | Watch | Resume | View | Act | Leave | End
 """Everything a session's mailbox carries (with the requester and the request id)."""

@@ -4,7 +4,8 @@ Like h11's ``Connection``, which a trio server only drives, a :class:`Table` is 
 records of a session's log and takes one input at a time:
 
 - a client's command (:meth:`Table.command`: ``join``, ``watch``, ``resume``, ``view``,
-  ``act``, ``leave``) or a connection going away (:meth:`Table.drop`);
+  ``act``, ``leave``; or the operator's ``End``) or a connection going away
+  (:meth:`Table.drop`);
 - a host-driven step that is due (:meth:`Table.due`, :meth:`Table.next_due`): a host bot's
   move, a turn timer, a seat whose player is absent, abandonment, the end of a session whose
   game faulted, bots a ``create`` cut short did not seat, seats held by connections that are
@@ -35,7 +36,14 @@ after a restart and several hosts on one database answer alike:
   presence records do not reset them, so a player cannot stall a table by reconnecting, except
   ``seat_released`` for ``host_gone``: its players could not act meanwhile); abandonment counts
   from the record after which no player held a human seat; a seat is *absent* after
-  :data:`ABSENT_AFTER` timed-out turns in a row while nobody held it.
+  :data:`ABSENT_AFTER` timed-out turns in a row while nobody held it. The turn ``deadline``
+  every snapshot, ``turn`` and ``view`` push shows is that timer's end (:meth:`Table.deadline`).
+- *Presence*: a seat is ``connected`` while the log says a connection holds it (or a host bot
+  plays it); each ``seat_taken``, ``seat_held`` and ``seat_released`` record is followed by a
+  ``presence`` push wherever its ``event`` push goes (:meth:`Visibility.presence`).
+
+Time comes in with every input (``now``, the host clock in seconds since the epoch): what a
+message says of the time left is counted from it, never read from a clock here.
 
 The rule for what a viewer may see of a record is :mod:`host.table.visibility`.
 """
@@ -56,14 +64,16 @@ import structlog
 from host.errors import GamehostError
 from host.game import Seat, Viewer
 from host.plugins.budget import BudgetExceeded
-from host.plugins.faults import GameFault, refusal
-from host.table.commands import Act, Command, Join, Leave, Resume, View, Watch
+from host.plugins.faults import GameFault, game_error, refusal
+from host.table.commands import Act, Command, End, Join, Leave, Resume, View, Watch
 from host.table.engine import CAUSES, BadRecord, Engine, Record, SessionState
 from host.table.freshness import stale_reason
 from host.table.visibility import Visibility
+from host.table.words import Words, display_names
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import (
     Accepted,
+    Deadline,
     DetachedPush,
     EndedPush,
     EventPush,
@@ -75,6 +85,7 @@ from protocol.replies import (
     Resumed,
     SeatInfo,
     Snapshot,
+    Timers,
     TurnPush,
     ViewPush,
     ViewReply,
@@ -84,7 +95,9 @@ from protocol.replies import (
 __all__ = [
     "ABSENT_AFTER",
     "BOT_BATCH",
+    "GAME_FAULTED_NOW",
     "TAIL",
+    "Presence",
     "WINDOW",
     "Attach",
     "Backfill",
@@ -97,6 +110,7 @@ __all__ = [
     "Step",
     "Table",
     "TableSettings",
+    "faulted",
     "format_ts",
     "hash_token",
     "parse_ts",
@@ -115,6 +129,18 @@ WINDOW = 32
 TAIL = WINDOW
 """The most recent records a table keeps in memory (a ``resume`` from further back reads the
 missed records from the store)."""
+
+
+GAME_FAULTED_NOW = (
+    "the session's game faulted while answering this; its code is not run for the session"
+    " again (its end and its log are still answered)"
+)
+
+
+def faulted(ended: dict[str, Any]) -> bool:
+    """Whether the data of a session's ``ended`` record says its game faulted (``aborted:
+    "game_error"``, with or without the ``fault`` logs written before it was recorded)."""
+    return ended.get("aborted") == "game_error"
 
 
 def hash_token(token: str) -> str:
@@ -186,6 +212,7 @@ class Backfill:
     viewer: Viewer
     after: int
     upto: int
+    text: bool = False  # the pushes carry their text (the connection asked for it)
 
 
 @attrs.frozen
@@ -279,6 +306,7 @@ class Step:
 class _Sub:
     viewer: Viewer
     views: bool = False
+    text: bool = False  # event and ended pushes carry "text" (host.table.words)
 
 
 class _Refuse(Exception):
@@ -292,94 +320,29 @@ def _protocol(code: ErrorCode, message: str, **extra: Any) -> _Refuse:
     return _Refuse(ProtocolError(code, message, **extra))
 
 
-class Table:
-    """One session's table (see the module docstring).
+@attrs.define
+class Presence:
+    """What a log says beyond the game, folded a record at a time (:meth:`feed`): who holds
+    each seat (a connection's key), each seat's timed-out turns in a row, the ``ts`` of the
+    last record of play (the turn timer and a bot's delay count from it) and of the record
+    after which nobody held a seat (abandonment counts from it), and whether anyone holds one
+    now. Only the two timestamps that matter are kept (as text: parsed once, by the table)."""
 
-    Args:
-        sid: the session id.
-        engine: the game's engine.
-        records: the session's whole log (whole causes only: drop a half-written last one
-            first, see :meth:`Engine.load`), header first.
-        settings: the host's settings.
-        now: the host clock now (seconds since the epoch), the time of records without a
-            ``ts`` (not written yet).
-        instance: this host's id, the first part of each of its connections' keys.
-        driver: whether this host runs the session's host-driven steps (it holds its lease;
-            a host alone always does).
-        live: False for an ended session answered from its log (it keeps no subscribers).
-        loaded: ``(state, boundaries)`` if the caller folded ``records`` already
-            (:meth:`Engine.load_tail`).
+    holders: list[str | None]
+    timeouts: list[int]
+    play_ts: str | None = None
+    since_ts: str | None = None
+    attended: bool = False
 
-    Raises:
-        BadRecord: the records do not fold.
-    """
+    @classmethod
+    def of(cls, seats: int) -> Presence:
+        """Nothing folded yet, for ``seats`` seats."""
+        return cls([None] * seats, [0] * seats)
 
-    def __init__(
-        self,
-        sid: str,
-        engine: Engine,
-        records: Sequence[Record],
-        settings: TableSettings,
-        *,
-        now: float,
-        instance: str = "",
-        driver: bool = True,
-        shared: bool = False,
-        live: bool = True,
-        loaded: tuple[SessionState, list[SessionState]] | None = None,
-    ) -> None:
-        self.id = sid
-        self.engine = engine
-        self.game = engine.game
-        self.visible = Visibility(engine)
-        self.settings = settings
-        self.instance = instance
-        self.driver = driver
-        self.shared = shared
-        self.live = live
-        if loaded is None:
-            whole, state, bounds = engine.load_tail(list(records), WINDOW)
-            if whole != len(records):
-                raise BadRecord(whole, "the log ends inside a cause")
-        else:
-            state, bounds = loaded
-        self.state: SessionState = state
-        self._bounds: deque[SessionState] = deque(bounds)
-        self._tail: deque[Record] = deque(records[-TAIL:], maxlen=TAIL)
-        header = state.header
-        timeout = header.get("turn_timeout", settings.turn_timeout)
-        self.turn_timeout: float | None = timeout or None
-        self.host_alive: Callable[[str], bool] = lambda instance: False
-        """Whether the host of another instance is still running (a host alone: none is)."""
-        self.subs: dict[str, _Sub] = {}
-        self.actions = 0
-        self.faulted = False
-        self.fault: str | None = None  # a budget the game ran past (time, memory), if any
-        self._lost_logged = False
-        # (id of a game state, seat) -> (that game state, its legal list): the states of the
-        # freshness window (each kept alive by the entry itself, so an id is never reused)
-        self._legal: dict[tuple[int, Seat], tuple[Any, list[Any]]] = {}
-        self._turns: dict[tuple[int, Seat], TurnPush] = {}
-        self._to_act: tuple[int, tuple[Seat, ...]] = (-1, ())
-        n = len(state.seats)
-        self.holders: list[str | None] = [None] * n
-        self.timeouts: list[int] = [0] * n
-        self._bots = frozenset(header.get("bots", ()))
-        self._humans = n > len(self._bots)
-        self.turn_started = now
-        self.unattended_since: float | None = None
-        self._fold_presence(records, now)
-        self._game_off()
-
-    # -- what the log says beyond the game: holders, timers --------------------------------------
-    def _fold_presence(self, records: Iterable[Record], default: float) -> None:
-        """Fold seat holders, timed-out counts and the timers' starts over a whole log (each
-        record looked at once; only the two timestamps that matter are parsed). A record
-        without a ``ts`` (not written yet) counts as of ``default``."""
+    def feed(self, records: Iterable[Record]) -> None:
+        """Fold records in order (each looked at once; events cost nothing)."""
         holders, timeouts = self.holders, self.timeouts
-        play_ts: str | None = None  # ts of the last record of play
-        since_ts: str | None = None  # ts of the record after which nobody held a seat
-        attended = False
+        play_ts, since_ts, attended = self.play_ts, self.since_ts, self.attended
         for rec in records:
             kind = rec.type
             if kind == "event" or kind == "ended":
@@ -411,8 +374,111 @@ class Table:
             if attended and not now_attended:
                 since_ts = rec.ts
             attended = now_attended
-        self.turn_started = parse_ts(play_ts, default)
-        self.unattended_since = None if attended else parse_ts(since_ts, default)
+        self.play_ts, self.since_ts, self.attended = play_ts, since_ts, attended
+
+
+class Table:
+    """One session's table (see the module docstring).
+
+    Args:
+        sid: the session id.
+        engine: the game's engine.
+        records: the session's whole log (whole causes only: drop a half-written last one
+            first, see :meth:`Engine.load`), header first.
+        settings: the host's settings.
+        now: the host clock now (seconds since the epoch), the time of records without a
+            ``ts`` (not written yet).
+        instance: this host's id, the first part of each of its connections' keys.
+        driver: whether this host runs the session's host-driven steps (it holds its lease;
+            a host alone always does).
+        live: False for an ended session answered from its log (it keeps no subscribers).
+        loaded: ``(state, boundaries)`` if the caller folded ``records`` already
+            (:meth:`Engine.load_tail`).
+        presence: what the whole log says of seat holders and timers, if the caller folded
+            it already (``records`` may then be the log's last :data:`TAIL` records only, as
+            ``host.table.loading`` gives them).
+
+    Raises:
+        BadRecord: the records do not fold.
+    """
+
+    def __init__(
+        self,
+        sid: str,
+        engine: Engine,
+        records: Sequence[Record],
+        settings: TableSettings,
+        *,
+        now: float,
+        instance: str = "",
+        driver: bool = True,
+        shared: bool = False,
+        live: bool = True,
+        loaded: tuple[SessionState, list[SessionState]] | None = None,
+        presence: Presence | None = None,
+    ) -> None:
+        self.id = sid
+        self.engine = engine
+        self.game = engine.game
+        self.visible = Visibility(engine)
+        self.words = Words(engine.game)
+        self._names: tuple[tuple[Any, ...], list[str]] = ((), [])
+        self.settings = settings
+        self.instance = instance
+        self.driver = driver
+        self.shared = shared
+        self.live = live
+        if loaded is None:
+            whole, state, bounds = engine.load_tail(list(records), WINDOW)
+            if whole != len(records):
+                raise BadRecord(whole, "the log ends inside a cause")
+        else:
+            state, bounds = loaded
+        self.state: SessionState = state
+        self._bounds: deque[SessionState] = deque(bounds)
+        self._tail: deque[Record] = deque(records[-TAIL:], maxlen=TAIL)
+        header = state.header
+        timeout = header.get("turn_timeout", settings.turn_timeout)
+        self.turn_timeout: float | None = timeout or None
+        self.timers = Timers(self.turn_timeout, settings.abandon_after, ABSENT_AFTER)
+        """The session's timers, as snapshots show them."""
+        self._now = now  # the host clock of the input being decided
+        self._deadline: tuple[int, float, Deadline | None] = (-1, 0.0, None)
+        self.host_alive: Callable[[str], bool] = lambda instance: False
+        """Whether the host of another instance is still running (a host alone: none is)."""
+        self.subs: dict[str, _Sub] = {}
+        self.actions = 0
+        self.faulted = False
+        self.fault: str | None = None  # a budget the game ran past (time, memory), if any
+        self._lost_logged = False
+        self._words_logged = False
+        # (id of a game state, seat) -> (that game state, its legal list): the states of the
+        # freshness window (each kept alive by the entry itself, so an id is never reused)
+        self._legal: dict[tuple[int, Seat], tuple[Any, list[Any]]] = {}
+        self._turns: dict[tuple[int, Seat], TurnPush] = {}
+        self._to_act: tuple[int, tuple[Seat, ...]] = (-1, ())
+        n = len(state.seats)
+        self.holders: list[str | None] = [None] * n
+        self.timeouts: list[int] = [0] * n
+        self._bots = frozenset(header.get("bots", ()))
+        self._humans = n > len(self._bots)
+        self.turn_started = now
+        self.unattended_since: float | None = None
+        if presence is None:
+            presence = Presence.of(n)
+            presence.feed(records)
+        self._fold_presence(presence, now)
+        self._game_off()
+
+    # -- what the log says beyond the game: holders, timers --------------------------------------
+    def _fold_presence(self, presence: Presence, default: float) -> None:
+        """Take seat holders, timed-out counts and the timers' starts from what a whole log
+        says (:class:`Presence`); a record without a ``ts`` (not written yet) counts as of
+        ``default``."""
+        self.holders = list(presence.holders)
+        self.timeouts = list(presence.timeouts)
+        self.turn_started = parse_ts(presence.play_ts, default)
+        self.unattended_since = None if presence.attended else parse_ts(presence.since_ts, default)
 
     def _presence(self, rec: Record, at: float) -> None:
         """Fold one new record (of time ``at``) into holders, counts and timers, as
@@ -448,16 +514,26 @@ class Table:
             self.unattended_since = at
 
     def _game_off(self) -> None:
-        """A session ended because its game ran past its budget runs no game code again."""
-        if self.state.ended and self._ended_data().get("fault") in ("time", "memory"):
+        """A session whose game faulted (its log ends ``aborted: "game_error"``, see
+        :func:`faulted`) runs no game code again."""
+        if self.state.ended and faulted(self._ended_data()):
             self.visible.game_off = True
 
     def overran(self, what: str) -> None:
-        """The game ran past its budget (``what``: ``time``, ``memory``) in a step of this
-        table: the session ends on its next host-driven step, as ``game_error`` with that
-        ``fault``, and runs no game code after that."""
+        """The game faulted in code run for this table (``what``: ``time`` or ``memory`` for
+        its budget, ``error`` for anything else; a replay op's fault too): the session ends on
+        its next host-driven step, as ``game_error`` with that ``fault``, and runs no game code
+        after that. A table answered from its log (not live) just stops running game code."""
         self.faulted = True
         self.fault = what
+        if not self.live or self.state.ended:
+            self.visible.game_off = True
+
+    @property
+    def fault_unrecorded(self) -> bool:
+        """The game faulted in code run for this session after it ended: it runs no game code
+        again, and no record says so (nothing follows ``ended``): the host remembers it."""
+        return self.visible.game_off and not faulted(self._ended_data())
 
     def _attended(self) -> bool:
         return any(h is not None for h in self.holders)
@@ -491,8 +567,54 @@ class Table:
             self._to_act = (self.state.seq, seats)
         return seats
 
+    def turn_deadline(self) -> float | None:
+        """When the turn timer plays the bot's choice for the seats to act (host time, from the
+        log: the last record of play's ``ts`` plus the turn timeout), or None when no timer
+        runs (none set, nobody to act, or a host bot to act: it moves by itself).
+
+        Raises:
+            GameFault: the game's ``to_act`` raised.
+        """
+        st = self.state
+        if self.turn_timeout is None or not st.started or st.ended:
+            return None
+        to_act = self.to_act()
+        if not to_act or any(st.seats[x] is not None and st.seats[x].bot for x in to_act):  # type: ignore[union-attr]
+            return None
+        return self.turn_started + self.turn_timeout
+
+    def deadline(self) -> Deadline | None:
+        """:meth:`turn_deadline` as the wire shows it (its UTC time, and the seconds left from
+        the time of the input being decided); made once per seq and input.
+
+        Raises:
+            GameFault: the game's ``to_act`` raised.
+        """
+        seq, at, made = self._deadline
+        if seq == self.state.seq and at == self._now:
+            return made
+        when = self.turn_deadline()
+        if when is not None:
+            made = Deadline(format_ts(when), max(0.0, round(when - self._now, 3)))
+        else:
+            made = None
+        self._deadline = (self.state.seq, self._now, made)
+        return made
+
+    def connected(self, state: SessionState | None = None) -> list[bool]:
+        """Per seat: whether a connection holds it, by the log (a host bot's seat: True, a free
+        one: False). Once the session has ended nobody holds a seat any more (an ended log
+        gets no release records, so this is the only answer every host can give alike)."""
+        st = state or self.state
+        seats = st.seats
+        if st.ended:
+            return [s is not None and s.bot for s in seats]
+        holders = self.holders
+        return [holders[i] is not None or (s is not None and s.bot) for i, s in enumerate(seats)]
+
     def snapshot(self, viewer: Viewer, state: SessionState | None = None) -> Snapshot:
-        """The session as ``viewer`` sees it now (or as of ``state``, not committed yet).
+        """The session as ``viewer`` sees it now (or as of ``state``, not committed yet: its
+        ``deadline`` and ``connected`` are then the table's, to be made again once it is).
 
         Raises:
             GameFault: the game's ``to_act`` or ``view`` failed.
@@ -514,6 +636,7 @@ class Table:
             except GameFault:
                 log.warning("game_fault", session=self.id, step="view", viewer=viewer)
                 view = None
+                self.overran("error")  # nor is it run again for this session
         else:
             try:
                 view = self.engine.view_wire(st, viewer)
@@ -531,6 +654,10 @@ class Table:
             view,
             st.header["seed_commitment"],
             **end,
+            deadline=self.deadline() if state is None else None,
+            connected=self.connected(st),
+            options=st.header.get("options", {}),
+            timers=self.timers,
         )
 
     def _ended_data(self, state: SessionState | None = None) -> dict[str, Any]:
@@ -539,22 +666,54 @@ class Table:
                 return rec.data
         return {"outcome": None}
 
-    def _ended_push(self) -> EndedPush:
+    def _ended_push(self, text: bool = False) -> EndedPush:
         data = self._ended_data()
-        return EndedPush(self.id, self.state.seq, data.get("outcome"), data.get("aborted"))
+        outcome, aborted = data.get("outcome"), data.get("aborted")
+        words = self._said(self.words.outcome(outcome, aborted, self.names())) if text else None
+        return EndedPush(self.id, self.state.seq, outcome, aborted, words)
 
-    def pushes_for(self, records: Iterable[Record], viewer: Viewer) -> list[Push]:
-        """The ``event`` pushes of ``records`` for ``viewer`` (for a :class:`Backfill`).
+    def names(self) -> list[str]:
+        """Each seat's name as texts use it (:func:`host.table.words.display_names`), made
+        again only when the seats change."""
+        seats = self.state.seats
+        key = tuple((s.name if s is not None else None) for s in seats)
+        if self._names[0] != key:
+            self._names = (key, display_names(list(key)))
+        return self._names[1]
+
+    def _said(self, text: str) -> str:
+        """``text`` as made; logs once per table that a text member of the game raised (its
+        text was replaced by the host's plain one)."""
+        if self.words.failed and not self._words_logged:
+            self._words_logged = True
+            log.warning("game_text_failed", session=self.id, game=self.game.info.id)
+        return text
+
+    def text_push(self, push: EventPush, viewer: Viewer) -> EventPush:
+        """``push`` with its ``text`` for ``viewer``, told from the push's own (redacted)
+        body, so it says nothing the push does not."""
+        text = self.words.record(push.kind, push.event, viewer, self.names())
+        return EventPush(push.session, push.seq, push.kind, push.event, self._said(text))
+
+    def pushes_for(
+        self, records: Iterable[Record], viewer: Viewer, text: bool = False
+    ) -> list[Push]:
+        """The ``event`` pushes of ``records`` for ``viewer`` (for a :class:`Backfill`), with
+        their text when ``text``, each presence record's followed by its ``presence`` push.
 
         Raises:
             GameFault: the game's ``redact`` failed.
         """
         header = self.state.header
         out: list[Push] = []
+        visible = self.visible
         for rec in records:
-            push = self.visible.push(self.id, rec, viewer, header)
+            push = visible.push(self.id, rec, viewer, header)
             if push is not None:
-                out.append(push)
+                out.append(self.text_push(push, viewer) if text else push)
+                presence = visible.presence(self.id, rec)
+                if presence is not None:
+                    out.append(presence)
         return out
 
     def holder_of(self, conn: str) -> Seat | None:
@@ -583,6 +742,7 @@ class Table:
         Never raises: a refusal is the step's reply; a fault in the game's code is answered
         ``internal`` (logged) and appends nothing.
         """
+        self._now = now
         try:
             if isinstance(cmd, Act):
                 return self._act(conn, rid, cmd, now, caught_up)
@@ -600,6 +760,8 @@ class Table:
                 return self._view(conn, rid)
             if isinstance(cmd, Leave):
                 return self._leave(conn, rid, now)
+            if isinstance(cmd, End):
+                return self._end(conn, rid, cmd, now, caught_up)
             raise TypeError(f"not a command: {cmd!r}")
         except _Refuse as r:
             return Step(effects=[Reply(conn, rid, refusal(r.exc))], conn=conn, rid=rid)
@@ -608,13 +770,17 @@ class Table:
         except Exception as exc:
             event = "game_fault" if isinstance(exc, GameFault) else "command_failed"
             log.exception(event, session=self.id, op=type(cmd).__name__.lower())
-            out: list[Effect] = [Reply(conn, rid, Refused(ErrorCode.INTERNAL, "internal error"))]
-            return Step(effects=out, conn=conn, rid=rid)
+            why = Refused(ErrorCode.INTERNAL, "internal error")
+            if isinstance(exc, GameFault) and (not self.live or self.state.ended):  # over
+                self.overran("error")  # while answering it: its code is not run again
+                why = Refused(ErrorCode.GAME_FAULTED, GAME_FAULTED_NOW)
+            return Step(effects=[Reply(conn, rid, why)], conn=conn, rid=rid)
 
     def drop(self, conn: str, now: float, reason: str = "gone") -> Step | None:
         """Connection ``conn`` went away (``reason``: ``gone``, ``unresponsive``): it leaves
         the subscribers at once; if the log says it holds a seat, the seat is released by a
         ``seat_released`` record."""
+        self._now = now
         sub = self.subs.pop(conn, None)
         if sub is None or sub.viewer is None:
             return None
@@ -634,6 +800,7 @@ class Table:
         new = [r for r in records if r.seq > self.state.seq]
         if not new:
             return []
+        self._now = now
         start = 0
         state = self.state
         states: list[SessionState] = []
@@ -660,12 +827,15 @@ class Table:
             log.info("lease_taken" if driver else "lease_lost", session=self.id)
 
     # -- committing ----------------------------------------------------------------------------
-    def commit(self, step: Step) -> list[Effect]:
+    def commit(self, step: Step, now: float | None = None) -> list[Effect]:
         """``step``'s records are durable: make them the table's state and give the effects
-        (reply, pushes, then the observers' records). A fault in the game's code while making
-        the pushes is logged; the session is then ended on the next step (``game_error``)."""
+        (reply, pushes, then the observers' records). ``now``: the host clock once they are
+        (the time left that messages show counts from it; default: the step's time). A fault
+        in the game's code while making the pushes is logged; the session is then ended on the
+        next step (``game_error``)."""
         if not step.records:
             return list(step.effects)
+        self._now = step.time if now is None else now
         self._apply(step.records, step.states, step.time)
         out: list[Effect] = []
         try:
@@ -755,8 +925,8 @@ class Table:
     def _publish(self, new: Sequence[Record], out: list[Effect], skip: str | None = None) -> None:
         """The pushes of ``new`` records: each record to every subscriber (one redaction per
         distinct viewer; a connection whose seat another connection took is told ``detached``
-        and pushed nothing more), then the view pushes, then the ``ended`` push or the
-        ``turn`` pushes."""
+        and pushed nothing more), a presence record's followed by its ``presence`` push, then
+        the view pushes, then the ``ended`` push or the ``turn`` pushes."""
         header = self.state.header
         visible = self.visible
         subs = [(k, s) for k, s in self.subs.items() if k != skip]
@@ -772,6 +942,7 @@ class Table:
                 if gone:
                     subs = [(k, s) for k, s in subs if k not in gone]
             cache: dict[Viewer, EventPush | None] = {}
+            told: dict[Viewer, EventPush] = {}  # the same with its text, for those who asked
             shared: list[EventPush] = []
             for key, sub in subs:
                 viewer = sub.viewer
@@ -782,16 +953,31 @@ class Table:
                         self._game_failed("redact")  # and the seq stays gapless
                         cache[viewer] = EventPush(self.id, rec.seq, rec.type, None)
                 msg = cache[viewer]
+                if msg is not None and sub.text:
+                    if viewer not in told:
+                        told[viewer] = self.text_push(msg, viewer)
+                    msg = told[viewer]
                 if msg is not None:
                     out.append(Send(key, msg))
+            presence = visible.presence(self.id, rec)
+            if presence is not None:
+                out.extend(Send(key, presence) for key, _ in subs)
         if any(s.views for _, s in subs) and not self.visible.game_off:
             views: dict[Viewer, ViewPush | None] = {}
+            try:
+                to_act, deadline = list(self.to_act()), self.deadline()
+            except GameFault:
+                self._game_failed("to_act")
+                to_act, deadline = [], None
+            connected = self.connected()
             for key, sub in subs:
                 if sub.views:
                     if sub.viewer not in views:
                         try:
                             wire = self.engine.view_wire(self.state, sub.viewer)
-                            views[sub.viewer] = ViewPush(self.id, self.state.seq, wire)
+                            views[sub.viewer] = ViewPush(
+                                self.id, self.state.seq, wire, to_act, deadline, connected
+                            )
                         except GameFault:
                             self._game_failed("view")
                             views[sub.viewer] = None
@@ -800,7 +986,8 @@ class Table:
                         out.append(Send(key, push))
         if self.state.ended:
             end = self._ended_push()
-            out.extend(Send(key, end) for key, _ in subs)
+            told_end = self._ended_push(text=True) if any(s.text for _, s in subs) else end
+            out.extend(Send(key, told_end if sub.text else end) for key, sub in subs)
             return
         try:
             for key, sub in list(self.subs.items()):
@@ -827,7 +1014,9 @@ class Table:
         key = (st.seq, seat)
         turn = self._turns.get(key)
         if turn is None:
-            turn = self._turns[key] = TurnPush(self.id, st.seq, seat, self._legal_at(st, seat))
+            legal = self._legal_at(st, seat)
+            turn = TurnPush(self.id, st.seq, seat, legal, list(self.to_act()), self.deadline())
+            self._turns[key] = turn
         return turn
 
     def _legal_at(self, state: SessionState, seat: Seat) -> list[Any]:
@@ -840,7 +1029,8 @@ class Table:
         try:
             actions = self.game.legal_actions(state.game, seat)
             legal = [self.engine.codec.action_to_wire(a) for a in actions]
-        except Exception as exc:
+        except BaseException as exc:
+            game_error(exc)
             raise GameFault(
                 f"game {self.game.info.id!r} at seq {state.seq}: legal_actions for seat"
                 f" {seat} raised {type(exc).__name__}: {exc}",
@@ -866,10 +1056,12 @@ class Table:
             ErrorCode.ALREADY_ATTACHED, f"this connection {what} already; leave first", seat=held
         )
 
-    def _subscribe(self, conn: str, viewer: Viewer, views: bool, out: list[Effect]) -> None:
+    def _subscribe(
+        self, conn: str, viewer: Viewer, views: bool, out: list[Effect], text: bool = False
+    ) -> None:
         if not self.live:
             return
-        self.subs[conn] = _Sub(viewer, views)
+        self.subs[conn] = _Sub(viewer, views, text)
         out.append(Attach(conn, viewer))
 
     def _unsubscribe(self, conn: str, out: list[Effect]) -> None:
@@ -910,9 +1102,10 @@ class Table:
 
         def then(out: list[Effect]) -> None:
             if not closing:
-                self._subscribe(conn, seat, cmd.view, out)
+                self._subscribe(conn, seat, cmd.view, out, cmd.text)
             log.info("seat_taken", session=self.id, seat=seat, conn=conn)
-            out.append(Reply(conn, rid, Joined(seat, token, snap)))
+            now = attrs.evolve(snap, deadline=self.deadline(), connected=self.connected())
+            out.append(Reply(conn, rid, Joined(seat, token, now)))
             self._publish(step.records, out, skip=conn)
 
         step.then = then
@@ -922,10 +1115,10 @@ class Table:
         self._one_role(conn)
         snap = self.snapshot(None)
         out: list[Effect] = []
-        self._subscribe(conn, None, cmd.view, out)
+        self._subscribe(conn, None, cmd.view, out, cmd.text)
         out.append(Reply(conn, rid, Watching(snap)))
         if self.state.ended:
-            out.append(Send(conn, self._ended_push()))
+            out.append(Send(conn, self._ended_push(cmd.text)))
         return Step(effects=out, conn=conn, rid=rid)
 
     def _view(self, conn: str, rid: Any) -> Step:
@@ -961,9 +1154,9 @@ class Table:
         self._one_role(conn)
         if self.state.ended or not self.live:  # nothing is appended after the end
             out: list[Effect] = []
-            self._catch_up(conn, seat, after, seq, out)
+            self._catch_up(conn, seat, after, seq, out, cmd.text)
             out.append(Reply(conn, rid, Resumed(seat, self.snapshot(seat))))
-            out.append(Send(conn, self._ended_push()))
+            out.append(Send(conn, self._ended_push(cmd.text)))
             return Step(effects=out, conn=conn, rid=rid)
         if closing:
             raise _protocol(
@@ -977,11 +1170,11 @@ class Table:
         def then(out: list[Effect]) -> None:
             upto = self.state.seq
             self._publish(step.records, out, skip=conn)  # the seat's old holder is told
-            self._catch_up(conn, seat, after, upto, out)
-            self._subscribe(conn, seat, cmd.view, out)
+            self._catch_up(conn, seat, after, upto, out, cmd.text)
+            self._subscribe(conn, seat, cmd.view, out, cmd.text)
             out.append(Reply(conn, rid, Resumed(seat, self.snapshot(seat))))
             if self.state.ended:
-                out.append(Send(conn, self._ended_push()))
+                out.append(Send(conn, self._ended_push(cmd.text)))
             else:
                 turn = self._turn(seat)
                 if turn is not None:
@@ -991,19 +1184,27 @@ class Table:
         return step
 
     def _catch_up(
-        self, conn: str, viewer: Viewer, after: int | None, upto: int, out: list[Effect]
+        self,
+        conn: str,
+        viewer: Viewer,
+        after: int | None,
+        upto: int,
+        out: list[Effect],
+        text: bool = False,
     ) -> None:
-        """The records ``after + 1 .. upto`` for ``conn``, as one chunk: from the table's tail
-        when it reaches back that far, else read from the store by the driver."""
+        """The records ``after + 1 .. upto`` for ``conn``, as one chunk (with their text when
+        ``text``): from the table's tail when it reaches back that far, else read from the
+        store by the driver."""
         if after is None or after >= upto:
             return
         tail = self._tail
         if tail and tail[0].seq <= after + 1:
-            pushes = self.pushes_for((r for r in tail if after < r.seq <= upto), viewer)
+            records = (r for r in tail if after < r.seq <= upto)
+            pushes = self.pushes_for(records, viewer, text)
             if pushes:
                 out.append(SendMany(conn, tuple(pushes)))
             return
-        out.append(Backfill(conn, viewer, after, upto))
+        out.append(Backfill(conn, viewer, after, upto, text))
 
     def _act(self, conn: str, rid: Any, cmd: Act, now: float, caught_up: bool) -> Step:
         action, expected = cmd.action, cmd.expected
@@ -1079,6 +1280,26 @@ class Table:
         step.then = left
         return step
 
+    def _end(self, conn: str, rid: Any, cmd: End, now: float, caught_up: bool) -> Step:
+        """The operator ends the session: its ``ended`` record (``aborted``: ``cmd.reason``),
+        pushed to every subscriber as any end is, and answered with its seq. On a shared store
+        the log's end is read first, so whichever host drives the session, the end follows
+        every record before it."""
+        if self.shared and not caught_up and self.live:
+            return Step(follow_first=True, conn=conn, rid=rid, what="end")
+        if self.state.ended or not self.live:
+            raise _protocol(ErrorCode.SESSION_ENDED, "the session is over")
+        stop, after = self.engine.abort_step(self.state, cmd.reason)
+        log.warning("session_aborted", session=self.id, reason=cmd.reason, seq=self.state.seq)
+        step = self._finish(Step(conn=conn, rid=rid, what="end"), stop, [after], now)
+
+        def then(out: list[Effect]) -> None:
+            out.append(Reply(conn, rid, Accepted(self.state.seq)))
+            self._publish(step.records, out)
+
+        step.then = then
+        return step
+
     def _release(
         self, seat: Seat, reason: str, now: float, what: str, conn: str | None = None, rid=None
     ) -> Step:
@@ -1132,10 +1353,12 @@ class Table:
                 return -math.inf, "fault"
             if any(st.seats[x] is not None and st.seats[x].bot for x in to_act):  # type: ignore[union-attr]
                 steps.append((self.turn_started + s.bot_delay, "bot"))
-            elif to_act and self.turn_timeout is not None:
-                if self._absent(to_act):
-                    steps.append((-math.inf, "absent"))
-                steps.append((self.turn_started + self.turn_timeout, "timeout"))
+            else:
+                deadline = self.turn_deadline()  # the deadline every message shows
+                if deadline is not None:
+                    if self._absent(to_act):
+                        steps.append((-math.inf, "absent"))
+                    steps.append((deadline, "timeout"))
         return min(steps)
 
     def _absent(self, to_act: Iterable[Seat]) -> list[Seat]:
@@ -1150,6 +1373,7 @@ class Table:
         when, what = self.next_due()
         if when > now:
             return None
+        self._now = now
         try:
             return self._host_step(what, now)
         except Exception:  # the game's code (GameFault), or what it broke: end the session
@@ -1200,7 +1424,7 @@ class Table:
     def _abort(self, reason: str, now: float) -> Step | None:
         if self.state.ended:
             return None
-        fault = self.fault if reason == "game_error" else None
+        fault = (self.fault or "error") if reason == "game_error" else None
         stop, after = self.engine.abort_step(self.state, reason, fault)
         log.warning("session_aborted", session=self.id, reason=reason, seq=self.state.seq)
         self.faulted = False

@@ -15,14 +15,17 @@ copies the records as they were written, so the fork reads, plays on and verifie
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from host.table.engine import CAUSES, Engine, Record
 
-__all__ = ["fork_records", "verify_log", "version_warning"]
+__all__ = ["fork_records", "seed_difference", "verify_log", "version_warning"]
 
 
-def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
+def verify_log(
+    engine: Engine, records: list[Record], progress: Callable[[int], None] | None = None
+) -> tuple[int, str] | None:
     """Check a log: the seed its ``ended`` record reveals matches the header's
     ``seed_commitment`` (sha256 of the seed), and the current code re-produces every record
     (:meth:`Engine.verify`: every cause re-run, each recorded event compared after upcasting it
@@ -31,11 +34,20 @@ def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
     Never raises on a bad log: a missing or malformed seed, or a record the code cannot read,
     fold or re-produce, is reported like a difference.
 
+    ``progress``: called with the records checked so far, now and then (see
+    :meth:`Engine.verify`).
+
     Returns:
         None when it all holds, else ``(seq, explanation)`` of the first difference (an
         explanation quotes records whole, hidden cards included: show it only to whoever may
         see the full truth).
     """
+    return seed_difference(records) or engine.verify(records, progress)
+
+
+def seed_difference(records: list[Record]) -> tuple[int, str] | None:
+    """:func:`verify_log`'s first check: ``(seq, explanation)`` when the seed the ``ended``
+    record reveals does not hash to the header's ``seed_commitment``, else None."""
     header = records[0].data if records else {}
     for rec in records:
         if rec.type == "ended":
@@ -45,7 +57,7 @@ def verify_log(engine: Engine, records: list[Record]) -> tuple[int, str] | None:
                 seed = None
             if seed is None or hashlib.sha256(seed).hexdigest() != header.get("seed_commitment"):
                 return (rec.seq, "the revealed seed does not match the header's commitment")
-    return engine.verify(records)
+    return None
 
 
 def version_warning(engine: Engine, records: list[Record]) -> str | None:

@@ -20,6 +20,11 @@ The rule, per record type (a *viewer* is a seat number, or None for a spectator)
 ``truth`` (a debugger's full view, allowed only where PROTOCOL.md's replay ops say so) shows
 every field but the two that are never shown to anyone: ``token_hash`` and ``holder``.
 
+Presence: wherever the ``event`` push of a ``seat_taken``, ``seat_held`` or ``seat_released``
+record goes (live, or among the records a ``resume`` catches up on), a ``presence`` push follows
+it (:meth:`Visibility.presence`): the seat, whether a connection holds it after that record and
+why, all read from the record (never which connection).
+
 Pure: no I/O. Game code (``redact``) runs through the engine's guards, so a game that raises
 here raises :class:`~host.plugins.faults.GameFault`.
 """
@@ -30,7 +35,7 @@ from typing import Any
 
 from host.game import Viewer
 from host.table.engine import BadRecord, Engine, Record
-from protocol.replies import EventPush
+from protocol.replies import EventPush, PresencePush
 
 __all__ = ["NEVER_SHOWN", "Visibility"]
 
@@ -80,6 +85,23 @@ class Visibility:
             if "aborted" in d:
                 out["aborted"] = d["aborted"]
             return out
+        return None
+
+    def presence(self, session: str, rec: Record) -> PresencePush | None:
+        """The ``presence`` push that follows ``rec``'s event push (None: not a presence
+        record). The same for every viewer: ``connected`` is whether a connection holds the
+        seat after the record (a host bot's seat: True), ``reason`` is ``joined``
+        (``seat_taken``), ``resumed`` (``seat_held``) or the release's own reason."""
+        kind = rec.type
+        if kind == "seat_taken":
+            d = rec.data
+            held = bool(d.get("bot")) or d.get("holder") is not None
+            return PresencePush(session, rec.seq, d["seat"], held, "joined")
+        if kind == "seat_held":
+            return PresencePush(session, rec.seq, rec.data["seat"], True, "resumed")
+        if kind == "seat_released":
+            d = rec.data
+            return PresencePush(session, rec.seq, d["seat"], False, d.get("reason") or "gone")
         return None
 
     def same_for_all(self, rec: Record) -> bool:

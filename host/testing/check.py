@@ -47,6 +47,16 @@ name, then the game id, the seat count, the seed and the seq where it happened):
     one seat, in turn).
 ``invariant``
     the ``invariant`` hook raised ``AssertionError`` on the state after some event.
+``describe``
+    a text member the game has raised or returned something else than a string: ``describe``
+    of a logged action, ``describe_event`` of an event as a spectator and one seat (in turn)
+    received it, ``describe_outcome`` of the outcome; or ``describe_event`` wrote more than one
+    line.
+``text_leak``
+    the text ``describe_event`` wrote of an event for a viewer names a card (``8S`` or ``8♠``)
+    that ``redact`` hid from that viewer in that event (checked for a spectator and one seat, in
+    turn, at every event of every playout). The host hands it only the redacted event, so a
+    game leaks this way only if its text reads something besides its arguments.
 ``leak``
     the randomized no-leak property (hypothesis): replay a playout in a world where every card
     the viewer may not know is renamed by a random permutation (other hands, the stock order:
@@ -81,12 +91,35 @@ from host.plugins.contract import game_schema
 from host.plugins.faults import GameFault
 from host.table.engine import Engine, Record, SessionState
 from host.table.local import roundtrip
+from host.table.words import display_names
 from host.testing.bots import RandomLegal
 
-__all__ = ["CARD", "GameCheckFailed", "Playout", "check_game", "check_no_leak", "play"]
+__all__ = [
+    "CARD",
+    "GameCheckFailed",
+    "Playout",
+    "cards_in_text",
+    "check_game",
+    "check_no_leak",
+    "play",
+]
 
 CARD = re.compile(r"^(?:10|[2-9JQKA])[CDHS]$")
 """A card in wire notation (:mod:`plugins.cards`): the strings the no-leak property renames."""
+
+TEXT_CARD = re.compile(
+    r"(?<![0-9A-Za-z])(10|[2-9JQKA])([CDHS\u2663\u2666\u2665\u2660])(?![0-9A-Za-z])"
+)
+"""A card named in a text: ``8S``, ``10H``, or with its suit as a symbol, ``8♠``."""
+
+_SYMBOL_SUITS = {"\u2663": "C", "\u2666": "D", "\u2665": "H", "\u2660": "S"}
+
+
+def cards_in_text(text: str) -> set[str]:
+    """Every card a text names, in wire notation: ``cards_in_text("Ann played 8♠") == {"8S"}``
+    (a rank, then a suit letter or symbol, not inside a longer word)."""
+    return {rank + _SYMBOL_SUITS.get(suit, suit) for rank, suit in TEXT_CARD.findall(text)}
+
 
 Invariant = Callable[[Any], None]
 """An invariant hook: called with the game state after every event; raises ``AssertionError``
@@ -445,6 +478,65 @@ def _check_contract(playout: Playout, samples: int) -> None:
             check(views[role], wire, f"the view of viewer {viewer!r}", state.seq)
 
 
+def _check_words(playout: Playout) -> None:
+    """The game's text members (``describe``, ``describe_event``, ``describe_outcome``), as the
+    host and the clients call them, on every record of the playout: strings, one line for an
+    event, and no card the viewer's redacted event hid (``describe`` and ``text_leak`` in the
+    module docstring). Events are told to a spectator and one seat, going round the table."""
+    game = playout.game
+    describe = getattr(game, "describe", None)
+    describe_event = getattr(game, "describe_event", None)
+    describe_outcome = getattr(game, "describe_outcome", None)
+    if describe is None and describe_event is None and describe_outcome is None:
+        return
+    seats = [r.data["name"] for r in playout.records if r.type == "seat_taken"]
+    names = display_names(seats)
+    engine = Engine(game)
+
+    def said(what: str, call: Callable[[], Any], seq: int) -> str:
+        try:
+            text = call()
+        except Exception as exc:
+            raise GameCheckFailed(
+                "describe", f"{what} raised {exc!r} {playout.where(seq)}"
+            ) from exc
+        if not isinstance(text, str):
+            raise GameCheckFailed(
+                "describe", f"{what} returned {text!r}, not a string {playout.where(seq)}"
+            )
+        return text
+
+    turn = 0
+    for rec in playout.records:
+        if rec.type == "action" and describe is not None:
+            action = orjson.loads(_dumps(rec.data["action"]))
+            said(f"describe({action!r})", lambda a=action: describe(a), rec.seq)
+        elif rec.type == "ended" and describe_outcome is not None:
+            outcome = orjson.loads(_dumps(rec.data.get("outcome")))
+            if outcome is not None:
+                what = f"describe_outcome({outcome!r})"
+                said(what, lambda o=outcome: describe_outcome(o, names), rec.seq)
+        elif rec.type == "event" and describe_event is not None:
+            turn += 1
+            full = _cards(rec.data["event"], set())
+            for viewer in (None, turn % playout.seats):
+                event = orjson.loads(_dumps(engine.redacted_wire(rec, viewer)))
+                what = f"describe_event({event!r}, viewer {viewer!r})"
+                text = said(what, lambda e=event, v=viewer: describe_event(e, v, names), rec.seq)
+                if "\n" in text:
+                    raise GameCheckFailed(
+                        "describe",
+                        f"{what} wrote more than one line: {text!r} {playout.where(rec.seq)}",
+                    )
+                hidden = cards_in_text(text) & (full - _cards(event, set()))
+                if hidden:
+                    raise GameCheckFailed(
+                        "text_leak",
+                        f"{what} wrote {text!r}, naming {sorted(hidden)}, which redact hid from"
+                        f" that viewer {playout.where(rec.seq)}",
+                    )
+
+
 # -- the no-leak property ---------------------------------------------------------------------
 
 
@@ -665,6 +757,7 @@ def check_game(
                 playout = play(game, n, seed, bots, checker=checker, **run)  # type: ignore[arg-type]
                 _check_log(playout, invariant, play(game, n, seed, bots, **run))  # type: ignore[arg-type]
                 _check_contract(playout, contract_samples)
+                _check_words(playout)
                 playouts.append(playout)
     if leak_examples > 0:
         _leak_property(playouts, revealed, leak_examples)

@@ -34,6 +34,7 @@ matches and drinks given to it), ``given`` (drinks it assigned to others) and ``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from host.game import GameInfo, OptionError, Rng, Viewer, hookimpl
@@ -60,7 +61,12 @@ from plugins.around_the_world.model import (
     View,
     ledger,
 )
-from plugins.around_the_world.text import describe_action, render_view
+from plugins.around_the_world.text import (
+    describe_action,
+    describe_event,
+    describe_outcome,
+    render_view,
+)
 
 __all__ = ["AroundTheWorld", "gamehost_register_games"]
 
@@ -194,6 +200,14 @@ class AroundTheWorld:
     def describe(self, action: dict[str, Any]) -> str:
         """A short label for a wire-form action, e.g. ``give 2 to seat 1, 1 to seat 3``."""
         return describe_action(action)
+
+    def describe_event(self, event: dict[str, Any], viewer: Viewer, names: Sequence[str]) -> str:
+        """An event in words, e.g. ``Ann guessed red: 7♥, right (2 drinks to give)``."""
+        return describe_event(event, viewer, names)
+
+    def describe_outcome(self, outcome: dict[str, Any], names: Sequence[str]) -> str:
+        """The ledger in words: who drank the most, each seat's drinks taken and given."""
+        return describe_outcome(outcome, names)
 
 
 @hookimpl

@@ -347,7 +347,8 @@ class ViewColumn:
 
 @attrs.frozen
 class Tally:
-    """Drinks ``taken``, ``given`` and ``cancelled`` (see :func:`ledger`)."""
+    """One seat's drinks: ``taken`` (its own takes and drinks given to it), ``given`` (assigned
+    to others) and ``cancelled`` (entries it would have drunk, cancelled)."""
 
     taken: int
     given: int
@@ -375,7 +376,7 @@ class ViewBest:
 
 @attrs.frozen
 class View:
-    """The table (the shape of ``AroundTheWorld.view``; everyone sees the same but ``you``)."""
+    """The table as one viewer sees it (everyone sees the same but ``you``)."""
 
     phase: Literal["deal", "round1", "round2", "cancel", "over"]
     you: int | None
@@ -401,7 +402,7 @@ class OutcomeBest:
 
 @attrs.frozen
 class Outcome:
-    """The drink ledger at the end (the shape of ``AroundTheWorld.outcome``)."""
+    """The drink ledger at the end: the outcome of a session the game ended."""
 
     ledger: tuple[LedgerLine, ...]
     totals: Tally

@@ -1,11 +1,17 @@
-"""Around the World: text for the terminal client (``render`` of a wire-form view, ``describe``).
+"""Around the World: text for the terminal client (``render`` of a wire-form view, ``describe``)
+and the events and the ledger in words (``describe_event``, ``describe_outcome``).
 
-Both functions take only JSON data (the view dict after a JSON round trip, an action dict).
+Every function takes only JSON data (the view dict after a JSON round trip, an action dict, an
+event as its viewer received it, the outcome).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from host.game import Viewer, who
+from plugins import cards
 
 QUESTION_TEXT = {
     "color": "red or black",
@@ -96,3 +102,89 @@ def describe_action(action: dict[str, Any]) -> str:
             return "keep every round-2 drink"
         return "cancel drink entries " + ", ".join(str(n) for n in entries)
     return str(kind)
+
+
+def _drinks(n: Any) -> str:
+    return f"{n} drink" if n == 1 else f"{n} drinks"
+
+
+def _list(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def describe_event(event: dict[str, Any], viewer: Viewer, names: Sequence[str]) -> str:
+    """One event in words for ``viewer``: ``"Ann guessed red: 7♥, right (2 drinks to give)"``,
+    ``"Turned 6♣ in the take column, row 4 (8 each): bot2 takes 8"``."""
+    kind = event.get("type")
+    seat = event.get("seat")
+    subject = who(seat, viewer, names, start=True)
+    if kind == "shoe_shuffled":
+        decks = event.get("decks")
+        return (
+            f"The shoe is shuffled: {decks} deck{'s' if decks != 1 else ''},"
+            f" {event.get('size')} cards"
+        )
+    if kind == "guessed":
+        drinks = _drinks(event.get("drinks"))
+        verdict = (
+            f"right ({drinks} to give)" if event.get("correct") else f"wrong ({drinks} to take)"
+        )
+        return f"{subject} guessed {event.get('guess')}: {cards.face(event.get('card'))}, {verdict}"
+    if kind == "given":
+        parts = [
+            f"{_drinks(a.get('drinks'))} to {who(a.get('seat'), viewer, names)}"
+            for a in event.get("to") or []
+        ]
+        return f"{subject} gave {_list(parts)}"
+    if kind == "columns_laid":
+        return f"Round 2: {event.get('cards')} cards laid face down in the take and give columns"
+    if kind == "turned":
+        column = event.get("column")
+        row = event.get("row")
+        where = "end card" if row == 5 else f"row {row}"
+        text = (
+            f"Turned {cards.face(event.get('card'))} in the {column} column, {where}"
+            f" ({event.get('value')} each)"
+        )
+        verb = "take" if column == "take" else "give"
+        matches = [
+            f"{who(m.get('seat'), viewer, names)} {verb}{'' if m.get('seat') == viewer else 's'}"
+            f" {m.get('drinks')}" + (f" ({m.get('cards')} cards)" if m.get("cards", 1) != 1 else "")
+            for m in event.get("matches") or []
+        ]
+        return f"{text}: {_list(matches) if matches else 'no match'}"
+    if kind == "best_hand":
+        holders = _list([who(s, viewer, names) for s in event.get("seats") or []])
+        return f"Best poker hand ({event.get('hand')}): {holders}; round-2 drinks may be cancelled"
+    if kind == "cancelled":
+        entries = event.get("entries") or []
+        if not entries:
+            return f"{subject} kept every round-2 drink"
+        return f"{subject} cancelled drink entries {', '.join(str(e) for e in entries)}"
+    if kind == "finished":
+        return "The game is over"
+    return str(kind)
+
+
+def describe_outcome(outcome: dict[str, Any], names: Sequence[str]) -> str:
+    """The ledger in words: who drank the most, then each seat's drinks taken and given (and
+    cancelled), and the best poker hand when there was one."""
+    book = outcome.get("ledger") or []
+    totals = [(b.get("seat"), b.get("total") or {}) for b in book]
+    most = max((t.get("taken", 0) for _, t in totals), default=0)
+    top = [who(s, None, names) for s, t in totals if t.get("taken", 0) == most]
+    head = f"{_list(top)} drank the most: {_drinks(most)}." if most and top else "Nobody drank."
+    parts = []
+    for s, t in totals:
+        part = f"{who(s, None, names)} took {t.get('taken', 0)}, gave {t.get('given', 0)}"
+        if t.get("cancelled"):
+            part += f" ({t['cancelled']} cancelled)"
+        parts.append(part)
+    lines = [head, "Drinks: " + "; ".join(parts)]
+    best = outcome.get("best")
+    if best:
+        holders = _list([who(s, None, names) for s in best.get("seats") or []])
+        lines.append(f"Best poker hand ({best.get('hand')}): {holders}")
+    return "\n".join(lines)

@@ -62,6 +62,7 @@ Decisions where the spec is silent or ambiguous:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from host.game import GameInfo, Rng, Viewer, hookimpl
@@ -85,7 +86,7 @@ from plugins.crazy_eights.model import (
     View,
     check_options,
 )
-from plugins.crazy_eights.text import describe, render
+from plugins.crazy_eights.text import describe, describe_event, describe_outcome, render
 
 __all__ = ["CrazyEights", "gamehost_register_games"]
 
@@ -187,6 +188,14 @@ class CrazyEights:
     def describe(self, action: dict[str, Any]) -> str:
         """See :func:`plugins.crazy_eights.text.describe`."""
         return describe(action)
+
+    def describe_event(self, event: dict[str, Any], viewer: Viewer, names: Sequence[str]) -> str:
+        """See :func:`plugins.crazy_eights.text.describe_event`."""
+        return describe_event(event, viewer, names)
+
+    def describe_outcome(self, outcome: dict[str, Any], names: Sequence[str]) -> str:
+        """See :func:`plugins.crazy_eights.text.describe_outcome`."""
+        return describe_outcome(outcome, names)
 
 
 @hookimpl

@@ -387,7 +387,7 @@ class DealResult:
 
 @attrs.frozen
 class View:
-    """The table as one viewer sees it (the shape of ``CrazyEights.view``; see its docstring)."""
+    """The table as one viewer sees it."""
 
     deal: int
     dealer: int
@@ -414,7 +414,7 @@ class View:
 
 @attrs.frozen
 class Outcome:
-    """The match result (the shape of ``CrazyEights.outcome``)."""
+    """The match result: the outcome of a session the game ended."""
 
     scores: tuple[int, ...]
     winners: tuple[int, ...]

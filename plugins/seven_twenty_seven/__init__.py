@@ -50,6 +50,7 @@ Decisions where the spec is silent (also in the docs):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from host.game import GameInfo, OptionError, Rng, Viewer, hookimpl
@@ -155,6 +156,14 @@ class SevenTwentySeven:
 
     def describe(self, action: dict[str, Any]) -> str:
         return text.describe(action)
+
+    def describe_event(self, event: dict[str, Any], viewer: Viewer, names: Sequence[str]) -> str:
+        """See :func:`plugins.seven_twenty_seven.text.describe_event`."""
+        return text.describe_event(event, viewer, names)
+
+    def describe_outcome(self, outcome: dict[str, Any], names: Sequence[str]) -> str:
+        """See :func:`plugins.seven_twenty_seven.text.describe_outcome`."""
+        return text.describe_outcome(outcome, names)
 
     def outcome(self, state: State) -> dict[str, Any] | None:
         """``None`` while running; then ``reason``, ``hands`` played, final ``stacks``, ``net``

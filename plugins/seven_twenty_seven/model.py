@@ -319,7 +319,7 @@ class LastHand:
 
 @attrs.frozen
 class Outcome:
-    """The session's result (the shape of the game's ``outcome``): no cards at all."""
+    """The session's result, the outcome of a session the game ended: no cards at all."""
 
     reason: Literal["one_player_left", "hands_played", "too_few_can_ante"]
     hands: int
@@ -372,7 +372,7 @@ class ViewYou:
 
 @attrs.frozen
 class View:
-    """The table: the shape of :func:`plugins.seven_twenty_seven.view.view`."""
+    """The table as one viewer sees it."""
 
     hand: int
     hands_limit: int | Literal["unlimited"]

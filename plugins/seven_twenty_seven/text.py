@@ -1,13 +1,17 @@
-"""Seven Twenty-Seven text for the terminal client: ``render`` of a wire-form view, ``describe``.
+"""Seven Twenty-Seven text for the terminal client: ``render`` of a wire-form view,
+``describe``; the events and the result in words: ``describe_event``, ``describe_outcome``.
 
-Both take only JSON data (the view dict after a JSON round trip, an action dict).
+All take only JSON data (the view dict after a JSON round trip, an action dict, an event as its
+viewer received it, the outcome).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from host.game import Viewer
+from host.game import Viewer, who
+from plugins import cards
 from plugins.seven_twenty_seven import hands as hv
 
 RUNNING = ("dealt", "draw", "betting", "vote")
@@ -103,3 +107,129 @@ def describe(action: dict[str, Any]) -> str:
     if kind in ("bet", "raise"):
         return f"{kind} {action.get('amount')}"
     return {"draw": "draw a card", "stand": "stand"}.get(str(kind), str(kind))
+
+
+def _chips(n: Any) -> str:
+    return f"{n} chip" if n == 1 else f"{n} chips"
+
+
+def _list(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+PHASES = {"draw": "Draw round", "betting": "Betting round", "vote": "Extra-card vote, round"}
+HALVES = {"seven": "the 7 half of ", "twenty_seven": "the 27 half of ", "all": ""}
+REASONS = {
+    "one_player_left": "one player holds every chip",
+    "hands_played": "every hand was played",
+    "too_few_can_ante": "too few players can ante",
+}
+
+
+def describe_event(event: dict[str, Any], viewer: Viewer, names: Sequence[str]) -> str:
+    """One event in words for ``viewer``: ``"Ann raised by 4 (6 chips in)"``, ``"You drew 5♦
+    face down"``, ``"bot2 drew a card face down"``, ``"Ann won the main pot: 24 chips"``."""
+    kind = event.get("type")
+    seat = event.get("seat")
+    subject = who(seat, viewer, names, start=True)
+    all_in = " (all in)" if event.get("all_in") else ""
+    if kind == "hand_started":
+        antes = [a for a in event.get("antes") or [] if a]
+        ante = f"; {len(antes)} players ante {_chips(max(antes))}" if antes else ""
+        dealer = who(event.get("dealer"), viewer, names)
+        return f"Hand {event.get('hand')}, dealt by {dealer}{ante}"
+    if kind == "dealt":
+        up = [
+            f"{who(i, viewer, names)} {cards.face(c)}"
+            for i, c in enumerate(event.get("up") or [])
+            if c is not None
+        ]
+        text = "Dealt face up: " + ", ".join(up)
+        for seat, down in enumerate(event.get("down") or []):
+            seen = [c for c in down or [] if c is not None]
+            if seen:  # the viewer's own (every seat's in the full, unredacted event)
+                whose = "your" if seat == viewer else f"{who(seat, viewer, names)}'s"
+                text += f"; {whose} face-down: {cards.faces(seen)}"
+        return text
+    if kind == "phase_started":
+        phase = PHASES.get(str(event.get("phase")), str(event.get("phase")))
+        order = ", ".join(who(s, viewer, names) for s in event.get("order") or [])
+        return f"{phase} {event.get('round')}: {order}"
+    if kind == "card_drawn":
+        card = event.get("card")
+        face = event.get("face")
+        if card is None:
+            return f"{subject} drew a card face {face}"
+        return f"{subject} drew {cards.face(card)} face {face}"
+    if kind == "stood":
+        return f"{subject} stood"
+    if kind == "stock_ran_out":
+        return "The stock ran out: no more cards this hand"
+    if kind == "busted":
+        return f"{subject} went over 27 and is out of the hand"
+    if kind == "checked":
+        return f"{subject} checked"
+    if kind == "bet_made":
+        return f"{subject} bet {_chips(event.get('amount'))}{all_in}"
+    if kind == "called":
+        return f"{subject} called with {_chips(event.get('chips'))}{all_in}"
+    if kind == "raised":
+        put = _chips(event.get("chips")) + (", all in" if event.get("all_in") else "")
+        return f"{subject} raised by {event.get('amount')} ({put})"
+    if kind == "folded":
+        return f"{subject} folded"
+    if kind == "bet_returned":
+        return (
+            f"{_chips(event.get('chips'))} nobody matched went back to {who(seat, viewer, names)}"
+        )
+    if kind == "voted":
+        return f"{subject} voted {'yes' if event.get('yes') else 'no'} to an extra card"
+    if kind == "vote_decided":
+        return "Everyone agreed: one more card" if event.get("agreed") else "No extra card"
+    if kind == "showdown":
+        shown = [
+            f"{who(h.get('seat'), viewer, names)} {cards.faces(h.get('cards') or [])}"
+            f" ({'/'.join(_hp(t) for t in h.get('totals') or [])})"
+            for h in event.get("hands") or []
+        ]
+        return "Showdown: " + "; ".join(shown)
+    if kind == "pot_awarded":
+        pot = "the main pot" if event.get("pot") == 0 else f"side pot {event.get('pot')}"
+        what = HALVES.get(str(event.get("half")), "") + pot
+        winners = event.get("winners") or []
+        shares = event.get("shares") or []
+        alone = " (everyone else folded)" if event.get("uncontested") else ""
+        amount = _chips(event.get("amount"))
+        if len(winners) == 1:
+            return f"{who(winners[0], viewer, names, start=True)} won {what}: {amount}{alone}"
+        split = ", ".join(
+            f"{who(w, viewer, names)} {c}" for w, c in zip(winners, shares, strict=False)
+        )
+        return f"{what[0].upper()}{what[1:]} ({amount}) is shared: {split}{alone}"
+    if kind == "hand_ended":
+        stacks = ", ".join(f"{who(i, viewer, names)} {c}" for i, c in enumerate(event["stacks"]))
+        return f"Hand {event.get('hand')} is over; stacks: {stacks}"
+    if kind == "session_ended":
+        reason = REASONS.get(str(event.get("reason")), str(event.get("reason")))
+        return f"The session is over: {reason}"
+    return str(kind)
+
+
+def describe_outcome(outcome: dict[str, Any], names: Sequence[str]) -> str:
+    """The result: who won (the largest stacks) after how many hands and why, then every
+    seat's final stack and its net result."""
+    winners = _list([who(w, None, names) for w in outcome.get("winners") or []])
+    stacks = outcome.get("stacks") or []
+    net = outcome.get("net") or []
+    hands = outcome.get("hands")
+    played = f"{hands} hand" if hands == 1 else f"{hands} hands"
+    reason = REASONS.get(str(outcome.get("reason")), str(outcome.get("reason")))
+    top = _chips(max(stacks, default=0))
+    head = f"{winners or 'Nobody'} won with {top} after {played} ({reason})."
+    parts = []
+    for i, chips in enumerate(stacks):
+        change = f" ({net[i]:+d})" if i < len(net) and isinstance(net[i], int) else ""
+        parts.append(f"{who(i, None, names)} {chips}{change}")
+    return f"{head}\nStacks: {', '.join(parts)}"

@@ -116,6 +116,18 @@ def takeover_promises(outcome: Outcome, name: str) -> list[str]:
     codes = [_code(reply) for _, _, _, reply in l1.acts]
     if codes != ["ok"] * len(codes):
         problems.append(f"L1's acts were answered {codes}")
+    # L1 resumed with nothing seen (no catch-up, so no presence push of its own resume); the
+    # bounce cut it off and its reopening resume caught up on its seat's release and return
+    presence = [
+        (p["seat"], p["connected"], p["reason"])
+        for _, p in l1.transcript()["others"]
+        if p.get("push") == "presence"
+    ]
+    if presence != [(0, False, "gone"), (0, True, "resumed")]:
+        problems.append(f"L1's presence pushes: {presence}")
+    snap = _reply(outcome, name, 1, 9)  # L1's view at the end: its seat held, the bot's too
+    if _code(snap) != "ok" or snap["result"]["connected"] != [True, True]:
+        problems.append(f"L1's last view: {snap}")
     return problems
 
 

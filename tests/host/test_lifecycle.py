@@ -465,7 +465,10 @@ async def test_turn_timeouts_reach_the_header_and_win_on_reload(tmp_path):
 
 
 # -- item 2: a failed append is retried, not fatal -------------------------------------------------
-async def test_a_session_carries_on_after_an_append_fails_once(tmp_path):
+async def test_a_session_carries_on_after_an_append_fails_once(tmp_path, autojump_clock):
+    """Until the retry is due (1 s after the failure) the store is left alone: a command that
+    would write answers ``unavailable`` at once, ``view`` answers from what the host holds;
+    then the host reloads the log by itself and the same command goes through."""
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path)
         store = running.host.store
@@ -473,17 +476,33 @@ async def test_a_session_carries_on_after_an_append_fails_once(tmp_path):
         sid = (await create(a))["session"]
         await a.call("join", session=sid)
         jb = await b.call("join", session=sid)
-        real = store.append
+        real_append, real_load = store.append, store.load
         failures = [OSError(24, "Too many open files")]
+        calls: list[str] = []
 
         async def flaky(*args: Any, **kw: Any) -> None:
+            calls.append("append")
             if failures:
                 raise failures.pop()
-            await real(*args, **kw)
+            await real_append(*args, **kw)
+
+        def load(*args: Any, **kw: Any) -> Any:  # run in a worker thread
+            calls.append("load")
+            return real_load(*args, **kw)
 
         store.append = flaky  # type: ignore[method-assign]
+        store.load = load  # type: ignore[method-assign]
         r = await a.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
         assert r["error"]["code"] == "unavailable"
+        failed_at = trio.current_time()
+        for _ in range(3):  # neither brings the retry forward
+            r = await a.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
+            assert r["error"]["code"] == "unavailable" and "retries in" in r["error"]["message"]
+            assert (await b.call("view", session=sid))["seq"] == jb["seq"]
+        assert calls == ["append"] and trio.current_time() - failed_at < 1.0
+        while calls == ["append"]:  # the host reloads the log by itself once the retry is due
+            await trio.sleep(0.1)
+        assert calls == ["append", "load"] and trio.current_time() - failed_at >= 1.0
         acted = await a.call("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
         assert acted == {"seq": jb["seq"] + 2}
         stalled = await b.next_push()  # told once that the store failed
@@ -674,10 +693,13 @@ async def test_a_connection_gone_before_its_join_is_answered_does_not_keep_the_s
         running.host.request_shutdown()
 
 
-async def test_a_session_whose_log_is_gone_for_good_stops_instead_of_retrying(tmp_path):
-    """After a failed append the session reloads its log; if the log is gone (or damaged),
-    retrying cannot help: the session leaves the live list (freeing its place) and requests
-    are answered clearly, not ``unavailable`` for ever."""
+async def test_a_session_whose_log_is_gone_for_good_stops_instead_of_retrying(
+    tmp_path, autojump_clock
+):
+    """After a failed append the session reloads its log (a request brings that forward once
+    a second has passed); if the log is gone (or damaged), retrying cannot help: the session
+    leaves the live list (freeing its place) and requests are answered clearly, not
+    ``unavailable`` for ever."""
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path)
         store = running.host.store
@@ -693,6 +715,9 @@ async def test_a_session_whose_log_is_gone_for_good_stops_instead_of_retrying(tm
         r = await a.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
         assert r["error"]["code"] == "unavailable"
         store.path(sid).unlink()  # and the log is gone
+        r = await a.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
+        assert r["error"]["code"] == "unavailable"  # within the second: the store is not tried
+        await trio.sleep(1.0)
         r = await a.request("act", session=sid, action={"type": "keep"}, seq=jb["seq"])
         assert r["error"]["code"] == "session_damaged"
         with trio.fail_after(10):

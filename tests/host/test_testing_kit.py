@@ -7,12 +7,13 @@ must fail on it with :class:`GameCheckFailed` naming that fault, and pass on the
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 import pytest
 
-from host.game import IllegalAction, Rng, Viewer
+from host.game import IllegalAction, Rng, Viewer, who
 from host.testing import GameCheckFailed, check_game
 from plugins import cards
 from tests.broken_games import BotRaises, RefusesItsLegalAction, UnregisteredEvent
@@ -200,3 +201,62 @@ def test_a_view_that_breaks_its_published_schema_is_named() -> None:
     failed = fault_of(BreaksItsPublishedView())
     assert failed.fault == "contract"
     assert "the view of viewer None breaks its published schema at stock" in str(failed)
+
+
+# ---- the game's text members ------------------------------------------------------------------
+class Tells(HighCard):
+    """Tells its events in words, from the event as the viewer received it (no leak)."""
+
+    def describe_event(self, event: dict, viewer: Viewer, names: Sequence[str]) -> str:
+        if event["type"] == "swapped":
+            card = event["card"] or "a card"
+            return f"{who(event['seat'], viewer, names, start=True)} swapped for {card}"
+        if event["type"] == "dealt":
+            mine = event["hands"][viewer] if viewer is not None else None
+            return "dealt" + (f"; you hold {mine}" if mine else "")
+        return f"{who(event['seat'], viewer, names, start=True)} kept"
+
+
+class TellsWhatRedactHid(Tells):
+    """Its text reads the last event ``redact`` was handed (the whole event), not the event
+    the viewer received: it names the card another seat swapped for."""
+
+    def redact(self, event: Any, viewer: Viewer) -> Any:
+        self.whole = event
+        return super().redact(event, viewer)
+
+    def describe_event(self, event: dict, viewer: Viewer, names: Sequence[str]) -> str:
+        whole = self.whole
+        if isinstance(whole, Swapped) and event["type"] == "swapped":
+            return f"{names[whole.seat]} swapped for {whole.card}"
+        return super().describe_event(event, viewer, names)
+
+
+class TellsInTwoLines(Tells):
+    def describe_event(self, event: dict, viewer: Viewer, names: Sequence[str]) -> str:
+        return "one\ntwo"
+
+
+class DescribeOutcomeRaises(Tells):
+    def describe_outcome(self, outcome: dict, names: Sequence[str]) -> str:
+        raise KeyError("scores")
+
+
+def test_a_game_that_tells_its_events_from_what_the_viewer_got_passes() -> None:
+    check_game(Tells(), seeds=range(2), leak_examples=0)
+
+
+def test_a_text_naming_a_card_redact_hid_is_a_text_leak() -> None:
+    failed = fault_of(TellsWhatRedactHid())
+    assert failed.fault == "text_leak"
+    assert "which redact hid from that viewer" in str(failed)
+
+
+@pytest.mark.parametrize(
+    ("game", "says"),
+    [(TellsInTwoLines(), "wrote more than one line"), (DescribeOutcomeRaises(), "KeyError")],
+)
+def test_a_text_member_that_raises_or_writes_two_lines_is_named(game: Any, says: str) -> None:
+    failed = fault_of(game)
+    assert failed.fault == "describe"
+    assert says in str(failed)

@@ -266,7 +266,7 @@ def test_gamehost_replay_verifies_and_forks_a_log_that_spans_the_bump(
     out = capsys.readouterr()
     assert out.out == f"ok: {path.name}: {len(read_log(path))} records replay to the same events\n"
     assert out.err == ""
-    assert main(["replay", str(path), "--as", "0", "--width", "1000"]) == 0  # the timeline
+    assert main(["replay", str(path), "--as", "0", "--width", "1000", "--raw"]) == 0  # the log
     timeline = capsys.readouterr().out
     assert timeline.count('"cards":[null]') == ACTIONS // 2  # seat 1's draws, v1 ones upcast
     # a fork after the first v2 cause, into the log's own folder (where a host finds it)

@@ -73,11 +73,14 @@ def test_every_op_is_documented_in_protocol_md():
 
 
 def test_the_json_schema_has_one_branch_per_op_with_required_fields():
-    from protocol.schema import request_schema
+    from protocol.schema import protocol_schema
 
-    branches = {b["title"]: b for b in request_schema()["oneOf"]}
-    assert set(branches) == set(REQUESTS)
-    assert branches["act"]["required"] == ["op", "session", "action"]
-    assert branches["create"]["properties"]["seats"] == {
-        "anyOf": [{"type": "integer"}, {"type": "null"}]
-    }
+    defs = protocol_schema()["$defs"]
+    branches = {r["$ref"].rsplit("/", 1)[1]: r for r in defs["request"]["oneOf"]}
+    assert set(branches) == {f"request.{op}" for op in REQUESTS}
+    act = defs["request.act"]
+    assert act["required"] == ["op", "session", "action"]
+    assert act["properties"]["op"] == {"const": "act"}
+    seats = defs["request.create"]["properties"]["seats"]
+    assert seats["anyOf"] == [{"type": "integer"}, {"type": "null"}]
+    assert seats["description"].startswith("how many seats")

@@ -26,6 +26,7 @@ from protocol.replies import (
     Capabilities,
     ClosedPush,
     Created,
+    Deadline,
     EndedPush,
     EventPush,
     Forked,
@@ -38,6 +39,7 @@ from protocol.replies import (
     OptionDescription,
     PingPush,
     Pong,
+    PresencePush,
     Refused,
     ReplayState,
     Reply,
@@ -47,6 +49,7 @@ from protocol.replies import (
     SessionSummary,
     Snapshot,
     StalledPush,
+    Timers,
     TurnPush,
     Verified,
     ViewPush,
@@ -70,6 +73,12 @@ objects = st.dictionaries(text, json_values, max_size=3)
 request_ids = st.none() | ints | text
 seat_lists = st.lists(st.none() | st.builds(SeatInfo, st.integers(0, 9), text, st.booleans()))
 small = st.lists(st.integers(0, 9), max_size=4)
+deadlines = st.none() | st.builds(
+    Deadline, text, st.floats(0, 1e6, allow_nan=False, allow_infinity=False)
+)
+flags = st.lists(st.booleans(), max_size=4)
+seconds = st.none() | st.floats(0, 1e6, allow_nan=False, allow_infinity=False)
+timers = st.builds(Timers, seconds, seconds, st.integers(0, 9))
 
 
 @st.composite
@@ -89,6 +98,10 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
         draw(json_values) if ended else None,
         draw(st.none() | text) if ended else None,
         draw(st.none() | text) if ended else None,
+        draw(deadlines),
+        draw(flags),
+        draw(objects),
+        draw(timers),
     )
 
 
@@ -193,8 +206,18 @@ pushes = st.one_of(
         st.sampled_from(["event", "action", "seat_taken", "ended"]),
         json_values,
     ),
-    st.builds(TurnPush, text, ints, st.integers(0, 9), st.lists(objects, max_size=3)),
-    st.builds(ViewPush, text, ints, json_values),
+    st.builds(
+        TurnPush, text, ints, st.integers(0, 9), st.lists(objects, max_size=3), small, deadlines
+    ),
+    st.builds(ViewPush, text, ints, json_values, small, deadlines, flags),
+    st.builds(
+        PresencePush,
+        text,
+        ints,
+        st.integers(0, 9),
+        st.booleans(),
+        st.sampled_from(["joined", "resumed", "left", "gone", "unresponsive", "host_gone"]),
+    ),
     st.builds(EndedPush, text, ints, json_values, st.none() | text),
     st.builds(StalledPush, text, st.just("store_error")),
     st.builds(ClosedPush, st.sampled_from(["shutdown", "idle", "slow_consumer", "unresponsive"])),
@@ -246,6 +269,7 @@ SNAPSHOT = [
     "seed_commitment",
 ]
 ENDED = ["outcome", "seed"]  # and "aborted" between them when the host ended the session
+LAST = ["deadline", "connected", "options", "timers"]  # after ENDED: every snapshot has them
 RESULT_KEYS = {  # PROTOCOL.md, "Ops", the result column, in order
     "hello": ["protocol", "host", "version", "ops", "capabilities"],
     "games": ["games"],
@@ -274,7 +298,7 @@ def documented_pushes() -> dict[str, list[str]]:
     text_ = PROTOCOL_MD.read_text()
     section = text_[text_.index("## Pushes") : text_.index("## Limits")]
     out = {}
-    for m in re.finditer(r'^- `(\{"push": "(\w+)".*?\})`', section, re.M):
+    for m in re.finditer(r'^- `(\{"push": "(\w+)"[^`]*\})`', section, re.M):
         out[m.group(2)] = re.findall(r'"(\w+)":', m.group(1))
     return out
 
@@ -287,6 +311,7 @@ def test_protocol_md_lists_every_push():
             "event",
             "turn",
             "view",
+            "presence",
             "ended",
             "stalled",
             "closed",
@@ -326,6 +351,8 @@ def test_a_result_has_the_keys_protocol_md_shows_in_that_order(rid, op_result):
             *(["aborted"] if snap.aborted is not None else []),
             "seed",
         ]
+    if snap is not None:
+        expected = [*expected, *LAST]
     assert keys == expected
 
 
@@ -360,6 +387,11 @@ def test_snapshot_replies_are_the_bytes_the_dict_built_replies_were(rid, snap, s
         if snap.aborted is not None:
             d["aborted"] = snap.aborted
         d["seed"] = snap.seed
+    # the fields added later come last, so the bytes before them are those of old
+    d["deadline"] = None if snap.deadline is None else snap.deadline.to_wire()
+    d["connected"] = snap.connected
+    d["options"] = snap.options
+    d["timers"] = snap.timers.to_wire()
     assert encode_message(Reply(rid, Watching(snap))) == encode_ok(rid, d)
     assert encode_message(Reply(rid, Joined(seat, token, snap))) == encode_ok(
         rid, {"seat": seat, "token": token, **d}
@@ -374,7 +406,17 @@ def test_hot_path_lines_are_the_bytes_the_dict_built_lines_were(rid, seq, sid, n
         "event", session=sid, seq=n, kind="event", event=body
     )
     assert encode_message(TurnPush(sid, n, 1, [body])) == push(
-        "turn", session=sid, seq=n, seat=1, legal=[body]
+        "turn", session=sid, seq=n, seat=1, legal=[body], to_act=[], deadline=None
+    )
+    due = Deadline("2026-11-30T10:02:00.118Z", 119.998)
+    assert encode_message(TurnPush(sid, n, 1, [body], [1, 2], due)) == push(
+        "turn",
+        session=sid,
+        seq=n,
+        seat=1,
+        legal=[body],
+        to_act=[1, 2],
+        deadline={"at": "2026-11-30T10:02:00.118Z", "seconds_left": 119.998},
     )
     fields = {"outcome": body} | ({} if aborted is None else {"aborted": aborted})
     assert encode_message(EndedPush(sid, n, body, aborted)) == push(

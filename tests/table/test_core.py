@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from host.plugins.registry import load_registry
-from host.table.commands import Act, Join, Leave, Resume, View
+from host.table.commands import Act, Join, Leave, Resume, View, Watch
 from host.table.core import ABSENT_AFTER, WINDOW, TableSettings, format_ts, parse_ts
 from host.table.engine import Record
 from host.table.history import verify_log
 from protocol.messages import ErrorCode
-from protocol.replies import Accepted, Joined, Refused, Resumed
+from protocol.replies import Accepted, Joined, PresencePush, Refused, Resumed, ViewReply
 from tests.table.world import T0, Client, World, new_log
 
 REGISTRY = load_registry()
@@ -346,9 +346,17 @@ def _script(game: str, ops: list[tuple[str, int]], mode: str, seed: int) -> list
                 sorted(c.events.items()),
                 [(d.seat, d.reason) for d in c.detached],
                 len(c.ended),
+                sorted((seq, _presence(p)) for seq, p in c.presence.items()),
             )
         )
     return shown
+
+
+def _presence(p: PresencePush) -> tuple[int, bool, str]:
+    """A presence push as compared across modes: a bounce releases seats as ``gone`` when one
+    host sees their connections close, as ``host_gone`` when a restarted host finds them held
+    by its previous run (each mode says what happened; both are a connection lost)."""
+    return p.seat, p.connected, "gone" if p.reason == "host_gone" else p.reason
 
 
 def _norm(outcome: object) -> object:
@@ -387,3 +395,103 @@ def test_presence_records_fold_and_verify() -> None:
     assert verify_log(e, records) is None
     bad = [*records[:-1], Record(records[-1].seq, "seat_released", {"seat": 0, "reason": "??"})]
     assert verify_log(e, bad) is not None
+
+
+# -- presence and the turn deadline, from the log --------------------------------------------------
+def _seen(c: Client) -> list[tuple[int, int, bool, str]]:
+    return [(seq, p.seat, p.connected, p.reason) for seq, p in sorted(c.presence.items())]
+
+
+def test_presence_pushes_follow_their_records_and_snapshots_show_who_is_connected() -> None:
+    e = engine("crazy-eights")
+    world = World(e, new_log(e, 4, bots=1))
+    a, b, c = join_all(world, 3)
+    w = world.client("w")
+    watching = world.command(w, Watch(view=True))
+    assert watching.snapshot.connected == [True, True, True, True]  # the bot's seat too
+    start = world.hosts[0].table.seq
+    world.close(b)  # seq start + 1
+    world.command(c, Leave())  # start + 2
+    b2 = world.client("b2")
+    world.command(b2, Resume(b.token))  # start + 3
+    assert _seen(w) == [
+        (start + 1, 1, False, "gone"),
+        (start + 2, 2, False, "left"),
+        (start + 3, 1, True, "resumed"),
+    ]
+    assert _seen(a)[-3:] == _seen(w)  # every subscriber gets them, each after its event push
+    assert [(s, p) for s, p, *_ in _seen(a)[:2]] == [(3, 1), (4, 2)]  # the joins before
+    view = world.command(a, View())
+    assert isinstance(view, ViewReply)
+    assert view.snapshot.connected == [True, True, False, True]
+    assert w.views[-1].connected == [True, True, False, True]
+    # a resume that catches up is pushed the presence pushes of the records it missed
+    c2 = world.client("c2")
+    world.command(c2, Resume(c.token, after=start))
+    assert _seen(c2) == [*_seen(w)[:3], (start + 4, 2, True, "resumed")]
+    world.restart()  # every seat's connection died with the host: released, host_gone
+    rel = [r for r in world.records() if r.type == "seat_released" and r.seq > start + 4]
+    assert [r.data["reason"] for r in rel] == ["host_gone"] * 3
+    a2 = world.client("a2")
+    resumed = world.command(a2, Resume(a.token, after=start + 4))
+    assert resumed.snapshot.connected == [True, False, False, True]
+    assert _seen(a2)[:3] == [(r.seq, r.data["seat"], False, "host_gone") for r in rel]
+
+
+def test_the_turn_deadline_is_read_from_the_log_alike_on_every_host() -> None:
+    e = engine("crazy-eights")
+    world = World(e, new_log(e, 2, turn_timeout=60.0), hosts=2)
+    a = world.client("a", 0)
+    b = world.client("b", 1)
+    for c in (a, b):
+        joined = world.command(c, Join(c.name, view=True))
+        c.token = joined.token
+    play = max(parse_ts(r.ts) for r in world.records() if r.type in ("seat_taken", "event"))
+    first = a if a.turn is not None else b
+    other = b if first is a else a
+    due = first.turn.deadline
+    assert due is not None and due.at == format_ts(play + 60.0)
+    assert due.seconds_left == 60.0 and first.turn.to_act == [first.turn.seat]
+    assert other.views[-1].deadline == due and other.views[-1].to_act == first.turn.to_act
+    world.advance(20.0)
+    snaps = [world.command(c, View()).snapshot for c in (a, b)]  # one on each host
+    assert [s.deadline.at for s in snaps] == [due.at, due.at]
+    assert [s.deadline.seconds_left for s in snaps] == [40.0, 40.0]
+    world.close(other)  # a presence record: the turn timer does not move
+    assert world.command(first, View()).snapshot.deadline.at == due.at
+    world.restart(first.host)  # its seat is released as host_gone: its timer starts again
+    gone = world.records()[-1]
+    assert (gone.type, gone.data["reason"]) == ("seat_released", "host_gone")
+    again = format_ts(parse_ts(gone.ts) + 60.0)
+    world.reconnect(first)
+    resumed = world.command(first, Resume(first.token, after=first.last_seq))
+    assert resumed.snapshot.deadline.at == again  # read from the records, on the new host
+    assert first.turn.deadline.at == again and first.turn.deadline.seconds_left == 60.0
+    other.key = world.hosts[other.host].key()
+    theirs = world.command(other, Resume(other.token)).snapshot.deadline
+    assert theirs is not None and theirs.at == again  # and on the other host
+    world.advance(5.0)
+    world.command(first, Act(first.turn.legal[0], expected=first.turn.seq))
+    acted = next(r for r in reversed(world.records()) if r.type == "action")
+    now = world.command(first, View()).snapshot.deadline
+    assert now is not None and now.at == format_ts(parse_ts(acted.ts) + 60.0)  # a record of play
+    assert now.at != again
+
+
+def test_no_deadline_without_a_timer_or_while_a_bot_is_to_act() -> None:
+    e = engine("crazy-eights")
+    world = World(e, new_log(e, 2))
+    a, b = join_all(world, 2)
+    turn = a.turn or b.turn
+    assert turn.deadline is None and turn.to_act == [turn.seat]
+    assert world.command(a, View()).snapshot.timers.turn_timeout is None
+    slow = World(e, new_log(e, 2, bots=1, turn_timeout=30.0), settings=TableSettings(bot_delay=5.0))
+    (c,) = join_all(slow, 1)
+    snap = slow.command(c, View()).snapshot
+    if snap.to_act == [1]:  # the bot is to act: it moves by itself
+        assert snap.deadline is None
+        slow.advance(5.0)
+        snap = slow.command(c, View()).snapshot
+    assert snap.to_act == [0] and snap.deadline is not None
+    assert snap.timers.turn_timeout == 30.0 and snap.timers.absent_after == ABSENT_AFTER
+    assert snap.options == e.codec.options_to_wire(e.codec.options_from_wire({}, 2))

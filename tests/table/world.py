@@ -8,7 +8,8 @@ follows the log and decides again, as a lost race does), committed, and the othe
 Due host steps run on the host that drives (holds the lease), as often as they are due.
 
 Logical connections (:class:`Client`) keep what they were shown: replies, event pushes (by seq),
-their latest turn push, ``detached`` and ``ended`` pushes.
+presence pushes (by seq: each must come right after its record's event push), their latest turn
+push, ``detached`` and ``ended`` pushes.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from host.table.core import (
     format_ts,
 )
 from host.table.engine import Engine, Record
-from protocol.replies import DetachedPush, EndedPush, EventPush, TurnPush, ViewPush
+from protocol.replies import (
+    DetachedPush,
+    EndedPush,
+    EventPush,
+    PresencePush,
+    TurnPush,
+    ViewPush,
+)
 
 T0 = 1_800_000_000.0
 """The fake clock's start (seconds since the epoch)."""
@@ -53,14 +61,17 @@ class Client:
     detached: list[DetachedPush] = attrs.Factory(list)
     ended: list[EndedPush] = attrs.Factory(list)
     views: list[ViewPush] = attrs.Factory(list)
+    presence: dict[int, PresencePush] = attrs.Factory(dict)
     role: Any = "none"  # a seat, None (watching) or "none"
     token: str | None = None
+    previous: Any = None  # the push before the latest one
 
     @property
     def last_seq(self) -> int:
         return max(self.events, default=-1)
 
     def take(self, push: Any) -> None:
+        previous, self.previous = self.previous, push
         if isinstance(push, EventPush):
             assert push.seq not in self.events or self.events[push.seq] == (
                 push.kind,
@@ -76,6 +87,12 @@ class Client:
             self.ended.append(push)
         elif isinstance(push, ViewPush):
             self.views.append(push)
+        elif isinstance(push, PresencePush):
+            assert isinstance(previous, EventPush) and previous.seq == push.seq, (
+                f"{self.name}: the presence push of seq {push.seq} after {previous!r}"
+            )
+            assert push.seq not in self.presence or self.presence[push.seq] == push
+            self.presence[push.seq] = push
         else:  # pragma: no cover - a push kind this world does not know
             raise AssertionError(f"unexpected push {push!r}")
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
+import signal
+import sys
 
 import orjson
 import pytest
 import trio
+import trio.testing
 
 from host.game import IllegalAction, Rng
 from host.plugins.registry import load_registry
@@ -93,7 +98,7 @@ def test_the_resume_command_names_the_session_and_token():
     args = _args("--port", "9000")
     assert (
         play.resume_command(args, "s1", "t0k")
-        == "gamehost play --port 9000 --session s1 --resume t0k"
+        == f"{play.gamehost_command()} play --port 9000 --session s1 --resume t0k"
     )
 
 
@@ -114,7 +119,7 @@ async def test_resume_takes_the_seat_back_and_plays_to_the_end(tmp_path, nursery
     assert await play.play(args) == 0
     out = capsys.readouterr().out
     assert f"you are seat {joined['seat']} again in session {sid}" in out
-    assert "ended:" in out
+    assert "=== Game over ===" in out
     tables = [line for line in out.splitlines() if line.startswith("--- seq ")]
     assert all(a != b for a, b in zip(tables, tables[1:], strict=False))  # none drawn twice
     assert args.resume_hint == play.resume_command(args, sid, joined["token"])
@@ -140,8 +145,8 @@ async def test_a_player_who_does_not_answer_sees_the_host_play_for_them(
     log = [orjson.loads(x) for x in (tmp_path / "sessions" / f"{created['session']}.jsonl").open()]
     mine = [r for r in log if r["type"] == "action" and r["seat"] == 0]
     assert mine and all(r.get("timed_out") for r in mine)
-    marked = [line for line in out if line.endswith("  [timed out: played by the host]")]
-    assert len(marked) == len(mine) and all(line.startswith("  seat 0: ") for line in marked)
+    marked = [line for line in out if line.startswith("  Time ran out for you: the host played ")]
+    assert len(marked) == len(mine)
     notes = [line for line in out if line == "your turn timer ran out: the host played for you"]
     assert len(notes) == len(mine)
     running.host.request_shutdown()
@@ -158,7 +163,7 @@ async def test_by_default_every_seat_but_yours_is_a_bot(tmp_path, nursery, capsy
     out = capsys.readouterr().out
     seats, bots = want
     assert f"(crazy-eights, {seats} seats, {bots} bots)" in out
-    assert "ended:" in out
+    assert "=== Game over ===" in out
     running.host.request_shutdown()
 
 
@@ -198,5 +203,200 @@ async def test_a_seat_resumed_elsewhere_ends_play_with_a_clear_line(
     assert done == [1]
     assert "this connection no longer holds seat 0: it was resumed on another connection" in (
         capsys.readouterr().out
+    )
+    running.host.request_shutdown()
+
+
+# ---- labels typed as shown, one line per kind of move -----------------------------------------
+CE_LEGAL = [
+    {"type": "play", "card": "7C", "suit": None},
+    {"type": "play", "card": "QC", "suit": None},
+    *({"type": "play", "card": "8C", "suit": s} for s in "CDHS"),
+    {"type": "draw"},
+]
+
+
+def test_a_choice_is_accepted_as_its_label_is_shown():
+    r = play.Renderer("crazy-eights")
+    choices = play.forms(CE_LEGAL)
+    labels = [f.label(r) for f in choices]
+    assert labels[:3] == ["play 7C", "play QC", "play 8C, name clubs"]
+    for i, label in enumerate(labels):  # every label as shown, and in any case
+        assert play.parse_choice(label, choices, labels) == CE_LEGAL[i]
+        assert play.parse_choice(label.lower(), choices, labels) == CE_LEGAL[i]
+    assert play.parse_choice("play 8C name hearts", choices, labels) == CE_LEGAL[4]
+    assert play.parse_choice("draw", choices, labels) == {"type": "draw"}
+    # a beginning that names one choice is enough; one that names several asks which
+    assert play.parse_choice("play 7c", choices, labels) == CE_LEGAL[0]
+    which = play.parse_choice("play 8C", choices, labels)
+    assert which == (
+        "which one? [2] play 8C, name clubs, [3] play 8C, name diamonds,"
+        " [4] play 8C, name hearts, [5] play 8C, name spades"
+    )
+    assert play.parse_choice("play 9C", choices, labels).startswith("type a number 0..6")
+    assert play.parse_choice("1", choices, labels) == CE_LEGAL[1]  # numbers as before
+
+
+def test_moves_of_one_kind_share_a_line_so_playable_cards_are_listed_once():
+    r = play.Renderer("crazy-eights")
+    choices = play.forms(CE_LEGAL)
+    shown = play.menu(choices, [f.label(r) for f in choices]).splitlines()
+    assert shown == [
+        "  play [0] 7C · [1] QC · [2] 8C, name clubs · [3] 8C, name diamonds · [4] 8C, name hearts",
+        "       [5] 8C, name spades",  # wrapped between two choices, never inside one
+        "  [6] draw",
+    ]
+    # every card is named once; a range keeps its own line
+    assert sum(line.count("7C") for line in shown) == 1
+    ranged = play.forms(LEGAL)
+    assert play.menu(ranged, [f.label(r) for f in ranged]).splitlines() == [
+        "  [0] fold",
+        "  [1] call",
+        "  [2] raise AMOUNT from 1 to 10",
+    ]
+
+
+# ---- what happened, in words --------------------------------------------------------------
+async def test_the_history_is_told_in_words_and_the_end_names_the_winners(
+    tmp_path, nursery, capsys
+):
+    running = await start_host(nursery, tmp_path, registry=REGISTRY)
+    args = _args("--port", str(running.port), "--seats", "2", "--name", "Ann")
+    args.auto, args.seed = True, 5
+    args.option = [("target", 1)]
+    assert await play.play(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    sid = out[0].split()[2]
+    log = [orjson.loads(x) for x in (tmp_path / "sessions" / f"{sid}.jsonl").open()]
+    history = [line for line in out if line.startswith("  ") and not line.startswith("  [")]
+    played = [r["event"] for r in log if (r.get("event") or {}).get("type") == "played"]
+    suits = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
+    for e in played:
+        who = "You" if e["seat"] == 0 else "bot1"
+        line = f"  {who} played {e['card'][:-1]}{suits[e['card'][-1]]}"
+        assert any(h.startswith(line) for h in history), line
+    assert not any("=" in h or "{" in h for h in history)  # no key=value, no JSON
+    outcome = log[-1]["outcome"]
+    names = ["Ann", "bot1"]
+    end = out[out.index("=== Game over ===") + 1 :]
+    assert end[0].startswith(" and ".join(names[w] for w in outcome["winners"]) + " won after")
+    assert end[1] == f"Scores: Ann {outcome['scores'][0]}, bot1 {outcome['scores'][1]}"
+    running.host.request_shutdown()
+
+
+# ---- the token, the resume command and Ctrl-C -------------------------------------------------
+@pytest.mark.parametrize("run_as", ["script", "module"])
+async def test_the_printed_resume_command_works_as_printed_outside_the_venv(
+    tmp_path, nursery, monkeypatch, run_as
+):
+    script = os.path.join(os.path.dirname(sys.executable), "gamehost")
+    monkeypatch.setattr(sys, "argv", [script if run_as == "script" else "pytest"])
+    command = play.gamehost_command()
+    assert command == (script if run_as == "script" else f"{sys.executable} -m tools.cli")
+    running = await start_host(nursery, tmp_path, registry=REGISTRY)
+    async with await Client.connect("127.0.0.1", running.port) as c:
+        made = await c.call("create", game="crazy-eights", seats=2, bots=1, options={"target": 1})
+        joined = await c.call("join", session=made["session"], name="ann")
+    printed = play.resume_command(
+        _args("--port", str(running.port)), made["session"], joined["token"]
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(elsewhere), "LANG": "C.UTF-8"}  # no venv
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [*shlex.split(printed), "--auto", "--quiet"],
+            cwd=elsewhere,
+            env=env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    out = done.stdout.decode()
+    assert done.returncode == 0, (out, done.stderr.decode())
+    assert f"you are seat {joined['seat']} again in session {made['session']}" in out
+    assert "=== Game over ===" in out
+    running.host.request_shutdown()
+
+
+async def test_the_token_is_printed_as_soon_as_the_seat_is_joined(
+    tmp_path, nursery, capsys, monkeypatch
+):
+    running = await start_host(nursery, tmp_path, registry=REGISTRY, turn_timeout=None)
+    typing = trio.Event()
+
+    async def waits(prompt: str) -> str:
+        typing.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    monkeypatch.setattr(play, "read_line", waits)
+    args = _args("--port", str(running.port), "--seats", "2")
+    async with trio.open_nursery() as n:
+        n.start_soon(play.play, args)
+        await typing.wait()
+        n.cancel_scope.cancel()
+    lines = capsys.readouterr().out.splitlines()
+    sid = lines[0].split()[2]
+    token = lines[1].split("token ", 1)[1]
+    assert lines[1] == f"you are seat 0; token {token}"
+    assert lines[2] == f"to take this seat back later: {args.resume_hint}"
+    assert args.resume_hint == play.resume_command(args, sid, token)
+    running.host.request_shutdown()
+
+
+async def test_ctrl_c_while_the_join_is_answered_still_prints_the_token(
+    tmp_path, nursery, capsys, monkeypatch
+):
+    """Ctrl-C right after ``created session``: the join on its way is answered first, so the
+    seat the host gave is never left without its token; bye says how to take it back."""
+    running = await start_host(nursery, tmp_path, registry=REGISTRY, turn_timeout=None)
+    real_call = Client.call
+
+    async def call(self: Client, op: str, **params: object) -> object:
+        if op == "join":
+            signal.raise_signal(signal.SIGINT)  # the player hits Ctrl-C as the join goes out
+            await trio.testing.wait_all_tasks_blocked()  # and the client has seen it
+        return await real_call(self, op, **params)
+
+    monkeypatch.setattr(Client, "call", call)
+    args = _args("--port", str(running.port), "--seats", "2")
+    args.created = None
+    with pytest.raises(BaseException) as caught:  # noqa: PT011 - trio wraps it in groups
+        await play.play(args)
+    assert isinstance(play._leaf(caught.value), KeyboardInterrupt)
+    out = capsys.readouterr().out
+    token = out.split("; token ", 1)[1].split()[0]
+    assert args.resume_hint.endswith(f" --resume {token}")
+    assert play.bye(args) == f"bye: your seat stays yours; resume it with: {args.resume_hint}"
+    async with await Client.connect("127.0.0.1", running.port) as c:  # and the seat is there
+        back = await c.call("resume", session=args.created, token=token)
+        assert back["seat"] == 0
+    running.host.request_shutdown()
+
+
+async def test_ctrl_c_before_any_seat_is_taken_says_so(tmp_path, nursery, capsys, monkeypatch):
+    running = await start_host(nursery, tmp_path, registry=REGISTRY, turn_timeout=None)
+    real_call = Client.call
+
+    async def call(self: Client, op: str, **params: object) -> object:
+        got = await real_call(self, op, **params)
+        if op == "games":
+            signal.raise_signal(signal.SIGINT)
+            await trio.sleep_forever()  # Ctrl-C ends it
+        return got
+
+    monkeypatch.setattr(Client, "call", call)
+    args = _args("--port", str(running.port), "--seats", "2")
+    args.created = None
+    with pytest.raises(BaseException) as caught:  # noqa: PT011 - trio wraps it in groups
+        await play.play(args)
+    assert isinstance(play._leaf(caught.value), KeyboardInterrupt)
+    assert args.resume_hint is None
+    assert play.bye(args) == "bye: no seat was taken"
+    args.created, args.port = "abc", 9000
+    assert play.bye(args) == (
+        "bye: no seat was taken; session abc waits for players:"
+        f" {play.gamehost_command()} play --port 9000 --session abc"
     )
     running.host.request_shutdown()

@@ -51,9 +51,9 @@ def test_a_revealed_seed_that_breaks_its_commitment_fails_verify(log, capsys):
 
 
 def test_the_timeline_as_a_seat_hides_what_that_seat_could_not_see(log, capsys):
-    assert main(["replay", str(log), "--width", "100000"]) == 0
+    assert main(["replay", str(log), "--raw", "--width", "100000"]) == 0
     full = capsys.readouterr().out
-    assert main(["replay", str(log), "--as", "1", "--width", "100000"]) == 0
+    assert main(["replay", str(log), "--raw", "--as", "1", "--width", "100000"]) == 0
     as_one = capsys.readouterr().out
     dealt_full = next(line for line in full.splitlines() if '"dealt"' in line)
     dealt_one = next(line for line in as_one.splitlines() if '"dealt"' in line)
@@ -135,12 +135,23 @@ def test_a_move_the_host_made_for_a_timed_out_seat_is_marked_in_every_timeline(l
     assert main(["replay", "--verify", str(log)]) == 0  # the engine re-plays it as a timeout
     capsys.readouterr()
     for viewer in ([], ["--as", "1"], ["--spectator"]):
-        assert main(["replay", str(log), "--width", "100000", *viewer]) == 0
+        assert main(["replay", str(log), "--raw", "--width", "100000", *viewer]) == 0
         lines = capsys.readouterr().out.splitlines()
         marked = [int(line.split()[0]) for line in lines if "timed out" in line]
         assert marked == timed
         plain = next(line for line in lines if " action " in line and "timed out" not in line)
         assert "played by the host" not in plain
+        # in words: the timed-out move is told (the others by their events only)
+        assert main(["replay", str(log), "--width", "100000", *viewer]) == 0
+        lines = [x for x in capsys.readouterr().out.splitlines() if x.split()[0].isdigit()]
+        told = [int(line.split()[0]) for line in lines if "Time ran out for " in line]
+        assert told == timed
+        seat = records[timed[0]]["seat"]
+        whom = "you" if viewer == ["--as", str(seat)] else f"bot{seat}"
+        (line,) = [x for x in lines if int(x.split()[0]) == timed[0]]
+        assert line.endswith(f"Time ran out for {whom}: the host played draw") or (
+            f"Time ran out for {whom}: the host played play " in line
+        )
 
 
 @pytest.mark.parametrize("logged", ["0", None])
@@ -167,8 +178,10 @@ def test_verify_warns_about_another_game_version_and_exits_3(log, capsys, logged
             f"warning: the log was written by crazy-eights version {logged};"
             f" the installed version is {installed}"
         )
-    assert main(["replay", str(log)]) == 0  # the timeline still shows the header
+    assert main(["replay", str(log), "--raw"]) == 0  # the timeline still shows the header
     assert " crazy-eights v" in capsys.readouterr().out
+    assert main(["replay", str(log)]) == 0
+    assert "A session of Crazy Eights (version " in capsys.readouterr().out
 
 
 def test_at_prints_text_by_default_and_the_raw_state_with_json(log, capsys):
@@ -188,3 +201,68 @@ def test_at_prints_text_by_default_and_the_raw_state_with_json(log, capsys):
     assert main(["replay", str(log), "--at", "10", "--as", "0", "--json"]) == 0
     view = orjson.loads(capsys.readouterr().out)
     assert table == REGISTRY.games["crazy-eights"].render(view, 0) + "\n"
+
+
+def test_the_timeline_is_told_in_words_with_the_seat_names_and_the_end(log, capsys):
+    records = [orjson.loads(x) for x in log.read_bytes().splitlines()]
+    assert main(["replay", str(log), "--width", "100000"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    by_seq: dict[int, list[str]] = {}
+    seq = -1
+    for line in lines:
+        if not line.startswith(" " * 21):  # a record's first line; the end has more lines
+            seq = int(line.split()[0])
+        by_seq.setdefault(seq, []).append(line)
+    # every record but the actions has its line; no key=value or JSON anywhere
+    said = {r["seq"] for r in records if r["type"] != "action"}
+    assert set(by_seq) == said
+    assert not any("{" in line or "=" in line for line in lines)
+    for r in records:
+        if r["type"] == "seat_taken":
+            assert by_seq[r["seq"]][0].endswith(
+                f"bot{r['seat']} took seat {r['seat']} (a host bot)"
+            )
+        event = r.get("event") or {}
+        if event.get("type") == "played":
+            card = event["card"][:-1] + {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}[event["card"][-1]]
+            assert f"bot{event['seat']} played {card}" in by_seq[r["seq"]][0]
+    # the end names the winners and every seat's score, not the outcome's JSON
+    outcome = records[-1]["outcome"]
+    end = by_seq[records[-1]["seq"]]
+    winners = " and ".join(f"bot{w}" for w in outcome["winners"])
+    assert end[0].endswith(
+        f"{winners} won after {outcome['deals']} deal" + ("s." if outcome["deals"] > 1 else ".")
+    )
+    scores = ", ".join(f"bot{i} {n}" for i, n in enumerate(outcome["scores"]))
+    assert end[1].strip() == f"Scores: {scores}"
+
+
+def test_the_timeline_in_words_as_a_seat_says_you_and_names_only_its_own_drawn_cards(log, capsys):
+    records = [orjson.loads(x) for x in log.read_bytes().splitlines()]
+    assert main(["replay", str(log), "--as", "1", "--width", "100000"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    lines = {int(x.split()[0]): x for x in out if x.split()[0].isdigit()}
+    drew = [r for r in records if (r.get("event") or {}).get("type") == "drew"]
+    assert {r["event"]["seat"] for r in drew} >= {0, 1}  # both seen below
+    for r in drew:
+        e = r["event"]
+        line = lines[r["seq"]]
+        if e["seat"] == 1:
+            assert "You drew " in line and all(c[:-1] in line for c in e["cards"])
+        else:
+            assert line.endswith(f"bot{e['seat']} drew a card") or line.endswith(
+                f"bot{e['seat']} drew {e['count']} cards"
+            )
+
+
+def test_the_end_of_an_around_the_world_log_is_a_few_lines_not_a_json_blob(tmp_path, capsys):
+    engine = REGISTRY.engines["around-the-world"]
+    _, records = play_local(engine.game, {}, 4, seed=b"w" * 32, engine=engine)
+    path = tmp_path / "atw.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r.to_json()) + b"\n" for r in records))
+    assert main(["replay", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    end = lines[lines.index(next(x for x in lines if x.startswith(f"{records[-1].seq:>5}"))) :]
+    assert "drank the most" in end[0]
+    assert end[1].strip().startswith("Drinks: bot0 took ")
+    assert all(len(x) < 160 for x in end) and "{" not in "".join(end)

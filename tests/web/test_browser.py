@@ -26,6 +26,7 @@ import trio
 from host.plugins.registry import load_registry
 from host.store.file import read_log
 from host.table.engine import Record
+from host.testing import cards_in_text
 from tools.client import Client
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -179,7 +180,7 @@ def test_a_whole_crazy_eights_game_is_played_through_the_page(host, browser):
             if css(d, "#state.ended"):
                 return "ended"
             choice = css(d, "#controls button.suit-choice")
-            return choice or css(d, "#controls button.card") or css(d, "#controls button.action")
+            return choice or css(d, "#hand button.card") or css(d, "#controls button.action")
 
         got = wait_for(d, ready, "my turn or the end")
         if got == "ended":
@@ -193,6 +194,17 @@ def test_a_whole_crazy_eights_game_is_played_through_the_page(host, browser):
             d.refresh()
     assert css(d, "#outcome")
     records = host.records(sid)
+    # the game-over panel names the winners and every seat's score, in words
+    outcome = records[-1].data["outcome"]
+    names = {r.data["seat"]: r.data["name"] for r in records if r.type == "seat_taken"}
+    end = wait_for(d, lambda d: css(d, "#outcome .end-text"), "the end in words")[0].text
+    winners = " and ".join(names[w] for w in outcome["winners"])
+    assert end.splitlines()[0].startswith(f"{winners} won after")
+    scores = ", ".join(f"{names[i]} {n}" for i, n in enumerate(outcome["scores"]))
+    assert end.splitlines()[1] == f"Scores: {scores}"
+    # and "What happened" tells the moves in words: no key=value text
+    told = [text for _, text in listed_events(d)]
+    assert any(" played " in t for t in told) and not any("=" in t for t in told)
     assert records[-1].type == "ended"
     mine = [r for r in records if r.type == "action" and r.data["seat"] == 0]
     assert len(mine) >= 3 and not any(r.data.get("timed_out") for r in mine)
@@ -294,7 +306,7 @@ def test_a_spectator_page_never_shows_a_hidden_card(host, browser):
         seqs = wait_for(d, whole_history, "what happened, from seq 1")
         assert seqs == list(range(seqs[0], 0, -1))
         shown = {e.get_attribute("data-card") for e in css(d, "[data-card]")}
-        shown |= set(CARD.findall(css(d, "main")[0].text))
+        shown |= cards_in_text(css(d, "main")[0].text)  # "8S" or "8♠"
         allowed = spectator_could_see(host.records(sid))
         assert shown <= allowed, f"the spectator page showed {shown - allowed}"
         assert css(d, "#hand") == []  # a spectator has no hand
@@ -340,12 +352,14 @@ def test_a_table_lists_what_happened_before_it_opened(host, browser, game, seats
         records = host.records(sid)[: top + 1]
         names = {r.data["seat"]: r.data["name"] for r in records if r.type == "seat_taken"}
         first = records[1].data  # a bot's seat, taken before I joined
-        assert listed[1] == f"#1 seat {first['seat']} taken by {first['name']} (bot)"
-        for r in records:  # the bots' moves, before I joined too
-            if r.type == "action" and r.data["seat"] != 0:
-                assert listed[r.seq].startswith(f"#{r.seq} {names[r.data['seat']]} (bot): ")
+        assert listed[1] == f"#1 {first['name']} took seat {first['seat']} (a host bot)"
+        for r in records:  # the bots' moves, before I joined too, told by their first event
+            if r.type == "action" and r.data["seat"] != 0 and r.seq + 1 in listed:
+                assert listed[r.seq] == f"#{r.seq}"  # the action itself: nothing to say
+                assert listed[r.seq + 1].startswith(f"#{r.seq + 1} {names[r.data['seat']]} ")
+        assert not any("=" in text for text in listed.values())  # words, not key=value
         # only what seat 0 may see: its own cards, never another seat's hidden ones
-        named = set(CARD.findall(" ".join(listed.values())))
+        named = set().union(*(cards_in_text(text) for text in listed.values()))
         allowed = spectator_could_see(records, game, viewer=0)
         assert named <= allowed, f"the history showed seat 0 {named - allowed}"
 

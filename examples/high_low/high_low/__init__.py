@@ -3,7 +3,7 @@
 The files follow the built-in games' skeleton: the plugin object and its registration here,
 :mod:`high_low.model` (options, actions, events, state), :mod:`high_low.rules` (``decide``,
 ``evolve``, legal actions), :mod:`high_low.view` (``view``, ``redact``) and
-:mod:`high_low.text` (``render``, ``describe``).
+:mod:`high_low.text` (``render``, ``describe``, ``describe_event``, ``describe_outcome``).
 
 Actions: ``{"type": "guess", "call": "higher" | "lower"}``. Events: ``shuffled`` (the deck,
 redacted for everyone), ``turned``, ``guessed``, ``game_over``. Outcome: ``{"scores",
@@ -12,6 +12,7 @@ redacted for everyone), ``turned``, ``guessed``, ``game_over``. Outcome: ``{"sco
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from host.game import GameInfo, Rng, Viewer, hookimpl
@@ -82,6 +83,12 @@ class HighLow:
 
     def describe(self, action: dict[str, Any]) -> str:
         return text.describe(action)
+
+    def describe_event(self, event: dict[str, Any], viewer: Viewer, names: Sequence[str]) -> str:
+        return text.describe_event(event, viewer, names)
+
+    def describe_outcome(self, outcome: dict[str, Any], names: Sequence[str]) -> str:
+        return text.describe_outcome(outcome, names)
 
 
 @hookimpl
