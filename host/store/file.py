@@ -74,14 +74,19 @@ canonical bytes, the CRC32C of which the digits are (see ``host.store.base``: on
 line still, ``crc`` always its first key). Every read checks it; a line that starts ``{"seq":``
 was written before checksums and is accepted unchecked.
 
-Damage: loading tells a torn tail from a damaged log. Only a torn *last* line — no newline at its
-end, or (as before checksums) a last line that is not JSON and does not start with a checksum —
-is dropped: truncated in place, with a warning, when repairing; it was never acknowledged.
-Anything else raises :class:`CorruptLog` naming the file and the seq: an empty file, a record
-that does not match its checksum, a line that starts with neither a checksum nor a seq, a first
-record that is not a valid header (its ``seed`` must hash to its ``seed_commitment``), a bad line
-before the last one, a seq out of order. :func:`fold_log` does the same for records that
-read but do not fold (an unknown card, an inconsistent record).
+Damage: loading tells a torn tail from a damaged log. Only a torn *last* line — an append a
+crash cut short: a prefix of its line with no newline at its end, or (in a log whose lines carry
+no checksum, as before checksums) a last line that is not JSON — is dropped: truncated in place,
+with a warning, when repairing; it was never acknowledged. Anything else raises
+:class:`CorruptLog` naming the file and the seq: an empty file, a record that does not match its
+checksum (the last one too, with its newline; or with its first bytes flipped, which its hex
+digits at bytes 8-17 still show), a whole last line followed by one byte in place of its newline
+(a flipped newline: a cut-short append is never the whole line and one byte more), a line
+without a checksum after one with it (a removed checksum), a line that starts with neither a
+checksum nor a seq, a first record that is not a valid header (its ``seed`` must hash to its
+``seed_commitment``), a bad line before the last one, a seq out of order. :func:`fold_log` does
+the same for records that read but do not fold (an unknown card, an inconsistent record). A
+record still in the write-ahead log is restored from it on the next start, before any load.
 
 Links: logs are opened without following symbolic links and must be regular files; anything else
 in ``sessions/`` is refused (:class:`CorruptLog`) and left untouched, and not listed by
@@ -95,6 +100,7 @@ import errno
 import fcntl
 import os
 import queue
+import re
 import secrets
 import stat
 import threading
@@ -157,6 +163,7 @@ INDEX_ENTRIES = 4_000_000
 each: 32 MiB); past it the least recently read sessions' indexes are dropped."""
 INDEX_CHUNK = 8 << 20
 """Bytes read at a time while a log's line index is built or extended."""
+_HEX8 = re.compile(rb'[0-9a-f]{8}",')  # a checksum's digits and the comma after its quote
 log = structlog.get_logger("gamehost.store")
 
 
@@ -290,21 +297,32 @@ def scan_bytes(path: Path, data: bytes) -> LogScan:
     pos = 0
     torn = False
     unchecked = 0
+    summed = False  # a checksummed line was read: every later one must carry a checksum too
     size = len(data)
     while pos < size:
         seq = len(records)
         nl = data.find(b"\n", pos)
         if nl < 0:
+            _check_torn_tail(path, seq, data, pos)
             torn = True
             break
         try:
             rec = decode_line(path, seq, data, pos, nl)
         except CorruptLog as exc:
-            if nl == size - 1 and _torn_line(data[pos:nl]):
+            if nl == size - 1 and not summed and _torn_line(data[pos:nl]):
                 torn = True
                 break
             raise CorruptLog(path, seq, f"the line at byte {pos}: {exc.message}") from None
-        if not data.startswith(_SUMMED, pos, nl):
+        if data.startswith(_SUMMED, pos, nl):
+            summed = True
+        elif summed:
+            raise CorruptLog(
+                path,
+                seq,
+                f"the line at byte {pos} carries no checksum, but the records before it do"
+                " (its checksum was removed)",
+            )
+        else:
             unchecked += 1
         records.append(check_record(path, seq, rec))
         pos = nl + 1
@@ -315,11 +333,35 @@ def scan_bytes(path: Path, data: bytes) -> LogScan:
     return LogScan(records, pos if torn else None, unchecked)
 
 
+def _check_torn_tail(path: Path, seq: int, data: bytes, pos: int) -> None:
+    """Refuse a tail with no newline (``data[pos:]``, the line of ``seq``) that is a whole line
+    whose newline was damaged rather than an append a crash cut short: a cut-short append is a
+    prefix of its line, never the whole line and one byte more.
+
+    Raises:
+        CorruptLog: the tail is a line that reads, followed by one byte in place of its newline.
+    """
+    if len(data) - pos < 2:
+        return
+    try:
+        decode_line(path, seq, data, pos, len(data) - 1)
+    except CorruptLog:
+        return  # a prefix of a line: torn
+    raise CorruptLog(
+        path,
+        seq,
+        f"the line at byte {pos} ends with byte {data[-1]:#04x} where its newline belongs"
+        " (damaged, not torn)",
+    )
+
+
 def _torn_line(line: bytes) -> bool:
-    """Whether a last line that ends with a newline but does not decode is a torn append (as
-    logs before checksums were told): it is not JSON and does not start as a checksummed line
-    (one that does is damage, as anywhere else)."""
-    if line.startswith(_SUMMED):
+    """Whether a last line that ends with a newline but does not decode is a torn append, in a
+    log whose lines carry no checksum (as logs before checksums were told: it is not JSON). A
+    line that starts as a checksummed line does — or did, before a flipped bit in its first
+    bytes: its 8 hex digits and ``",`` still stand at bytes 8-17 — is damage, as anywhere else
+    (so is any such line in a log that carries checksums; :func:`scan_bytes` asks only there)."""
+    if line.startswith(_SUMMED) or _HEX8.match(line, 8):
         return False
     try:
         orjson.loads(line)
@@ -331,12 +373,14 @@ def _torn_line(line: bytes) -> bool:
 def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
     """Read a session log, telling a torn tail from damage, checking every record's checksum.
 
-    Only a torn last line is dropped (an append the crash cut short, never acknowledged): one
-    with no newline at its end, or — as logs were read before checksums — a last line that is
-    not JSON and does not start with a checksum. With ``repair`` it is also truncated from the
-    file, durably. Every other line must decode (:func:`host.store.base.decode_line`): a
-    checksummed line must match its checksum, a line without one (written before checksums)
-    must start ``{"seq":``. Links are not followed.
+    Only a torn last line is dropped (an append the crash cut short, never acknowledged): a
+    prefix of its line with no newline at its end (not the whole line and a byte in place of
+    its newline), or — in a log without checksums, as such logs were read before — a last line
+    that is not JSON and does not start as a checksummed line. With ``repair`` it is also
+    truncated from the file, durably. Every other line must decode
+    (:func:`host.store.base.decode_line`): a checksummed line must match its checksum, a line
+    without one (written before checksums) must start ``{"seq":`` and come before the first
+    checksummed line. Links are not followed.
 
     Args:
         path: the ``.jsonl`` file.
@@ -349,7 +393,8 @@ def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
 
     Raises:
         CorruptLog: naming the file and seq: an empty file or one with no complete header, a
-            record that does not match its checksum, a first record that is not a valid
+            record that does not match its checksum, a line without a checksum after one with
+            it, a last line whose newline is damaged, a first record that is not a valid
             header, a bad line before the last one, a seq out of order, a second header; or
             ``path`` is a link or not a regular file.
         OSError: the file cannot be read.
@@ -638,15 +683,17 @@ class FileStore(WriterThreadStore):
     async def open_end(self, session: str) -> int:
         """Make a session appendable after its last complete record *without reading its
         records*, as :meth:`load` does after reading them all: a torn tail (a last line with no
-        newline, or — as logs before checksums — one that is not JSON and carries no checksum)
-        is cut, durably, with a warning. For a log too long to read on the event loop, whose
-        records are folded elsewhere (a heavy-work process reads and checks every one). The
-        line index is made or extended in a worker thread. Returns the log's record count.
+        newline, or — in a log before checksums — one that is not JSON) is cut, durably, with
+        a warning; a whole last line whose newline is damaged is :class:`CorruptLog`. For a log
+        too long to read on the event loop, whose records are folded elsewhere (a heavy-work
+        process reads and checks every one). The line index is made or extended in a worker
+        thread. Returns the log's record count.
 
         Raises:
             Conflict: appends of the session are still queued or being written.
             UnknownSession: no log of that session.
-            CorruptLog: the log is empty (no complete header), a link or not a regular file.
+            CorruptLog: the log is empty (no complete header), its last line is damaged (its
+                newline, or it does not decode), it is a link or not a regular file.
             OSError: it cannot be read or cut. BadSessionId: a bad session id.
         """
         path = self._checked_path(session)
@@ -665,11 +712,20 @@ class FileStore(WriterThreadStore):
             idx = self._index(session, path, fd)
             size = os.fstat(fd).st_size
             count, end = idx.count, idx.starts[-1]
+            if size > end:  # no newline: a cut-short append, unless a whole line's is damaged
+                _check_torn_tail(path, count, os.pread(fd, size - end, end), 0)
             if count:
                 start = idx.starts[count - 1]
                 line = os.pread(fd, end - 1 - start, start)
-                if _torn_line(line):  # not JSON, no checksum: an append a crash cut short
-                    count, end = count - 1, start
+                try:
+                    decode_line(path, count - 1, line)
+                except CorruptLog as exc:
+                    before = idx.starts[count - 2] if count > 1 else start
+                    summed = count > 1 and os.pread(fd, len(_SUMMED), before) == _SUMMED
+                    if summed or not _torn_line(line):
+                        what = f"the line at byte {start}: {exc.message}"
+                        raise CorruptLog(path, count - 1, what) from None
+                    count, end = count - 1, start  # not JSON, in a log without checksums: torn
         finally:
             os.close(fd)
         if count == 0:

@@ -118,3 +118,22 @@ async def test_check_reads_the_write_ahead_log_and_says_what_a_start_would_repla
     )
     assert segment.read_bytes() == bytes(damaged)  # nothing was changed
     assert (data / "sessions" / "s1.jsonl").read_bytes() == before
+
+
+async def test_check_calls_a_last_line_with_a_damaged_newline_damage_not_torn(tmp_path, capsys):
+    """A flipped bit in the last record's newline once read as a torn tail ("never
+    acknowledged"): the record may well have been acknowledged, so it is damage."""
+    sessions = tmp_path / "data" / "sessions"
+    game, _ = await write_logs(sessions)
+    data = game.read_bytes()
+    last = data.rindex(b"\n", 0, len(data) - 1) + 1
+    game.write_bytes(data[:-1] + b"\x0b")  # the newline, one bit flipped
+    assert await cli("check", "--data-dir", str(tmp_path / "data")) == 1
+    lines = capsys.readouterr().out.splitlines()
+    seq = data.count(b"\n") - 1
+    assert lines[0] == (
+        f"damaged: game1: seq {seq}: the line at byte {last} ends with byte 0x0b where its"
+        " newline belongs (damaged, not torn)"
+    )
+    assert not any(line.startswith("torn:") for line in lines)
+    assert game.read_bytes() == data[:-1] + b"\x0b"  # nothing was changed
