@@ -172,7 +172,7 @@ def check_database(url: str, registry: Registry, progress: Progress | None = Non
             try:
                 rows = store.read_rows(sid)
                 report.unchecked += sum(1 for _, crc in rows if crc is None)
-                _fold(report, registry, sid, where, parse_rows(where, rows))
+                _fold(report, registry, sid, where, parse_rows(where, rows, session=sid))
             except CorruptLog as exc:
                 report.damaged.append((sid, exc.seq, exc.message))
             except LookupError:  # gone since it was listed

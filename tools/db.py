@@ -199,7 +199,7 @@ async def export_sessions(
                     progress.start(f"{sid}.jsonl", 2 * n)
                     for i in range(0, n, step):  # it reads as a log (checksums), byte-exact
                         part = rows[i : i + step]
-                        records = parse_rows(source.path(sid), part, i)
+                        records = parse_rows(source.path(sid), part, i, session=sid)
                         _check_exact(f"session {sid}", records, [x.encode() for x, _ in part])
                         progress.update(i + len(part), i + len(part), " checked")
                     for i in range(0, n, step):
