@@ -150,6 +150,7 @@ __all__ = [
     "read_log",
     "scan_bytes",
     "scan_log",
+    "torn_last_line",
 ]
 
 FsyncMode = Literal["always", "batch", "never"]
@@ -353,6 +354,24 @@ def _check_torn_tail(path: Path, seq: int, data: bytes, pos: int) -> None:
         f"the line at byte {pos} ends with byte {data[-1]:#04x} where its newline belongs"
         " (damaged, not torn)",
     )
+
+
+def torn_last_line(path: Path, seq: int, line: bytes, summed: bool) -> bool:
+    """Whether a log's last line ``line`` (seq ``seq``, with its newline if it has one) is a
+    torn tail, as :func:`scan_bytes` tells it; ``summed``: a line before it carries a checksum.
+    False for a line that is no torn tail, whether it reads or not (reading it tells).
+
+    Raises:
+        CorruptLog: a whole line followed by one byte in place of its newline.
+    """
+    if not line.endswith(b"\n"):
+        _check_torn_tail(path, seq, line, 0)
+        return True
+    try:
+        decode_line(path, seq, line, 0, len(line) - 1)
+    except CorruptLog:
+        return not summed and _torn_line(line[:-1])
+    return False
 
 
 def _torn_line(line: bytes) -> bool:
