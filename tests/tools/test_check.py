@@ -68,6 +68,18 @@ async def test_check_of_a_database_names_the_damaged_row(pg_store_url, tmp_path,
     assert await cli("check", "--store", pg_store_url) == 1
     out = capsys.readouterr().out
     assert "damaged: odd: seq 2: the record does not match its checksum\n" in out
+    with psycopg.connect(pg_store_url) as conn:  # the last row of game1 moved to another session
+        last = conn.execute(
+            "UPDATE gamehost_records SET session_id = 'game3' WHERE session_id = 'game1'"
+            " AND seq = (SELECT last_seq FROM gamehost_sessions WHERE session_id = 'game1')"
+            " RETURNING seq"
+        ).fetchone()[0]
+    assert await cli("check", "--store", pg_store_url) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"damaged: game1: seq {last}: no row at seq {last}, though the session's row says its log"
+        f" ends at seq {last}\n" in out
+    )
 
 
 async def test_check_of_no_data_dir_is_status_2(tmp_path, capsys):
