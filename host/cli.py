@@ -463,6 +463,8 @@ def serve_main(args: argparse.Namespace) -> int:
         admin_token=args.admin_token,
         worker=workers.worker_index(),
     )
+    if args.plugin and "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does: a module in this folder loads
     try:
         plugins = [(name, importlib.import_module(name)) for name in args.plugin]
     except ImportError as exc:
@@ -475,6 +477,15 @@ def serve_main(args: argparse.Namespace) -> int:
         # with a hook the host does not know): one line and exit status 2, as for a bad flag
         print(f"gamehost serve: error: --plugin: {_plugin_problem(exc)}", file=sys.stderr)
         return 2
+    hooked = {impl.plugin_name for impl in registry.pm.hook.gamehost_register_games.get_hookimpls()}
+    for name, _ in plugins:
+        if name not in hooked:  # a forgotten @hookimpl would start a host without the game
+            print(
+                f"gamehost serve: error: --plugin: {name} registers no games (it needs a"
+                " gamehost_register_games function marked @hookimpl; see PLUGINS.md)",
+                file=sys.stderr,
+            )
+            return 2
     try:
         collector.tune(args.gc)
         trio.run(_serve, config, registry, args.gc == "tuned")

@@ -114,10 +114,12 @@ def test_a_plugin_whose_game_is_installed_is_one_error_line(tmp_path, capsys, mo
     module, or one that does not import: one ``gamehost serve: error:`` line, exit status 2."""
     monkeypatch.setattr("host.cli.logs.configure", lambda *args, **kw: None)
     (tmp_path / "dup_c8_plugin.py").write_text(DUPLICATE)
+    (tmp_path / "hookless_plugin.py").write_text("def gamehost_register_games():\n    return []\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     data = str(tmp_path / "data")
     for module, says in (
         ("dup_c8_plugin", "game id 'crazy-eights' is registered twice"),
+        ("hookless_plugin", "hookless_plugin registers no games"),
         ("plugins.crazy_eights", "a plugin module is loaded twice"),
         ("no_such_plugin_module", "No module named 'no_such_plugin_module'"),
     ):
