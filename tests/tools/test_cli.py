@@ -164,8 +164,9 @@ def test_serve_starts_without_importing_the_tools():
 def test_the_liveness_flags_reach_the_host_config(argv, expected, tmp_path, monkeypatch):
     """``--keepalive``, ``--ping-after`` and ``--ping-timeout`` (0: off, None in the config)."""
     monkeypatch.setattr("host.cli.logs.configure", lambda *args, **kw: None)
+    monkeypatch.setattr("host.cli.collector.tune", lambda mode: None)  # not this process's
     ran = []
-    monkeypatch.setattr("host.cli.trio.run", lambda fn, config, registry: ran.append(config))
+    monkeypatch.setattr("host.cli.trio.run", lambda fn, config, *rest: ran.append(config))
     assert main(["serve", "--port", "0", "--data-dir", str(tmp_path), *argv]) == 0
     (config,) = ran
     assert (config.keepalive, config.ping_after, config.ping_timeout) == expected
