@@ -2,6 +2,7 @@
 // Everything a client typed (names, options) is put in the page as text, never as HTML.
 import { Conn, HostError, clear, el, fmt, jsonTree, recent, seatName, tokens } from "./common.js";
 import { describeAction, renderers } from "./tables.js";
+import { undoBox } from "./undo.js";
 
 const main = document.getElementById("main");
 const status = document.getElementById("status");
@@ -310,6 +311,8 @@ function tablePage(sid, watching) {
     if (me !== null && t.legal.length && !s.ended) {
       controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act));
     }
+    const undo = undoBox(s, me, (op, params) => c.call(op, params), say);
+    if (undo) controls.append(undo);
   }
   // A record in words: the host's text (null when it has nothing to say); a host that sent
   // none gets the record's fields.
