@@ -513,6 +513,7 @@ class Topology:
         self.step = -1
         self.timeouts = 0
         self.stopped: str | None = None  # why it stopped playing, if it did
+        self.closing = False  # the play is over: what the teardown causes is not compared
         self._news = trio.Event()
         self.lines = 0  # lines received on every link, numbered in the order they came
 
@@ -583,6 +584,8 @@ class Topology:
         self._reply(conn, f"{label} hello", await conn.link.request("hello", protocol=1))
 
     def _push(self, conn: Logical, push: dict[str, Any]) -> None:
+        if self.closing:  # a seat released as the connections close one by one at the end
+            return
         kind = push.get("push")
         if kind == "closed":
             return
@@ -865,7 +868,10 @@ class Topology:
         return False
 
     async def stop(self) -> None:
-        """Close every connection and stop the hosts (SIGTERM)."""
+        """Close every connection and stop the hosts (SIGTERM). Pushes that come meanwhile (the
+        release of a seat whose connection closed first, to those not closed yet) are not
+        recorded: they depend on how fast each host notices each close."""
+        self.closing = True
         for link in [c.link for c in self.conns] + list(self.monitors):
             if link is not None:
                 await link.aclose()
