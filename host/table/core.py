@@ -659,9 +659,10 @@ class Table:
         return self._now
 
     def _undo_request(self, st: SessionState) -> UndoRequest | None:
-        """The request waiting in ``st`` as snapshots show it, or None."""
+        """The request waiting in ``st`` as snapshots show it, or None (none waits, or the
+        session ended: nothing is taken back after its end)."""
         ask = st.undo_ask
-        if ask is None:
+        if ask is None or st.ended:
             return None
         expires = self._expiry(self._asked_at(ask.seq, None))
         return UndoRequest(ask.seat, ask.action_seq, ask.action, list(ask.waiting), expires)
