@@ -179,7 +179,8 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         "--linger",
         type=seconds,
         default=60.0,
-        help="seconds a finished session stays in memory once idle (then its log answers)",
+        help="seconds a finished session stays in memory once idle (then its log answers);"
+        " with a shared --store also an unfinished one this host neither drives nor serves",
     )
     p.add_argument(
         "--game-time",
@@ -373,8 +374,9 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=2,
         metavar="N",
-        help="worker processes for heavy requests (a long log's first replay, verify), at most"
-        " N at once; 0: a worker thread (default 2)",
+        help="worker processes for heavy jobs (a long log's first replay, verify, loading a"
+        " long unfinished log), at most N at once; 0: on the event loop, a stretch at a time"
+        " (default 2)",
     )
     p.add_argument(
         "--plugin",

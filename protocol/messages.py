@@ -86,6 +86,7 @@ class ErrorCode(enum.StrEnum):
     RECORDS_LOST = "records_lost"
     HIDDEN = "hidden"
     CANNOT_UNDO = "cannot_undo"
+    GAME_FAULTED = "game_faulted"
     INTERNAL = "internal"
 
 
@@ -216,6 +217,16 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
             " `pending` (for `undo`), `no_request` or `not_asked` (for `undo_answer`)"
         },
         types={"reason": str},
+    ),
+    ErrorCode.GAME_FAULTED: ErrorSpec(
+        "the session's game faulted (its code raised, ran past its time or memory budget, or"
+        " gave what cannot be sent), so the host runs that code for the session no more:"
+        ' `replay`, `verify` and `fork` of a session that ended `aborted: "game_error"` get'
+        " this at once; so does a replay op whose game code faults (a live session then ends"
+        ' `aborted: "game_error"`), and a `view`, `watch` or `resume` of a session that is over'
+        " whose game faults while answering it. The session's records (`log`: events `null`"
+        " unless `truth`) and its end (`view`, `watch`, `resume`: a `null` view) are still"
+        ' given; retrying does not help (see "Replay ops")'
     ),
     ErrorCode.INTERNAL: ErrorSpec(
         "a bug in the host or a game: it is logged, nothing changed, the connection stays up."

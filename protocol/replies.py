@@ -139,7 +139,8 @@ _SEATS = "one entry per seat: null while the seat is free, else who took it"
 _TO_ACT = "the seats whose action is awaited (several at once is normal; empty when none is)"
 _CONNECTED = (
     "per seat: whether a connection holds it (true for a host bot's seat, false for a free"
-    " one); derived from the log's seat_taken, seat_held and seat_released records"
+    " one, and for every human seat once the session has ended); derived from the log's"
+    " seat_taken, seat_held and seat_released records"
 )
 _DEADLINE = (
     "when the host plays the bot's choice for the seats in `to_act` (the turn timer), or null"

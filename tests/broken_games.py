@@ -138,6 +138,24 @@ class ViewRaisesOnceDealt(HighCard):
         return super().view(state, viewer)
 
 
+class ViewUnencodable(HighCard):
+    """Once the cards are dealt, ``view`` returns a dict holding an object JSON cannot carry."""
+
+    def view(self, state: State, viewer: Viewer) -> dict:
+        if state.hands:
+            return {"x": object()}
+        return super().view(state, viewer)
+
+
+class ViewTooLarge(HighCard):
+    """Once the cards are dealt, ``view`` returns 2 MiB of text (past the 1 MiB bound)."""
+
+    def view(self, state: State, viewer: Viewer) -> dict:
+        if state.hands:
+            return {"x": "X" * (2 << 20)}
+        return super().view(state, viewer)
+
+
 class BotRaises(HighCard):
     """The game's own ``bot_action`` raises ``ValueError``."""
 
@@ -206,7 +224,78 @@ class ViewLoops(HighCard):
         return super().view(state, viewer)
 
 
-HANGS = (DecideLoops, DecideEatsMemory, BotLoops, ViewLoops)
+class OwnBaseException(BaseException):
+    """A ``BaseException`` of a game's own (not an ``Exception``)."""
+
+
+class DecideExits(HighCard):
+    """``decide`` raises ``SystemExit`` on a swap, as ``sys.exit(3)`` does (or, given one, any
+    other ``BaseException``: ``KeyboardInterrupt``, ``GeneratorExit``, one of its own)."""
+
+    def __init__(self, raises: type[BaseException] = SystemExit) -> None:
+        self.raises = raises
+
+    def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list:
+        if isinstance(action, Swap):
+            raise self.raises(3)
+        return super().decide(state, seat, action, rng)
+
+
+class BotExits(HighCard):
+    """The game's own bot calls ``sys.exit()`` (a host-driven step)."""
+
+    def bot_action(self, state: State, seat: int, rng: Rng) -> Any:
+        raise SystemExit(4)
+
+
+class SpectatorViewLoops(HighCard):
+    """``view`` loops for ever for a spectator once the cards are dealt; players' views work,
+    so play without spectators never runs into it (a replay op's spectator does)."""
+
+    def view(self, state: State, viewer: Viewer) -> dict:
+        while viewer is None and state.hands:
+            pass
+        return super().view(state, viewer)
+
+
+class SpectatorRedactLoops(HighCard):
+    """``redact`` loops for ever for a spectator; for players it works."""
+
+    def redact(self, event: Any, viewer: Viewer) -> Any:
+        while viewer is None:
+            pass
+        return super().redact(event, viewer)
+
+
+class Armable(HighCard):
+    """The toy under its own id (``armable``), whose ``evolve`` or ``decide`` loops for ever
+    once that name is in :attr:`armed`: a game upgraded with a bug, which a restart of the host
+    runs into when it loads the session's log."""
+
+    info = attrs.evolve(HighCard.info, id="armable", title="Armable")
+
+    def __init__(self) -> None:
+        self.armed: set[str] = set()
+
+    def evolve(self, state: State, event: Any) -> State:
+        while "evolve" in self.armed:
+            pass
+        return super().evolve(state, event)
+
+    def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list:
+        while "decide" in self.armed:
+            pass
+        return super().decide(state, seat, action, rng)
+
+
+HANGS = (
+    DecideLoops,
+    DecideEatsMemory,
+    BotLoops,
+    ViewLoops,
+    SpectatorViewLoops,
+    SpectatorRedactLoops,
+)
 """Games whose code never returns: only for hosts with a budget (``game_time``)."""
 
 BROKEN = (
@@ -221,9 +310,13 @@ BROKEN = (
     OutcomeNotJson,
     ViewRaises,
     ViewRaisesOnceDealt,
+    ViewUnencodable,
+    ViewTooLarge,
     BotRaises,
     RefusesItsLegalAction,
     BotPicksUnregisteredAction,
+    DecideExits,
+    BotExits,
 )
 """Every broken game class above."""
 

@@ -159,37 +159,98 @@ def listening_port(line: bytes) -> int | None:
     return int(msg["port"]) if isinstance(msg, dict) and msg.get("event") == "listening" else None
 
 
-def _start_server(cmd: list[str]) -> tuple[subprocess.Popen[bytes], int]:
-    """Start ``cmd`` and wait for its ``listening`` line on stderr.
+class _Seen:
+    """Counts the ``hosts_seen`` log lines (a host on a shared store saw the hosts running)
+    that name at least ``want`` hosts, over every process whose log is drained with it."""
+
+    def __init__(self, want: int) -> None:
+        self.want = want
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def line(self, line: bytes) -> None:
+        if b'"hosts_seen"' not in line:
+            return
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return
+        if msg.get("event") == "hosts_seen" and int(msg.get("hosts") or 0) >= self.want:
+            with self.lock:
+                self.count += 1
+
+    def wait(self, hosts: int, timeout: float = 30.0) -> bool:
+        """Wait until ``hosts`` lines were counted (each host saw them all), at most
+        ``timeout`` seconds; whether they were."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                if self.count >= hosts:
+                    return True
+            time.sleep(0.05)
+        return False
+
+
+def _start_server(
+    cmd: list[str], listeners: int = 1, seen: _Seen | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``cmd`` and wait for ``listeners`` ``listening`` lines on stderr (a ``serve
+    --workers N``: one per worker, all on one port); the process and the port.
 
     Raises:
         RuntimeError: it exited before listening.
     """
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
     assert proc.stderr is not None
+    heard = 0
     for line in proc.stderr:
         port = listening_port(line)
         if port is not None:
+            heard += 1
+            if heard < listeners:
+                continue
             # stop reading: let the server write its log to a sink so it never blocks on a pipe
-            _drain_in_thread(proc)
+            _drain_in_thread(proc, seen)
             return proc, port
     proc.wait()
     raise RuntimeError(f"{cmd[2]} exited (status {proc.returncode}) before listening")
 
 
 def _start_host(
-    fsync: str, data_dir: str, extra: tuple[str, ...] = ()
+    fsync: str,
+    data_dir: str,
+    extra: tuple[str, ...] = (),
+    listeners: int = 1,
+    seen: _Seen | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
-    return _start_server([*serve_command(fsync, data_dir), *extra])
+    return _start_server([*serve_command(fsync, data_dir), *extra], listeners, seen)
 
 
-def _drain_in_thread(proc: subprocess.Popen[bytes]) -> None:
-    """Read and drop the rest of the process's stderr in a thread."""
+def child_pids(pid: int) -> list[int]:
+    """The pids of process ``pid``'s children (``/proc/<pid>/task/*/children``), e.g. the
+    workers of a ``serve --workers N``; empty if it is gone."""
+    out: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            out += [int(x) for x in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return sorted(set(out))
+
+
+def _drain_in_thread(proc: subprocess.Popen[bytes], seen: _Seen | None = None) -> None:
+    """Read and drop the rest of the process's stderr in a thread (counting its
+    ``hosts_seen`` lines in ``seen``, if given)."""
 
     def drain() -> None:
         assert proc.stderr is not None
-        for _ in proc.stderr:
-            pass
+        for line in proc.stderr:
+            if seen is not None:
+                seen.line(line)
 
     threading.Thread(target=drain, daemon=True).start()
 
@@ -302,6 +363,7 @@ class _Tally:
     counts: Counts = attrs.field(factory=Counts)
     seats: list[SeatResult] = attrs.field(factory=list)
     counting: list[SeatResult] = attrs.field(factory=list)  # one seat per session
+    by_host: dict[int, list[SeatResult]] = attrs.field(factory=dict)  # host index -> counting
     round_trips: list[float] = attrs.field(factory=list)  # the baseline's
     sessions_started: int = 0
     sessions_ended: int = 0
@@ -309,11 +371,16 @@ class _Tally:
     def actions(self) -> int:
         return sum(r.actions_seen for r in self.counting)
 
+    def actions_by_host(self, hosts: int) -> list[int]:
+        return [sum(r.actions_seen for r in self.by_host.get(i, ())) for i in range(hosts)]
+
 
 @attrs.frozen
 class _Snapshot:
     seconds: float
     cpu_s: float | None
+    cpus: list[float | None]  # per process measured (several hosts or workers)
+    actions_by_host: list[int]
     load_cpu_s: float
     counts: Counts
     round_trips: list[float]
@@ -326,15 +393,18 @@ class _Snapshot:
 class _Window:
     """The measured part of a phase: from :meth:`open` to the first :meth:`close`."""
 
-    def __init__(self, tally: _Tally, pid: int | None, host_run: bool) -> None:
+    def __init__(
+        self, tally: _Tally, pid: int | list[int] | None, host_run: bool, hosts: int = 1
+    ) -> None:
         self.tally = tally
-        self.pid = pid
+        self.pids = [] if pid is None else [pid] if isinstance(pid, int) else list(pid)
         self.host_run = host_run
+        self.hosts = hosts
         self.snapshot: _Snapshot | None = None
 
     def open(self) -> None:
         self.t0 = time.perf_counter()
-        self.cpu0 = cpu_seconds(self.pid) if self.pid is not None else None
+        self.cpus0 = [cpu_seconds(p) for p in self.pids]
         self.load0 = time.process_time()
 
     def elapsed(self) -> float:
@@ -344,13 +414,18 @@ class _Window:
         if self.snapshot is not None:
             return
         t = self.tally
-        cpu1 = cpu_seconds(self.pid) if self.pid is not None else None
+        cpus = [
+            None if b is None or a is None else b - a
+            for a, b in zip(self.cpus0, [cpu_seconds(p) for p in self.pids], strict=True)
+        ]
         trips = (
             [x for r in t.seats for x in r.round_trips] if self.host_run else list(t.round_trips)
         )
         self.snapshot = _Snapshot(
             seconds=self.elapsed(),
-            cpu_s=None if cpu1 is None or self.cpu0 is None else cpu1 - self.cpu0,
+            cpu_s=None if not cpus or None in cpus else sum(c for c in cpus if c is not None),
+            cpus=cpus,
+            actions_by_host=t.actions_by_host(self.hosts),
             load_cpu_s=time.process_time() - self.load0,
             counts=attrs.evolve(t.counts),
             round_trips=sorted(trips),
@@ -443,7 +518,9 @@ async def _measure(
     return window.snapshot
 
 
-async def _host_session(port: int, sid: str, load: Load, rng: random.Random, t: _Tally) -> None:
+async def _host_session(
+    port: int, sid: str, load: Load, rng: random.Random, t: _Tally, host: int = 0
+) -> None:
     async def seat_task(
         i: int, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
@@ -458,6 +535,7 @@ async def _host_session(port: int, sid: str, load: Load, rng: random.Random, t: 
             t.seats.append(res)
             if i == 0:
                 t.counting.append(res)
+                t.by_host.setdefault(host, []).append(res)
             task_status.started()
             await play_seat(c, sid, joined, seat_rng, res)
 
@@ -466,7 +544,7 @@ async def _host_session(port: int, sid: str, load: Load, rng: random.Random, t: 
             await n.start(seat_task, i)
 
 
-async def _host_table(port: int, load: Load, rng: random.Random, t: _Tally) -> None:
+async def _host_table(port: int, load: Load, rng: random.Random, t: _Tally, host: int = 0) -> None:
     async with await _connect(port, t.counts) as lobby:
         while True:
             created = await lobby.call(
@@ -477,21 +555,30 @@ async def _host_table(port: int, load: Load, rng: random.Random, t: _Tally) -> N
                 options={},
             )
             t.sessions_started += 1
-            await _host_session(port, created["session"], load, rng, t)
+            await _host_session(port, created["session"], load, rng, t, host)
             t.sessions_ended += 1
             if load.seconds is None:
                 return
 
 
-async def run_host_load(load: Load, port: int, pid: int | None) -> dict[str, Any]:
-    """Play ``load`` against the host on ``port``; the host figures (see the module doc)."""
+async def run_host_load(
+    load: Load, port: int | list[int], pid: int | list[int] | None
+) -> dict[str, Any]:
+    """Play ``load`` against the host on ``port``; the host figures (see the module doc).
+
+    With several ports (hosts on one database) table ``k`` plays on host ``k % len(port)``,
+    and the figures say each host's share (``hosts_*``); several pids (the hosts', or a
+    ``serve --workers N``'s processes) are each measured (``processes_cpu_s``) and summed."""
+    ports = [port] if isinstance(port, int) else list(port)
     rng = random.Random(load.seed)
     t = _Tally()
-    window = _Window(t, pid, host_run=True)
+    window = _Window(t, pid, host_run=True, hosts=len(ports))
 
     tables = [
-        partial(_host_table, port, load, random.Random(rng.random()), t)
-        for _ in range(load.sessions)
+        partial(
+            _host_table, ports[k % len(ports)], load, random.Random(rng.random()), t, k % len(ports)
+        )
+        for k in range(load.sessions)
     ]
 
     if load.seconds is None:
@@ -530,6 +617,16 @@ async def run_host_load(load: Load, port: int, pid: int | None) -> dict[str, Any
         "bytes_per_line": c.bytes_in / c.lines_in if c.lines_in else None,
         "request_bytes": c.bytes_out / c.lines_out if c.lines_out else None,
     }
+    if len(snap.cpus) > 1:
+        out["processes_cpu_s"] = snap.cpus
+    if len(ports) > 1:
+        out["hosts"] = len(ports)
+        out["hosts_actions"] = snap.actions_by_host
+        if len(snap.cpus) == len(ports):
+            out["hosts_cpu_s"] = snap.cpus
+            out["hosts_cpu_per_action_ms"] = [
+                _per_ms(c, n) for c, n in zip(snap.cpus, snap.actions_by_host, strict=True)
+            ]
     return out
 
 
@@ -677,6 +774,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="pass ARG to the gamehost serve it starts (repeatable; write"
         " --serve-arg=--metrics=9100)",
     )
+    p.add_argument(
+        "--hosts",
+        type=int,
+        default=1,
+        help="hosts to start on the --store database; table k plays on host k mod N, and the"
+        " figures give each host's CPU and actions",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="start the host as serve --workers N on the --store database (one port; the"
+        " kernel spreads the connections); the CPU of every process is summed",
+    )
     p.add_argument("--json", action="store_true", help="print only one JSON object")
     from tools import stall
 
@@ -706,24 +817,58 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         view_pushes=args.view_pushes,
         text_pushes=args.text_pushes,
     )
+    hosts, workers = getattr(args, "hosts", 1), getattr(args, "workers", 1)
+    store = getattr(args, "store", None)
+    if hosts < 1 or workers < 1:
+        raise ValueError("--hosts and --workers must be at least 1")
+    if (hosts > 1 or workers > 1) and not store:
+        raise ValueError("--hosts and --workers need --store postgresql://... (a shared store)")
+    if hosts > 1 and workers > 1:
+        raise ValueError("give --hosts or --workers, not both")
+    if (hosts > 1 or workers > 1) and args.port is not None:
+        raise ValueError("--hosts and --workers start hosts: not with --port")
     result: dict[str, Any] = {"fsync": args.fsync}
+    if store:
+        from host.store.pg import migrate
+
+        migrate(store)  # the schema, if the database has none yet
+        result["store"] = "postgresql"
     with tempfile.TemporaryDirectory(prefix="gamehost-bench-") as tmp:
-        proc = None
-        if args.port is None:
-            off = (
-                ("--game-time", "0", "--game-memory", "0")
-                if getattr(args, "no_budget", False)
-                else ()
-            )
-            extra = (*off, *getattr(args, "serve_arg", ()))
-            proc, port = _start_host(args.fsync, tmp, extra)
-        else:
-            port = args.port
+        procs: list[subprocess.Popen[bytes]] = []
+        ports: list[int] = []
         try:
-            result.update(trio.run(run_host_load, load, port, proc and proc.pid))
-            result["host_peak_rss_mib"] = peak_rss_mib(proc.pid) if proc else None
+            if args.port is None:
+                extra: tuple[str, ...] = (
+                    ("--game-time", "0", "--game-memory", "0")
+                    if getattr(args, "no_budget", False)
+                    else ()
+                )
+                extra += tuple(getattr(args, "serve_arg", ()))
+                if store:
+                    extra += ("--store", store)
+                if workers > 1:
+                    extra += ("--workers", str(workers))
+                seen = _Seen(hosts * workers)
+                for i in range(hosts):
+                    data = str(Path(tmp) / f"host{i}")
+                    proc, port = _start_host(args.fsync, data, extra, workers, seen)
+                    procs.append(proc)
+                    ports.append(port)
+                # each host creates sessions under ids it owns among the hosts it sees: the
+                # load starts once every host has seen them all
+                if store and not seen.wait(hosts * workers):
+                    print("gamehost bench: the hosts did not all see each other", file=sys.stderr)
+            else:
+                ports = [args.port]
+            pids: list[int] | int | None = [p.pid for p in procs] or None
+            if workers > 1:  # the supervisor and its workers
+                pids = [procs[0].pid, *child_pids(procs[0].pid)]
+                result["workers"] = workers
+            result.update(trio.run(run_host_load, load, ports, pids))
+            peaks = [peak_rss_mib(p) for p in (pids if isinstance(pids, list) else [])]
+            result["host_peak_rss_mib"] = max((m for m in peaks if m is not None), default=None)
         finally:
-            if proc is not None:
+            for proc in procs:
                 _stop(proc)
     if args.baseline:
         lines = result["lines_per_action"] or 1.0
@@ -781,6 +926,19 @@ def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
             f"host CPU {r['host_cpu_s']:.2f} s = {_ms(r['host_cpu_per_action_ms'])} per action"
             f" (load generator CPU {r['load_cpu_s']:.2f} s);"
             f" act round trip p99.9 {_ms(r['rtt_p999_ms'])}"
+        )
+    if r.get("hosts_cpu_s"):
+        shares = ", ".join(
+            f"{c:.2f} s / {n} actions = {_ms(m)}"
+            for c, n, m in zip(
+                r["hosts_cpu_s"], r["hosts_actions"], r["hosts_cpu_per_action_ms"], strict=True
+            )
+        )
+        lines.append(f"{r['hosts']} hosts on one database, each: {shares}")
+    if r.get("workers"):
+        cpus = ", ".join(f"{c:.2f}" for c in r.get("processes_cpu_s") or [] if c is not None)
+        lines.append(
+            f"serve --workers {r['workers']}: CPU s of the supervisor, then each worker: {cpus}"
         )
     if r["lines_per_action"] is not None:
         lines.append(

@@ -98,12 +98,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--records", type=int, default=500_000, help="with --stall: the long log's records"
     )
-    p.add_argument("--store", help="with --stall: a PostgreSQL URL to import the long log into")
+    p.add_argument(
+        "--store",
+        help="a PostgreSQL URL: the benched hosts keep their logs in it (made ready with db"
+        " init); with --stall: the database the long log is imported into",
+    )
     p.add_argument(
         "--heavy-workers",
         type=int,
         default=None,
-        help="with --stall: the host's --heavy-workers (default: the host's; 0: a thread)",
+        help="with --stall: the host's --heavy-workers (default: the host's; 0: on its loop)",
     )
     p.add_argument(
         "--game-time",

@@ -261,6 +261,7 @@ class Viewer {
     this.ended = false;
     this.board = null; // the table as drawn: from the snapshot, then from view pushes alone
     this.names = []; // seat -> name, from the snapshot's seats and seat_taken events
+    this.bots = []; // seat -> a host bot holds it
     this.connected = []; // seat -> connected, kept from presence pushes
     this.presence = []; // [seat, connected, reason] of every presence push, in order
     this.presenceDue = null; // the seq of a seat record whose presence push must come next
@@ -287,6 +288,7 @@ class Viewer {
     this.check(this.contract.view?.[this.role], result.view, `the snapshot's view (seq ${result.seq})`);
     this.timers = result.timers;
     this.names = result.seats.map((s) => (s === null ? null : s.name));
+    this.bots = result.seats.map((s) => s !== null && s.bot);
     this.connected = [...result.connected];
     this.draw(result, 'snapshot');
   }
@@ -334,7 +336,12 @@ class Viewer {
       this.ctx.pushes++;
       if (p.kind === 'event') this.check(this.contract.event[this.role], p.event, `event seq ${p.seq}`);
       if (p.kind === 'action') this.check(this.contract.action, p.event.action, `action seq ${p.seq}`);
-      if (p.kind === 'seat_taken') this.names[p.event.seat] = p.event.name;
+      if (p.kind === 'seat_taken') {
+        this.names[p.event.seat] = p.event.name;
+        this.bots[p.event.seat] = p.event.bot === true;
+      }
+      // once the session has ended no human seat is connected (PROTOCOL.md), with no presence push
+      if (p.kind === 'ended') this.connected = this.connected.map((c, s) => c && this.bots[s]);
       if (SEAT_RECORDS.includes(p.kind)) this.presenceDue = p.seq;
       this.lastEvent = p;
     } else if (p.push === 'presence') {

@@ -172,14 +172,19 @@ class Connection:
     def answer(self, rid: Any, outcome: Outcome) -> None:
         """Queue the reply to request ``rid``: ``outcome``, a result or :class:`Refused`.
 
-        A reply that cannot be encoded (a host bug: the parser keeps what it accepts within
-        what orjson writes) is logged and answered ``internal`` with id null instead, so the
-        connection stays up."""
+        A reply that cannot be encoded (a host bug: games' views are checked before they get
+        here, and the parser keeps what it accepts within what orjson writes) is logged and
+        answered ``internal`` instead, with the request's id (null only if the id itself does
+        not encode), so the connection stays up."""
         try:
             line = encode_reply(rid, outcome)
         except TypeError:  # orjson.JSONEncodeError: too deep, a type it does not know
             log.exception("reply_unencodable")
-            line = encode_reply(None, Refused(ErrorCode.INTERNAL, "internal error"))
+            internal = Refused(ErrorCode.INTERNAL, "internal error")
+            try:
+                line = encode_reply(rid, internal)
+            except TypeError:
+                line = encode_reply(None, internal)
         self.send_nowait(line)
 
     def submit(self, session: Session, rid: Any, command: commands.Command) -> None:

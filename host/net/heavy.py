@@ -1,47 +1,81 @@
-"""Heavy work off the event loop: folding or verifying a whole long log.
+"""Heavy work off the event loop: folding or verifying a whole long log, bounded.
 
 The host runs every table on one trio thread. A job that must fold a whole log (the first
-``replay`` of a long log builds its snapshots, ``verify`` re-runs every cause) would hold that
-thread for seconds, and a worker *thread* would still hold the GIL against it. So such jobs run
-in worker processes (``serve --heavy-workers N``, 2 by default; a
-``concurrent.futures.ProcessPoolExecutor`` of the ``spawn`` kind, made on the first job), each
-of which loads the same games as the host, reopens the store read-only (a file store's log by
-its path; PostgreSQL on its own connection) and runs at a lower CPU priority
-(:data:`NICE`), so that on a busy machine the tables come first.
+``replay`` of a long log builds its snapshots, ``verify`` re-runs every cause, loading a long
+unfinished session) would hold that thread for seconds, and a worker *thread* would still hold
+the GIL against it. So such jobs run in worker processes (``serve --heavy-workers N``, 2 by
+default, started with the ``spawn`` method on the first job and kept), each of which loads the
+same games as the host, reopens the store read-only (a file store's log by its path;
+PostgreSQL on its own connection) and runs at a lower CPU priority (:data:`NICE`), so that on a
+busy machine the tables come first.
 
-Bounded: at most N jobs run at once, and at most :data:`MAX_WAITING` more wait for a worker;
+**Bounded.** At most N jobs run at once, and at most :data:`MAX_WAITING` more wait for a worker;
 one more is refused (:class:`Busy`, answered ``unavailable``) rather than queued without end.
+A job is a generator that yields between stretches of work (a stretch of a fold, one cause of a
+verify, a thousand records read): each stretch runs within the game budget
+(:mod:`host.plugins.budget`) — a worker is the main thread of its own process and runs its own
+:class:`~host.plugins.budget.Budget` with the host's ``--game-time`` and ``--game-memory`` — so a
+game that loops or hoards in a fold or a verify is stopped and reported as the game's fault
+(a fold's result is ``("fault", seq, what, message)``; verify names the seq in its answer)
+instead of pinning the worker. Each finished stretch moves the worker's progress counter; the
+host stops (SIGKILL) a worker whose job made no progress for :data:`JOB_STALL` seconds or ran
+:data:`JOB_WALL` seconds in all (what the budget cannot interrupt: one long call into C), and
+the waiting request gets :class:`HeavyFailed` (answered ``unavailable``); the next job starts a
+new worker. A request that is cancelled while its job runs stops that worker too. On shutdown
+:meth:`HeavyWork.close` kills every worker at once: no job holds up a SIGTERM. A worker dies with
+its host, even a SIGKILLed one (``PR_SET_PDEATHSIG`` where Linux has it, and a watch of its
+parent's pid every second).
+
 A host whose games cannot be loaded by module name in another process (a plugin object that is
 not a module, as tests register) or whose store cannot be reopened (a memory store), or run with
-``--heavy-workers 0``, runs the same jobs in a worker thread instead, with the same bounds.
+``--heavy-workers 0``, runs the same jobs on its event loop instead, a stretch at a time, each
+stretch a step of the host's budget, with the other tables served between stretches (and the
+same bounds on how many run and wait).
 
-Jobs (:func:`fold_job`, :func:`verify_job`) are plain functions; their results are plain data
-(snapshots as bytes, see :mod:`host.table.snapshots`). A damaged log comes back as
+Jobs (:func:`fold_job`, :func:`verify_job`) are plain generator functions; their results are
+plain data (snapshots as bytes, see :mod:`host.table.snapshots`). A damaged log comes back as
 ``("damaged", seq, message)``, an unknown one as ``("unknown",)``: exceptions with their own
 arguments do not always cross a process boundary.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
+import ctypes
 import importlib
 import multiprocessing
 import os
-from collections.abc import Iterator
+import signal
+import threading
+import time
+import types
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import structlog
 import trio
 
+from host.plugins.budget import Budget, BudgetExceeded
+from host.plugins.faults import GameFault
 from host.store.base import CorruptLog, UnknownSession
 from host.table.engine import BadRecord, Engine, Record
-from host.table.history import verify_log, version_warning
-from host.table.snapshots import EVERY, fold_log, load
+from host.table.history import seed_difference, version_warning
+from host.table.snapshots import EVERY, fold_steps, load
 
-__all__ = ["MAX_WAITING", "NICE", "Busy", "HeavyWork", "fold_job", "verify_job"]
+__all__ = [
+    "JOB_STALL",
+    "JOB_WALL",
+    "MAX_WAITING",
+    "NICE",
+    "Busy",
+    "HeavyFailed",
+    "HeavyWork",
+    "fold_job",
+    "load_job",
+    "stretch",
+    "verify_job",
+]
 
 log = structlog.get_logger("gamehost.heavy")
 
@@ -49,30 +83,32 @@ MAX_WAITING = 8
 """Heavy jobs that may wait for a worker; one more is refused (:class:`Busy`)."""
 NICE = 10
 """How much lower the worker processes' CPU priority is than the host's (``os.nice``)."""
+JOB_STALL = 60.0
+"""Seconds a job in a worker may go without finishing a stretch before the worker is killed."""
+JOB_WALL = 600.0
+"""Seconds a job in a worker may run in all before the worker is killed."""
+HERE_SLICE = 0.01
+"""Seconds of stretches a job run on the event loop does between two checkpoints."""
+READ_STRETCH = 1000
+"""Records a job reads between two yields."""
 
 Source = tuple[str, Any]
-"""Where a job reads a log: ``("file", sessions dir)``, ``("pg", url)`` or, in a thread only,
-``("records", the raw records)``."""
+"""Where a job reads a log: ``("file", sessions dir)``, ``("pg", url)`` or, on the event loop
+only, ``("records", the raw records)``."""
 
 
 class Busy(Exception):
     """Every worker is busy and :data:`MAX_WAITING` jobs wait already."""
 
 
-# -- the worker side ----------------------------------------------------------------------------
+class HeavyFailed(Exception):
+    """A job could not finish: its worker died, or was stopped (no progress for
+    :data:`JOB_STALL` seconds, or :data:`JOB_WALL` in all), or the host is shutting down."""
+
+
+# -- the jobs (run in a worker process, or on the host's loop) -----------------------------------
 _registry: Any = None
 _stores: dict[str, Any] = {}
-
-
-def _init_worker(entrypoints: bool, modules: list[tuple[str, str]], nice: int) -> None:
-    global _registry
-    from host.plugins.registry import load_registry
-
-    if nice:
-        with contextlib.suppress(OSError):  # not allowed: the host's priority, then
-            os.nice(nice)
-    plugins = [(name, importlib.import_module(mod)) for name, mod in modules]
-    _registry = load_registry(plugins, entrypoints=entrypoints)
 
 
 def _engine(game: str | Engine) -> Engine:
@@ -81,13 +117,8 @@ def _engine(game: str | Engine) -> Engine:
     return _registry.engines[game]
 
 
-def _stream(source: Source, sid: str, first: int, upto: int) -> Iterator[Record]:
-    """Records ``first .. upto`` of a log, made one at a time from the file's lines (a file
-    store: the bytes are read whole, each record is made as the fold takes it); blocking."""
-    if source[0] != "file":
-        yield from _read(source, sid, first, upto)
-        return
-    from host.store.base import _check_header
+def _lines(source: Source, sid: str) -> tuple[Path, list[bytes]]:
+    """A file store's log as its lines (read whole: a worker's own memory), blocking."""
     from host.store.file import _open_log
 
     path = Path(source[1]) / f"{sid}.jsonl"
@@ -97,21 +128,22 @@ def _stream(source: Source, sid: str, first: int, upto: int) -> Iterator[Record]
         raise UnknownSession(f"no session {sid}") from None
     with open(fd, "rb") as f:
         data = f.read()
-    lines = data.split(b"\n")
-    del data
+    return path, data.split(b"\n")
+
+
+def _stream(source: Source, sid: str, first: int, upto: int) -> Iterator[Record]:
+    """Records ``first .. upto`` of a log, made one at a time (a file store: from its lines,
+    each checked against its checksum as the store reads it); blocking."""
+    if source[0] != "file":
+        yield from _read(source, sid, first, upto)
+        return
+    from host.store.base import check_record, decode_line
+
+    path, lines = _lines(source, sid)
     for seq in range(first, upto + 1):
-        try:
-            rec = orjson.loads(lines[seq])
-        except (IndexError, orjson.JSONDecodeError):
-            raise CorruptLog(path, seq, "the record is not JSON") from None
-        if (
-            not isinstance(rec, dict)
-            or rec.get("seq") != seq
-            or not isinstance(rec.get("type"), str)
-        ):
-            raise CorruptLog(path, seq, f"not the record of seq {seq}")
-        if seq == 0:
-            _check_header(path, rec)
+        if seq >= len(lines) - 1:  # the last element is what follows the last newline
+            raise CorruptLog(path, seq, "the log ends before this record")
+        rec = check_record(path, seq, decode_line(path, seq, lines[seq]))
         lines[seq] = b""
         yield Record.from_json(rec)
 
@@ -139,6 +171,31 @@ def _read(source: Source, sid: str, first: int, upto: int) -> list[Record]:
     return [Record.from_json(r) for r in raw]
 
 
+def _read_steps(
+    source: Source, sid: str, first: int, upto: int
+) -> Generator[None, None, list[Record]]:
+    """:func:`_stream`'s records as a list, yielding every :data:`READ_STRETCH` records."""
+    out: list[Record] = []
+    for rec in _stream(source, sid, first, upto):
+        out.append(rec)
+        if len(out) % READ_STRETCH == 0:
+            yield
+    return out
+
+
+class _Last:
+    """An iterator of records that remembers the seq of the last one it gave."""
+
+    def __init__(self, records: Iterator[Record]) -> None:
+        self.records = records
+        self.seq: int | None = None
+
+    def __iter__(self) -> Iterator[Record]:
+        for rec in self.records:
+            self.seq = rec.seq
+            yield rec
+
+
 def fold_job(
     source: Source,
     game: str | Engine,
@@ -146,36 +203,186 @@ def fold_job(
     upto: int,
     every: int = EVERY,
     start: bytes | None = None,
-) -> Any:
+) -> Generator[Any, None, Any]:
     """Fold a log up to seq ``upto`` (from the snapshot ``start`` when given, else from its
     header), making snapshots every ``every`` records: a :class:`host.table.snapshots.Folded`,
-    or ``("damaged", seq, message)`` / ``("unknown",)``."""
+    or ``("damaged", seq, message)`` / ``("unknown",)`` / ``("fault", seq, what, message)``
+    (the game faulted folding it: ``what`` is ``time``, ``memory`` or ``error``)."""
+    records: _Last | None = None
     try:
         state = None if start is None else load(start)
         first = 0 if state is None else state.seq + 1
-        return fold_log(_engine(game), _stream(source, sid, first, upto), every, state)
+        records = _Last(_stream(source, sid, first, upto))
+        return (yield from fold_steps(_engine(game), iter(records), every, state))
     except UnknownSession:
         return ("unknown",)
     except CorruptLog as exc:
         return ("damaged", exc.seq, exc.message)
     except BadRecord as exc:
         return ("damaged", exc.seq, f"does not fold: {exc.message}")
+    except BudgetExceeded as exc:
+        return ("fault", records.seq if records else None, exc.what, exc.message)
+    except GameFault as exc:
+        return ("fault", exc.seq, "error", exc.message)
 
 
-def verify_job(source: Source, game: str | Engine, sid: str, upto: int) -> Any:
-    """:func:`host.table.history.verify_log` of a log up to seq ``upto``: ``("verified",
-    records, difference or None, version warning or None)``, or ``("damaged", seq, message)``
-    / ``("unknown",)``."""
+def load_job(
+    source: Source,
+    game: str | Engine,
+    sid: str,
+    last: int,
+    window: int,
+    recheck: bool = True,
+    skim: bool = False,
+) -> Generator[Any, None, Any]:
+    """:func:`host.table.loading.load_steps` of a log's records ``0 .. last``: a
+    :class:`host.table.loading.Loaded`, or ``("damaged", seq, message)`` / ``("unknown",)`` /
+    ``("fault", seq, what, message)`` (the game faulted loading it)."""
+    from host.table.loading import load_steps
+
+    records: _Last | None = None
     try:
-        records = _read(source, sid, 0, upto)
+        records = _Last(_stream(source, sid, 0, last))
+        return (
+            yield from load_steps(
+                _engine(game), iter(records), last, window, recheck=recheck, skim=skim
+            )
+        )
     except UnknownSession:
         return ("unknown",)
     except CorruptLog as exc:
         return ("damaged", exc.seq, exc.message)
+    except BadRecord as exc:
+        return ("damaged", exc.seq, f"does not fold: {exc.message}")
+    except BudgetExceeded as exc:
+        return ("fault", records.seq if records else None, exc.what, exc.message)
+    except GameFault as exc:
+        return ("fault", exc.seq, "error", exc.message)
+
+
+def verify_job(
+    source: Source, game: str | Engine, sid: str, upto: int
+) -> Generator[None, None, Any]:
+    """:func:`host.table.history.verify_log` of a log up to seq ``upto`` (one cause per
+    stretch): ``("verified", records, difference or None, version warning or None)``, or
+    ``("damaged", seq, message)`` / ``("unknown",)``. A game that faults on replay, past its
+    budget too, is a difference at its seq."""
+    try:
+        records = yield from _read_steps(source, sid, 0, upto)
+    except UnknownSession:
+        return ("unknown",)
+    except CorruptLog as exc:
+        return ("damaged", exc.seq, exc.message)
+    except BudgetExceeded as exc:  # reading is no game code: a host far too slow
+        return ("verified", 0, (0, f"the log could not be read in time ({exc.message})"), None)
     engine = _engine(game)
     if not records:
         return ("unknown",)
-    return ("verified", len(records), verify_log(engine, records), version_warning(engine, records))
+    try:
+        diff = seed_difference(records) or (yield from engine.verify_steps(records))
+    except BudgetExceeded as exc:  # landed between two causes: the game's all the same
+        diff = (0, f"the game faults on replay: past its {exc.what} budget ({exc.message})")
+    return ("verified", len(records), diff, version_warning(engine, records))
+
+
+def stretch(budget: Budget, job: Generator[Any, None, Any], what: str) -> tuple[bool, Any]:
+    """Run one stretch of ``job`` (to its next yield) within a step of ``budget``: ``(True,
+    result)`` once it returned, else ``(False, None)``. The budget's interruption, should it
+    land between the job's own code and the step's end, is thrown into the job to handle."""
+    try:
+        with budget.step(what):
+            try:
+                next(job)
+            except StopIteration as done:
+                return True, done.value
+        return False, None
+    except BudgetExceeded as exc:
+        if job.gi_frame is None:  # it ended raising it: the job did not handle it
+            return True, ("fault", None, exc.what, exc.message)
+        try:
+            job.throw(exc)
+        except StopIteration as done:
+            return True, done.value
+        except BudgetExceeded:
+            pass
+        job.close()
+        return True, ("fault", None, exc.what, exc.message)
+
+
+# -- the worker process --------------------------------------------------------------------------
+_budget: Budget | None = None
+_progress: Any = None
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this process when the host that started it is gone, even SIGKILLed."""
+    with contextlib.suppress(Exception):  # Linux: the kernel sends SIGKILL when it goes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(0)
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="gamehost parent watch", daemon=True).start()
+
+
+def _worker_main(
+    conn: Any,
+    progress: Any,
+    entrypoints: bool,
+    modules: list[tuple[str, str]],
+    nice: int,
+    seconds: float | None,
+    memory: int | None,
+    parent: int,
+) -> None:
+    """A worker process: load the games, start its own budget, then run the jobs it is sent,
+    one at a time, until its host closes the pipe (or goes)."""
+    global _registry, _budget, _progress
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C is for the host to handle
+    _die_with_parent(parent)
+    if nice:
+        with contextlib.suppress(OSError):  # not allowed: the host's priority, then
+            os.nice(nice)
+    from host.plugins.registry import load_registry
+
+    plugins = [(name, importlib.import_module(mod)) for name, mod in modules]
+    _registry = load_registry(plugins, entrypoints=entrypoints)
+    _progress = progress
+    _budget = Budget(seconds, memory)
+    _budget.start()
+    while True:
+        try:
+            fn, args = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply: tuple[str, Any] = ("ok", _run(fn, args))
+        except BaseException as exc:  # noqa: BLE001 - told to the host, never the worker's end
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(reply)
+        except (OSError, ValueError):
+            return
+        except Exception as exc:  # noqa: BLE001 - a result that does not pickle
+            conn.send(("error", f"the result does not pickle: {exc}"))
+
+
+def _run(fn: Any, args: tuple[Any, ...]) -> Any:
+    job = fn(*args)
+    if not isinstance(job, types.GeneratorType):
+        return job
+    assert _budget is not None
+    while True:
+        done, value = stretch(_budget, job, f"a heavy job ({fn.__name__})")
+        _progress.value += 1
+        if done:
+            return value
 
 
 # -- the host side ------------------------------------------------------------------------------
@@ -194,78 +401,201 @@ def _worker_spec(registry: Any) -> tuple[bool, list[tuple[str, str]]] | None:
     return (bool(from_dists), modules)
 
 
+class _Worker:
+    """One worker process, its end of the pipe and its progress counter."""
+
+    def __init__(self, spec: tuple[bool, list[tuple[str, str]]], budget: Budget) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.progress = ctx.RawValue("q", 0)
+        self.conn, child = ctx.Pipe()
+        entrypoints, modules = spec
+        self.proc = ctx.Process(
+            target=_worker_main,
+            args=(
+                child,
+                self.progress,
+                entrypoints,
+                modules,
+                NICE,
+                budget.seconds,
+                budget.memory,
+                os.getpid(),
+            ),
+            name="gamehost heavy",
+            daemon=True,
+        )
+        self.proc.start()  # from the loop's (main) thread: PR_SET_PDEATHSIG follows it
+        child.close()
+
+    def kill(self) -> None:
+        """Stop the process at once (SIGKILL) and reap it."""
+        with contextlib.suppress(Exception):
+            self.proc.kill()
+        with contextlib.suppress(Exception):
+            self.proc.join(1.0)
+
+
 class HeavyWork:
     """Runs heavy jobs for one host: in worker processes when it can (see the module
-    docstring), else in a worker thread; at most ``workers`` at once and :data:`MAX_WAITING`
-    waiting.
+    docstring), else on the event loop a stretch at a time; at most ``workers`` at once and
+    :data:`MAX_WAITING` waiting.
 
     Args:
         registry: the host's games.
         store: the host's store (a file store's logs and a PostgreSQL URL can be reopened).
-        workers: processes (0: a thread instead).
+        workers: processes (0: on the event loop instead).
+        budget: the host's budget for game code: its limits are every worker's, and jobs on
+            the event loop run within its steps.
+
+    Attributes:
+        stall: seconds a job may go without progress before its worker is killed
+            (:data:`JOB_STALL`).
+        wall: seconds a job may run in all before its worker is killed (:data:`JOB_WALL`).
     """
 
-    def __init__(self, registry: Any, store: Any, workers: int = 2) -> None:
+    def __init__(
+        self, registry: Any, store: Any, workers: int = 2, budget: Budget | None = None
+    ) -> None:
         self.registry = registry
         self.workers = max(workers, 0)
         spec = _worker_spec(registry) if self.workers else None
         self.source: Source | None = _source(store)
         self._spec = spec if self.source is not None else None
+        self.budget = budget if budget is not None else Budget(None, None)
         self.limiter = trio.CapacityLimiter(max(self.workers, 1))
         self.max_waiting = MAX_WAITING
-        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self.stall = JOB_STALL
+        self.wall = JOB_WALL
+        self._idle: list[_Worker] = []
+        self._busy: set[_Worker] = set()
+        self._closed = False
 
     @property
     def in_process(self) -> bool:
-        """Jobs run in worker processes (not a thread of the host's)."""
+        """Jobs run in worker processes (not on the host's event loop)."""
         return self._spec is not None
 
     def game(self, engine: Engine) -> str | Engine:
         """What a job is given to find a game's engine."""
         return engine.game.info.id if self.in_process else engine
 
-    async def run(self, fn: Any, *args: Any) -> Any:
-        """``fn(*args)`` in a worker; its result.
+    def pids(self) -> list[int]:
+        """The worker processes running now."""
+        return [w.proc.pid for w in (*self._idle, *self._busy) if w.proc.pid is not None]
+
+    async def run(self, fn: Any, *args: Any, wait: bool = False) -> Any:
+        """``fn(*args)`` in a worker (a job: a generator function, run a stretch at a time
+        within the game budget; any other function just called); its result.
+
+        Args:
+            wait: wait for a slot however many wait already (the host's own jobs, such as
+                loading its sessions, which are each asked for once).
 
         Raises:
             Busy: every worker busy and :data:`MAX_WAITING` jobs waiting.
-            concurrent.futures.process.BrokenProcessPool: a worker died (the next job starts
-                a new pool).
+            HeavyFailed: the worker died or was stopped, or the host is shutting down.
         """
-        if self.limiter.available_tokens == 0 and (
-            self.limiter.statistics().tasks_waiting >= self.max_waiting
+        if (
+            not wait
+            and self.limiter.available_tokens == 0
+            and self.limiter.statistics().tasks_waiting >= self.max_waiting
         ):
             raise Busy("every heavy-work slot of this host is busy; retry later")
         async with self.limiter:
+            if self._closed:
+                raise HeavyFailed("the host is shutting down")
             if self._spec is None:
-                return await trio.to_thread.run_sync(fn, *args)
-            pool = self._get_pool()
+                return await self._run_here(fn, args)
             try:
-                return await _wait(pool.submit(fn, *args))
-            except concurrent.futures.process.BrokenProcessPool:
-                log.error("heavy_worker_died")
-                if self._pool is pool:
-                    self._pool = None
-                    pool.shutdown(wait=False, cancel_futures=True)
-                raise
+                worker = self._idle.pop() if self._idle else _Worker(self._spec, self.budget)
+            except OSError as exc:
+                raise HeavyFailed(f"no heavy-work process could start: {exc}") from None
+            self._busy.add(worker)
+            ok = False
+            try:
+                result = await self._run_in(worker, fn, args)
+                ok = True
+            finally:
+                self._busy.discard(worker)
+                if ok and not self._closed:
+                    self._idle.append(worker)
+                else:  # failed, cancelled or closing: its state is unknown, it goes
+                    worker.kill()
+                    worker.conn.close()
+            return result
 
-    def _get_pool(self) -> concurrent.futures.ProcessPoolExecutor:
-        if self._pool is None:
-            assert self._spec is not None
-            entrypoints, modules = self._spec
-            self._pool = concurrent.futures.ProcessPoolExecutor(
-                self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker,
-                initargs=(entrypoints, modules, NICE),
-            )
-        return self._pool
+    async def run_here(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` on the event loop, a stretch at a time within the host's budget (a
+        short job the host does not send to a worker), outside the bounds of :meth:`run`."""
+        return await self._run_here(fn, args)
+
+    async def _run_here(self, fn: Any, args: tuple[Any, ...]) -> Any:
+        """Run a job on the event loop, a stretch at a time within the host's budget, with
+        a checkpoint every :data:`HERE_SLICE` seconds of stretches."""
+        job = fn(*args)
+        if not isinstance(job, types.GeneratorType):
+            return job
+        what = f"a heavy job ({getattr(fn, '__name__', 'job')})"
+        until = time.monotonic() + HERE_SLICE
+        while True:
+            done, value = stretch(self.budget, job, what)
+            if done:
+                return value
+            if time.monotonic() >= until:
+                await trio.lowlevel.checkpoint()
+                until = time.monotonic() + HERE_SLICE
+
+    async def _run_in(self, worker: _Worker, fn: Any, args: tuple[Any, ...]) -> Any:
+        """Send a job to a worker and wait for its answer, stopping the worker when the job
+        makes no progress for :attr:`stall` seconds or runs :attr:`wall` seconds in all."""
+        try:
+            worker.conn.send((fn, args))
+        except (OSError, ValueError) as exc:
+            raise HeavyFailed(f"a heavy-work process is gone ({exc})") from None
+        start = moved = time.monotonic()
+        seen = worker.progress.value
+        while True:
+            with trio.move_on_after(1.0) as waited:
+                try:
+                    await trio.lowlevel.wait_readable(worker.conn)
+                except trio.ClosedResourceError:
+                    raise HeavyFailed("the host is shutting down") from None
+            if not waited.cancelled_caught:
+                break
+            now = time.monotonic()
+            if worker.progress.value != seen:
+                seen, moved = worker.progress.value, now
+            if now - moved > self.stall or now - start > self.wall:
+                why = (
+                    f"no progress for {self.stall:g} s"
+                    if now - moved > self.stall
+                    else f"past {self.wall:g} s in all"
+                )
+                log.error("heavy_job_stopped", job=fn.__name__, why=why, pid=worker.proc.pid)
+                raise HeavyFailed(f"the heavy job was stopped: {why}")
+        try:
+            kind, value = await trio.to_thread.run_sync(worker.conn.recv)
+        except (EOFError, OSError):
+            if self._closed:
+                raise HeavyFailed("the host is shutting down") from None
+            code = worker.proc.exitcode
+            log.error("heavy_worker_died", job=fn.__name__, exitcode=code)
+            raise HeavyFailed(f"a heavy-work process died (exit code {code})") from None
+        if kind != "ok":
+            log.error("heavy_job_failed", job=fn.__name__, error=value)
+            raise HeavyFailed(f"the heavy job failed: {value}")
+        return value
 
     def close(self) -> None:
-        """Stop the worker processes (jobs running are abandoned)."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        """Stop every worker process at once (SIGKILL: a job running is abandoned, its
+        request answered ``unavailable``); no job starts after this."""
+        self._closed = True
+        for worker in self._idle:
+            worker.kill()
+            worker.conn.close()
+        self._idle.clear()
+        for worker in list(self._busy):  # their waiting task closes the pipe
+            worker.kill()
 
 
 def _source(store: Any) -> Source | None:
@@ -277,22 +607,3 @@ def _source(store: Any) -> Source | None:
     if isinstance(store, PostgresStore):
         return ("pg", store.url)
     return None
-
-
-async def _wait(fut: concurrent.futures.Future[Any]) -> Any:
-    """A future's result, awaited without a thread (cancelling the wait cancels a job not begun;
-    one running is left to end)."""
-    token = trio.lowlevel.current_trio_token()
-    done = trio.Event()
-
-    def wake(_: Any) -> None:
-        with contextlib.suppress(trio.RunFinishedError):
-            token.run_sync_soon(done.set)
-
-    fut.add_done_callback(wake)
-    try:
-        await done.wait()
-    except trio.Cancelled:
-        fut.cancel()
-        raise
-    return fut.result()

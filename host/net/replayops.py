@@ -24,14 +24,27 @@ from the log, never the truth. ``verify`` runs in a worker process too; the same
 while one runs shares its answer. At most :data:`host.net.heavy.MAX_WAITING` heavy jobs wait
 for a worker; one more is answered ``unavailable``. ``fork`` reads its records and makes its
 lines in a worker thread.
+
+Game code. Whatever game code an op runs on the loop (a page's redaction, a replay's fold, its
+view and ``to_act``) runs a slice at a time, each slice a step of the host's budget
+(:mod:`host.plugins.budget`), never across an ``await``; the worker processes run their own
+(:mod:`host.net.heavy`). A fault there — the game raised, ran past its budget, gave what cannot be
+sent — is the game's: a live session ends as ``game_error`` (its driver appends the ``ended``
+record, with the fault), and for a session that is over the host remembers it
+(``Host.remember_fault``); the request gets ``game_faulted``. A session whose game faulted (its
+log ends ``aborted: "game_error"``, or remembered) runs no game code again: its log pages show
+its events as null (unless ``truth``, which needs no game code), and ``replay``, ``verify`` and
+``fork`` answer ``game_faulted`` at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import secrets
 import weakref
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -39,8 +52,11 @@ import orjson
 import structlog
 import trio
 
-from host.net.heavy import Busy, fold_job, verify_job
+from host.net.heavy import Busy, HeavyFailed, fold_job, verify_job
+from host.plugins.budget import BudgetExceeded
+from host.plugins.faults import GameFault, game_error
 from host.store.base import CorruptLog, UnknownSession
+from host.table.core import faulted
 from host.table.engine import BadRecord, Engine, Record, SessionState
 from host.table.history import fork_records
 from host.table.snapshots import EVERY, Folded, Snapshots, load
@@ -100,13 +116,15 @@ class _Log:
 
 @attrs.frozen
 class _Meta:
-    """What every op needs of a log, read without folding it."""
+    """What every op needs of a log, read without folding it (``faulted``: why the session's
+    game code is not run for it any more, or None)."""
 
     engine: Engine
     header: Record
     last: int
     ended: bool
     live: bool
+    faulted: str | None = None
 
 
 _logs: weakref.WeakKeyDictionary[Any, OrderedDict[str, _Log]] = weakref.WeakKeyDictionary()
@@ -138,6 +156,13 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
     meta = await _meta(host, p.session)
     engine = meta.engine
     is_open = bool(host.config.debug_replay) or (meta.ended and engine.game.info.reveal_seed)
+    if meta.faulted is not None and req.op != "log":
+        raise ProtocolError(
+            ErrorCode.GAME_FAULTED,
+            f"the game of session {p.session!r} faulted ({meta.faulted}): its code is not run"
+            " for it again, so it has no replay, verify or fork; its log and its end are still"
+            " answered",
+        )
     if req.op == "verify":
         return await _verify(host, p.session, meta, is_open)
     if req.op == "fork":
@@ -161,20 +186,31 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
         seed = header.data.get("seed") if engine.game.info.reveal_seed else None
         stop = min(start + p.limit, meta.last + 1)
         records = await _range(host, p.session, start, stop) if start < stop else []
-        words = Words(engine.game) if p.text else None
+        words = Words(None if meta.faulted is not None else engine.game) if p.text else None
         names = await _names(host, p.session, meta) if p.text else []
-        shown, size = [], 0
-        for i, r in enumerate(records, 1):
-            if i % SLICE == 0:  # the other tables run between two slices of redaction
+        shown: list[dict[str, Any]] = []
+        size = 0
+        game_off = meta.faulted is not None
+        for i in range(0, len(records), SLICE):
+            if i:  # the other tables run between two slices of redaction
                 await trio.lowlevel.checkpoint()
-            item = _record(engine, r, viewer, p.truth, seed)
-            if words is not None:
-                body = item.get("event") if r.type == "event" else item
-                item["text"] = words.record(r.type, body, viewer, names)
-            size += len(orjson.dumps(item)) + 1
-            if shown and size > PAGE_BYTES:
-                break
-            shown.append(item)
+            with _game(host, p.session, "redact"):  # each slice a step within the budget
+                part = [
+                    _record(engine, r, viewer, p.truth, seed, game_off)
+                    for r in records[i : i + SLICE]
+                ]
+                if words is not None:
+                    for r, item in zip(records[i : i + SLICE], part, strict=True):
+                        body = item.get("event") if r.type == "event" else item
+                        item["text"] = words.record(r.type, body, viewer, names)
+            for item in part:
+                size += len(orjson.dumps(item)) + 1
+                if shown and size > PAGE_BYTES:
+                    break
+                shown.append(item)
+            else:
+                continue
+            break
         return LogPage(
             p.session,
             engine.game.info.id,
@@ -189,7 +225,17 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
     if not 0 <= p.seq <= meta.last:
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"seq must be 0..{meta.last}")
     state = await _state_at(host, conn, p.session, meta, p.seq)
-    shown = engine.codec.to_wire(state.game) if p.truth else engine.view_wire(state, viewer)
+    with _game(host, p.session, "view"):
+        if p.truth:
+            try:  # the whole state must encode as JSON: the game's fault, not the host's
+                shown = engine.codec.to_wire(state.game)
+                orjson.dumps(shown)
+            except BaseException as exc:
+                game_error(exc)
+                raise GameFault(f"the state of session {p.session!r} is not JSON: {exc}") from exc
+        else:
+            shown = engine.view_wire(state, viewer)
+        to_act = list(engine.to_act(state)) if state.started and not state.ended else []
     return ReplayState(
         p.session,
         engine.game.info.id,
@@ -198,9 +244,44 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
         [None if s is None else SeatInfo(i, s.name, s.bot) for i, s in enumerate(state.seats)],
         state.started,
         state.ended,
-        list(engine.to_act(state)) if state.started and not state.ended else [],
+        to_act,
         shown,
         p.truth,
+    )
+
+
+@contextlib.contextmanager
+def _game(host: Any, sid: str, what: str) -> Iterator[None]:
+    """Run game code for a replay op (``what`` names it) within the host's budget, as one
+    step: a fault there (the game raised, ran past its budget, gave what cannot be sent) is
+    the game's, :func:`_faulted`. Never spans an ``await``.
+
+    Raises:
+        ProtocolError: ``game_faulted``.
+    """
+    try:
+        with host.budget.step(f"{what} (a replay op)"):
+            yield
+    except BudgetExceeded as exc:
+        raise _faulted(host, sid, what, exc.what, exc.message) from None
+    except GameFault as exc:
+        raise _faulted(host, sid, what, "error", exc.message) from None
+
+
+def _faulted(host: Any, sid: str, what: str, fault: str, message: str) -> ProtocolError:
+    """The game of ``sid`` faulted in a replay op: a live session ends as ``game_error`` with
+    that fault (its driver appends the ``ended`` record); one that is over is remembered by
+    the host, which runs its code no more. The error the request gets."""
+    log.error("game_fault", session=sid, step=what, fault=fault, error=message, replay=True)
+    session = host.sessions.get(sid)
+    if session is not None and session.live and not session.state.ended:
+        session.game_faulted(fault, message)
+    else:
+        host.remember_fault(sid, message)
+    return ProtocolError(
+        ErrorCode.GAME_FAULTED,
+        f"the game of session {sid!r} faulted ({what}: {message}); its code is not run for it"
+        " again",
     )
 
 
@@ -276,11 +357,15 @@ async def _meta(host: Any, sid: str) -> _Meta:
     if sid in host._damaged:
         raise ProtocolError(ErrorCode.SESSION_DAMAGED, host._damaged[sid])
     session = await host._live_session(sid)
+    why: str | None = None
     if session is not None:
         state = session.state
         engine = session.engine if hasattr(session, "engine") else None
         header = Record(0, "header", state.header)
         last, ended = state.seq, state.ended
+        table = getattr(session, "table", None)
+        if table is not None and (table.visible.game_off or table.faulted):
+            why = "it ended aborted: game_error" if ended else "it is ending: game_error"
     else:
         n = await _count(host, sid)
         if n == 0:
@@ -294,11 +379,15 @@ async def _meta(host: Any, sid: str) -> _Meta:
             raise ProtocolError(ErrorCode.UNAVAILABLE, f"the log of session {sid!r} changed")
         last, ended = tail[-1].seq, tail[-1].type == "ended"
         engine = None
+        if ended and faulted(tail[-1].data):
+            fault = tail[-1].data.get("fault")
+            why = "it ended aborted: game_error" + (f", fault: {fault}" if fault else "")
     if engine is None:
         engine = host.registry.engines.get(header.data.get("game", ""))
     if engine is None:
         raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r} of an installed game")
-    return _Meta(engine, header, last, ended, session is not None)
+    why = why or host.fault_of(sid)
+    return _Meta(engine, header, last, ended, session is not None, why)
 
 
 async def _folded(host: Any, sid: str, meta: _Meta) -> _Log:
@@ -338,7 +427,7 @@ async def _folded(host: Any, sid: str, meta: _Meta) -> _Log:
                 folded = await heavy.run(
                     fold_job, source, heavy.game(meta.engine), sid, meta.last, EVERY, start_bytes
                 )
-            except Busy as exc:
+            except (Busy, HeavyFailed) as exc:
                 raise ProtocolError(ErrorCode.UNAVAILABLE, str(exc)) from None
             folded = _job_result(host, sid, folded)
         if folded.last < meta.last:
@@ -359,12 +448,38 @@ async def _folded(host: Any, sid: str, meta: _Meta) -> _Log:
         done.set()
 
 
+def log_meta(host: Any, sid: str) -> Any:
+    """What every op needs of a log, read without folding it (an awaitable of ``_Meta``:
+    ``engine``, ``header``, ``last``, ``ended``, ``live``, ``faulted``).
+
+    Raises:
+        ProtocolError: ``unknown_session``, ``session_damaged``, ``unavailable``.
+    """
+    return _meta(host, sid)
+
+
+def folded(host: Any, sid: str, meta: Any) -> Any:
+    """The log's snapshots up to ``meta.last`` (an awaitable of ``_Log``, whose
+    ``state_at_end()`` is the state after its last record): kept, or made by a heavy-work
+    process (see :func:`_folded`).
+
+    Raises:
+        ProtocolError: ``game_faulted``, ``session_damaged``, ``unavailable``.
+    """
+    return _folded(host, sid, meta)
+
+
 def _job_result(host: Any, sid: str, got: Any) -> Any:
-    """A heavy job's result, or the error its log gives."""
+    """A heavy job's result, or the error its log gives (``game_faulted`` when the game
+    faulted in the job: see :func:`_faulted`)."""
     if isinstance(got, tuple) and got and got[0] == "unknown":
         raise ProtocolError(ErrorCode.UNKNOWN_SESSION, f"no session {sid!r}")
     if isinstance(got, tuple) and got and got[0] == "damaged":
         raise host._damage(sid, CorruptLog(host.store.path(sid), got[1], got[2]))
+    if isinstance(got, tuple) and got and got[0] == "fault":
+        _, seq, what, message = got
+        where = "a fold" if seq is None else f"a fold at seq {seq}"
+        raise _faulted(host, sid, where, what, message)
     return got
 
 
@@ -377,7 +492,8 @@ async def _fold_here(
     parts: list[Folded] = []
     try:
         for i in range(0, len(records), SLICE):
-            part = fold_log(engine, records[i : i + SLICE], EVERY, state)
+            with _game(host, sid, "a fold"):
+                part = fold_log(engine, records[i : i + SLICE], EVERY, state)
             state = _end(part)
             parts.append(part)
             await trio.lowlevel.checkpoint()
@@ -427,7 +543,8 @@ async def _viewer(
             ErrorCode.HIDDEN,
             "the full truth is shown only once the session ended and its game reveals its seed",
         )
-    if seat is not None and not is_open:
+    if seat is not None and not is_open and meta.faulted is None:  # (a faulted session's
+        # events are null for every viewer: nothing to hide, and no fold runs its game code)
         want = hashlib.sha256(token.encode()).hexdigest() if token else None
         held = want is not None and (seat, want) in (await _folded(host, sid, meta)).tokens
         if not held:
@@ -441,13 +558,21 @@ def _seat_count(header: Record) -> int:
 
 
 def _record(
-    engine: Engine, rec: Record, viewer: int | None, truth: bool, seed: str | None
+    engine: Engine,
+    rec: Record,
+    viewer: int | None,
+    truth: bool,
+    seed: str | None,
+    game_off: bool = False,
 ) -> dict[str, Any]:
-    """A record as the viewer may see it (never a token hash; the seed only when public)."""
+    """A record as the viewer may see it (never a token hash; the seed only when public;
+    with ``game_off``, the game's code not run: an event is ``null`` unless ``truth``)."""
     data = {k: v for k, v in rec.data.items() if k not in NEVER_SHOWN}  # nor the holder
     if not truth:
         if rec.type == "header":
             data["seed"] = None
+        elif rec.type == "event" and game_off:
+            data["event"] = None
         elif rec.type == "event":  # as the current code reads it: upcast, then redacted
             data["event"] = engine.redacted_wire(rec, viewer)
             data["v"] = engine.game.info.event_version
@@ -460,9 +585,18 @@ def _record(
     return out
 
 
-async def _fold(engine: Engine, state: SessionState, records: list[Record]) -> SessionState:
+async def _fold(
+    host: Any, sid: str, engine: Engine, state: SessionState, records: list[Record]
+) -> SessionState:
+    """Fold ``records`` on the loop, a slice of :data:`SLICE` at a time, each slice a step
+    within the game's budget (:func:`_game`).
+
+    Raises:
+        BadRecord: a record does not fold. ProtocolError: ``game_faulted``.
+    """
     for i in range(0, len(records), SLICE):
-        state = engine.apply_all(state, records[i : i + SLICE])
+        with _game(host, sid, "a fold"):
+            state = engine.apply_all(state, records[i : i + SLICE])
         await trio.lowlevel.checkpoint()
     return state
 
@@ -488,10 +622,11 @@ async def _state_at(host: Any, conn: Any, sid: str, meta: _Meta, seq: int) -> Se
                 base = shown
     try:
         if base is None:
-            header = meta.header
-            base = engine.initial(header)
+            with _game(host, sid, "initial_state"):
+                base = engine.initial(meta.header)
         if base.seq < seq:
-            state = await _fold(engine, base, await _range(host, sid, base.seq + 1, seq + 1))
+            more = await _range(host, sid, base.seq + 1, seq + 1)
+            state = await _fold(host, sid, engine, base, more)
         else:
             state = base
     except BadRecord as exc:
@@ -523,7 +658,7 @@ async def _verify(host: Any, sid: str, meta: _Meta, is_open: bool) -> Any:
             job.result = await heavy.run(
                 verify_job, source, heavy.game(meta.engine), sid, meta.last
             )
-        except Busy as exc:
+        except (Busy, HeavyFailed) as exc:
             job.error = ProtocolError(ErrorCode.UNAVAILABLE, str(exc))
         except ProtocolError as exc:
             job.error = exc
@@ -574,7 +709,9 @@ async def _fork(host: Any, conn: Any, sid: str, meta: _Meta, seq: int) -> Forked
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"cannot fork at {seq}: {exc}") from None
     state = await _state_at(host, conn, sid, meta, seq)
     del records
-    if state.started and not engine.to_act(state):
+    with _game(host, sid, "to_act"):
+        waiting = engine.to_act(state) if state.started else ()
+    if state.started and not waiting:
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"nothing is left to play after seq {seq}")
     if len(host.sessions) >= host.max_sessions and host._running() >= host.max_sessions:
         raise ProtocolError(

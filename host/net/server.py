@@ -40,9 +40,17 @@ Limits, so that no client can exhaust the host (all in :class:`HostConfig`):
 
 Start: the host lists the session logs (reading none), listens, then loads the unfinished
 sessions one at a time in the background, answering requests in between; each log is read once
-and folded once (:meth:`host.table.engine.Engine.load`), and progress goes to the host log
-(``sessions_loading``, ``sessions_load_progress`` about once a second, ``sessions_loaded``). A
-request naming a listed session not loaded yet loads it first (or waits while the loader does).
+and folded once (:func:`host.table.loading.load_steps`: on the event loop a stretch at a time,
+each a step of the game budget, or, past :data:`LOAD_IN_WORKER` records, in a heavy-work
+process), and progress goes to the host log (``sessions_loading``, ``sessions_load_progress``
+about once a second, ``sessions_loaded``). A game that faults loading its session ends it
+(``game_error``). A request naming a listed session not loaded yet loads it first (or waits
+while the loader does).
+On a store shared with other hosts (a ``feed``) nothing is listed: the follower
+(``host.store.feed.Follower``) loads the unfinished sessions this host owns, a request naming
+any other session loads it from the store, and a session this host neither drives nor serves a
+connection of leaves memory after ``linger`` seconds (``session_followed`` /
+``session_unfollowed`` in the host log; :attr:`Host.sessions_loaded` counts the loads).
 
 Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tell every client
 ``{"push": "closed", "reason": "shutdown"}``, let the session drivers finish the command under way
@@ -72,7 +80,7 @@ import trio
 from host import __version__
 from host.net import replayops
 from host.net.connection import Connection, set_keepalive
-from host.net.heavy import HeavyWork
+from host.net.heavy import Busy, HeavyFailed, HeavyWork, load_job
 from host.net.metrics import Metrics, connection_kind, serve_metrics
 from host.net.session import Session
 from host.net.workers import reuse_port_listeners
@@ -82,10 +90,19 @@ from host.plugins.registry import Registry
 from host.store import open_store
 from host.store.base import CorruptLog, UnknownSession
 from host.store.feed import Feed, Follower, PostgresFeed
-from host.store.file import MAX_OPEN, FileStore, FsyncMode, read_log
+from host.store.file import MAX_OPEN, FileStore, FsyncMode
 from host.table import commands
-from host.table.core import WINDOW, Table, TableSettings
+from host.table.core import (
+    GAME_FAULTED_NOW,
+    TAIL,
+    WINDOW,
+    Presence,
+    Table,
+    TableSettings,
+    format_ts,
+)
 from host.table.engine import BadRecord, Engine, Record, SessionState
+from host.table.loading import Loaded
 from host.table.lobby import AddressSlots, CreateLimiter, address_key, is_loopback, plan_create
 from protocol.framing import MAX_LINE
 from protocol.messages import (
@@ -120,9 +137,18 @@ long player names never push the reply past the line limit."""
 LOBBY_SCANS = 10
 """Store pages one ``sessions`` request reads at most on a shared store (ended sessions are
 skipped, so a page may take several)."""
+LOAD_IN_WORKER = 2_000
+"""A log of more records than this is loaded (folded for its table) by a heavy-work process when
+the host has them (``host.net.heavy``), not on the event loop."""
+OWNED_WAIT = 10.0
+"""Seconds a host on a shared store waits at its start for the sessions it owns to load before
+it sets ``loaded`` (it answers requests meanwhile; a feed that cannot connect loads none)."""
 ENDED_CACHE = 8
 """Ended sessions (no longer live) kept in memory to answer ``resume``/``view``/``watch``; the
 others are read again from their logs."""
+FAULTS_KEPT = 10_000
+"""Sessions over whose game faulted while this host answered them (no record says so: see
+:meth:`Host.remember_fault`) that the host remembers, at most (the oldest forgotten first)."""
 _SESSION_ID = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline in
 
 
@@ -185,7 +211,9 @@ class HostConfig:
             the header, or the last ``seat_released``) before the host ends it with
             ``aborted: "abandoned"`` (None or 0: never). Spectators do not count; a session of
             bots only is never abandoned (its bots end it).
-        linger: seconds a finished session stays in memory once idle (its log answers after).
+        linger: seconds a finished session stays in memory once idle (its log answers after);
+            on a shared store also how long an unfinished one stays once this host neither
+            drives it nor has a connection using it (a request naming it loads it again).
         game_time: CPU seconds one step into a game's code may use (a command, a host-driven
             step, the pushes of a change) before it is stopped and the game is at fault (None
             or 0: no limit; a step that blocks is stopped after 10 times that in wall time, at
@@ -208,8 +236,9 @@ class HostConfig:
         debug_replay: the replay ops show every seat's view and the full truth of live
             sessions too, and fork them (development only; see :mod:`host.net.replayops`).
         heavy_workers: worker processes for heavy jobs (folding a whole long log for the
-            replay ops' snapshots, ``verify``), at most this many at once; 0: a worker thread
-            (see :mod:`host.net.heavy`).
+            replay ops' snapshots, ``verify``, loading a long unfinished log), at most this
+            many at once; 0: on the event loop, a stretch at a time (see
+            :mod:`host.net.heavy`).
         metrics_port: serve the Prometheus page (``/metrics``, :mod:`host.net.metrics`) on a
             listener of its own on this port (None: none; 0: any free port, see
             ``Host.metrics_port``).
@@ -364,6 +393,7 @@ class Host:
         self._conns_changed = trio.Event()
         self._ended: OrderedDict[str, Session] = OrderedDict()
         self._damaged: dict[str, str] = {}  # session id -> what is wrong with its log
+        self._faulted: OrderedDict[str, str] = OrderedDict()  # see remember_fault
         self._unloaded: set[str] = set()  # logs listed on start, not loaded yet
         self._loading: dict[str, trio.Event] = {}  # being loaded; set once done
         self._loaded_live = 0
@@ -375,7 +405,14 @@ class Host:
         """Set when this host shares its store with others (``host.store.feed``): its sessions
         follow the log, and only the holder of a session's lease drives it."""
         self._creating: set[str] = set()  # ids of sessions this host is creating
-        self.heavy = HeavyWork(registry, store, config.heavy_workers)
+        self._no_game: set[str] = set()  # logs of a game not installed here (not loaded again)
+        self.sessions_loaded = 0
+        """Sessions this host has read from the store and folded since it started (a start's,
+        a request's, a lease's loads; creates not counted)."""
+        self.sessions_unloaded = 0
+        """Sessions that left this host's memory before they ended (on a shared store: no
+        longer served here, see :meth:`host.net.session.Session.unserved_since`)."""
+        self.heavy = HeavyWork(registry, store, config.heavy_workers, self.budget)
         """Where heavy jobs run: worker processes, bounded (:mod:`host.net.heavy`)."""
         self.metrics = Metrics(self, config.worker)
         """This host's metrics (:mod:`host.net.metrics`); the store reports its fsync rounds
@@ -386,13 +423,16 @@ class Host:
             store.metrics = self.metrics
 
     def discover(self, sid: str) -> None:
-        """Another host created or appended to ``sid``, which is not live here: load it in the
-        background (an ended one is not kept), so this host follows it too."""
+        """A session this host should drive (it owns it: ``host.store.feed.Follower``) was
+        created elsewhere and is not live here: load it in the background (an ended one is not
+        kept); it takes its lease once live."""
         if (
             sid in self.sessions
             or sid in self._creating
             or sid in self._loading
             or sid in self._ended
+            or sid in self._damaged
+            or sid in self._no_game
             or self.shutdown.is_set()
         ):
             return
@@ -410,8 +450,10 @@ class Host:
         records: list[Record],
         loaded: tuple[SessionState, list[SessionState]] | None = None,
         live: bool = True,
+        presence: Presence | None = None,
     ) -> Session:
-        """A session's driver around its table, built from its (whole) log."""
+        """A session's driver around its table, built from its (whole) log, or from its last
+        records with what the whole log says (``loaded``, ``presence``: see :class:`Table`)."""
         table = Table(
             sid,
             engine,
@@ -423,6 +465,7 @@ class Host:
             shared=self.follower is not None,
             live=live,
             loaded=loaded,
+            presence=presence,
         )
         if self.follower is not None:
             table.host_alive = self.follower.host_alive
@@ -458,7 +501,12 @@ class Host:
 
     def list_sessions(self) -> int:
         """Note every session log in the store as not loaded yet (cheap: no log is read), so a
-        request for one of them loads it first; returns how many. Call before listening."""
+        request for one of them loads it first; returns how many. Call before listening.
+
+        On a shared store (``follower`` set) nothing is listed: a request naming a session
+        looks in the store, and the follower loads the sessions this host owns."""
+        if self.follower is not None:
+            return 0
         self._unloaded = set(self.store.session_ids())
         return len(self._unloaded)
 
@@ -472,6 +520,8 @@ class Host:
         Bot seats the header lists but the log does not seat (a ``create`` cut short) are
         seated by the session's driver before it starts.
         """
+        if self.follower is not None:
+            return await self._load_owned()
         if not self._unloaded and not self.loaded.is_set():
             self.list_sessions()
         total = len(self._unloaded)
@@ -490,22 +540,44 @@ class Host:
         log.info("sessions_loaded", live=self._loaded_live, total=total)
         return n
 
+    async def _load_owned(self) -> int:
+        """A shared store's start: wait (at most :data:`OWNED_WAIT` seconds) until the follower
+        has listed the store's unfinished sessions and loaded those this host owns; set
+        :attr:`loaded`. Returns how many sessions were loaded meanwhile."""
+        assert self.follower is not None
+        log.info("sessions_loading", owned=True)
+        before = self.sessions_loaded
+        with trio.move_on_after(OWNED_WAIT):
+            await self.follower.scanned.wait()
+        self.loaded.set()
+        log.info("sessions_loaded", live=len(self.sessions), loaded=self.sessions_loaded - before)
+        return self.sessions_loaded - before
+
     async def _live_session(self, sid: str) -> Session | None:
         """The live session ``sid``, loading it first if its log is listed and not loaded yet
-        (or waiting while the loader loads it); None if there is no such live session."""
-        session = self.sessions.get(sid)
-        if (
-            session is None
-            and self.follower is not None
-            and sid not in self._ended
-            and sid not in self._damaged
-            and _SESSION_ID.match(sid)
-        ):  # another host may have created it since this one started: look in the store
-            self._unloaded.add(sid)
-        if session is None and (sid in self._unloaded or sid in self._loading):
-            await self._load_session(sid)
+        (or waiting while the loader loads it); None if there is no such live session. On a
+        shared store any session id is looked for in the store."""
+        for _ in range(4):
             session = self.sessions.get(sid)
-        return session
+            if session is not None and session.leaving:  # on its way out: load it again
+                await session.left.wait()
+                continue
+            if (
+                session is None
+                and self.follower is not None
+                and sid not in self._ended
+                and sid not in self._damaged
+                and sid not in self._no_game
+                and _SESSION_ID.match(sid)
+            ):  # not live here: look in the store
+                self._unloaded.add(sid)
+            if session is None and (sid in self._unloaded or sid in self._loading):
+                await self._load_session(sid)
+                session = self.sessions.get(sid)
+                if session is not None and session.leaving:
+                    continue  # loaded, and gone again at once (another host drives it)
+            return session
+        return self.sessions.get(sid)
 
     async def _load_session(self, sid: str) -> bool:
         """Load a listed session unless it is loaded or being loaded (then wait for that);
@@ -529,31 +601,48 @@ class Host:
         its driver if the session has not ended; True if started.
 
         A log whose last record is ``ended`` is not read whole (its session is not live): only
-        its last record is, where the store reads ranges; a request for it reads it then."""
-        if await self._ends(sid):
+        its last record is, where the store reads ranges; a request for it reads it then.
+        The fold runs the game's code within its budget (:meth:`_fold_log`): a game that
+        faults there ends the session (:meth:`_end_faulted`) instead of starting it."""
+        if self.shutdown.is_set() or await self._ends(sid):
             return False
+        if self.follower is not None:  # hear of its appends before reading it
+            self.follower.follow(sid)
+        started = False
         try:
-            records = []
-            for raw in self.store.load(sid):  # fresh dicts of ours: made into records in place
-                ts = raw.pop("ts", None)
-                records.append(Record(raw.pop("seq"), raw.pop("type"), raw, ts=ts))
-            engine = self.registry.engines.get(records[0].data.get("game", ""))
-            if engine is None:
-                log.warning("session_game_missing", session=sid, game=records[0].data.get("game"))
+            started = await self._load_folded(sid)
+        finally:
+            if self.follower is not None and not started:
+                self.follower.unfollow(sid)
+        return started
+
+    async def _load_folded(self, sid: str) -> bool:
+        """:meth:`_load_one`'s reading and folding, and its start; True if started."""
+        try:
+            got = await self._fold_log(sid)
+            if got is None:
                 return False
-            whole, state, states = engine.load_tail(records, WINDOW)
-            if whole < len(records):
+            engine, n, header, loaded = got
+            if isinstance(loaded, tuple):  # ("fault", seq, what, message)
+                await self._end_faulted(sid, engine, n, header, loaded[2], loaded[3])
+                return False
+            if loaded.whole < n:
                 log.warning(
                     "half_written_cause_dropped",
                     session=sid,
-                    kept=whole,
-                    dropped=len(records) - whole,
+                    kept=loaded.whole,
+                    dropped=n - loaded.whole,
                 )
-                self.store.truncate(sid, whole)
-                records = records[:whole]
-            if state.ended:
+                self.store.truncate(sid, loaded.whole)
+            if loaded.state.ended:
                 return False
-            session = self._session(sid, engine, records, loaded=(state, states))
+            session = self._session(
+                sid,
+                engine,
+                loaded.tail,
+                loaded=(loaded.state, loaded.states),
+                presence=loaded.presence,
+            )
         except UnknownSession:
             return False
         except CorruptLog as exc:
@@ -565,12 +654,83 @@ class Host:
         except Exception:
             log.exception("session_load_failed", session=sid)
             return False
-        if sid in self.sessions:  # created here meanwhile (a shared store's notice came first)
+        if sid in self.sessions or self.shutdown.is_set():  # made here meanwhile, or stopping
             return False
         self.sessions[sid] = session
+        self.sessions_loaded += 1
+        if self.follower is not None:
+            log.info("session_followed", session=sid, seq=session.state.seq)
         await self.nursery.start(self._run_session, session)
         self._loaded_live += 1
         return True
+
+    async def _fold_log(
+        self, sid: str
+    ) -> tuple[Engine, int, dict[str, Any], Loaded | tuple[Any, ...]] | None:
+        """Open an unfinished session's log for appends and load it for its table
+        (:func:`host.table.loading.load_steps`, re-running its last cause to find a
+        half-written one): a log of more than :data:`LOAD_IN_WORKER` records in a heavy-work
+        process (when the host has them; the log is opened at its end without reading it
+        here), a shorter one on the event loop, a stretch at a time, each a step of the game
+        budget. Returns ``(engine, record count, header, loaded)`` — ``loaded`` a
+        :class:`Loaded`, or ``("fault", seq, what, message)`` when the game faulted — or None
+        (no game installed for it).
+
+        Raises:
+            UnknownSession, CorruptLog, BadRecord: no log, a damaged one.
+            HeavyFailed: the heavy-work process died or was stopped.
+        """
+        store = self.store
+        heavy = self.heavy
+        source: Any = None
+        if heavy.in_process and hasattr(store, "open_end"):
+            n = await store.record_count(sid)
+            if n > LOAD_IN_WORKER:
+                first = await store.read_range(sid, 0, 1)
+                header = first[0] if first else {}
+                engine = self._engine_of(sid, header)
+                if engine is None:
+                    return None
+                n = await store.open_end(sid)
+                source = heavy.source
+        if source is None:
+            records = store.load(sid)  # short: read here (and opened for appends)
+            n = len(records)
+            header = records[0] if records else {}
+            engine = self._engine_of(sid, header)
+            if engine is None:
+                return None
+            got = await heavy.run_here(load_job, ("records", records), engine, sid, n - 1, WINDOW)
+        else:
+            got = await heavy.run(
+                load_job, source, heavy.game(engine), sid, n - 1, WINDOW, wait=True
+            )
+        if isinstance(got, tuple) and got[0] == "unknown":
+            raise UnknownSession(f"no session {sid}")
+        if isinstance(got, tuple) and got[0] == "damaged":
+            raise CorruptLog(store.path(sid), got[1], got[2])
+        return engine, n, header, got
+
+    def _engine_of(self, sid: str, header: dict[str, Any]) -> Engine | None:
+        engine = self.registry.engines.get(header.get("game", ""))
+        if engine is None:
+            log.warning("session_game_missing", session=sid, game=header.get("game"))
+            self._no_game.add(sid)  # not loaded again
+        return engine
+
+    async def _end_faulted(
+        self, sid: str, engine: Engine, n: int, header: dict[str, Any], what: str, message: str
+    ) -> None:
+        """The game faulted loading an unfinished session (its fold or the re-run of its last
+        cause ran past its budget or raised): the session ends there, as if its driver had run
+        into it — ``ended`` with ``aborted: "game_error"`` and the fault is appended, so a
+        restart finds it over and never runs into the same fault again."""
+        log.error("game_fault", session=sid, step="load", fault=what, error=message)
+        state = SessionState(header, None, (), n - 1)
+        stop = engine.abort(state, "game_error", what)
+        ts = format_ts(self.now())
+        await self.store.append(sid, n, [{"ts": ts, **r.to_json()} for r in stop])
+        log.warning("session_aborted", session=sid, reason="game_error", seq=n)
 
     async def _ends(self, sid: str) -> bool:
         """Whether the last record of a log is ``ended``, read alone (False when the store
@@ -646,6 +806,8 @@ class Host:
                 await ended.execute(conn, req.id, commands.View())
             else:
                 raise ProtocolError(ErrorCode.SESSION_ENDED, "the session is over")
+            if ended.table.fault_unrecorded and p.session not in self._faulted:
+                self.remember_fault(p.session, "it faulted while its end was answered")
             return None
         command = _command(req)
         if isinstance(command, commands.Join | commands.Watch | commands.Resume):
@@ -688,7 +850,10 @@ class Host:
             )
         if turn_timeout is HOST_DEFAULT:
             turn_timeout = self.config.turn_timeout
-        sid = secrets.token_hex(8)
+        if self.follower is not None:  # an id this host owns: it drives what it made
+            sid = self.follower.new_id(lambda: secrets.token_hex(8))
+        else:
+            sid = secrets.token_hex(8)
         try:
             with self.budget.step("the start of a session"):
                 made = plan_create(
@@ -710,8 +875,12 @@ class Host:
         header, records, states = made.records[0], made.records, made.states
         seated, state, bot_seats = records[1:], states[-1], made.bots
         self._creating.add(sid)
+        if self.follower is not None:
+            self.follower.follow(sid)
+        made_it = False
         try:
             await self.store.create(sid, [{"ts": r.ts, **r.to_json()} for r in records])
+            made_it = True
         except OSError as exc:
             log.error("create_failed", error=str(exc))
             raise ProtocolError(
@@ -719,6 +888,8 @@ class Host:
             ) from None
         finally:
             self._creating.discard(sid)
+            if self.follower is not None and not made_it:
+                self.follower.unfollow(sid)
         session = self._session(sid, engine, records, loaded=(state, states))
         self.sessions[sid] = session
         st = session.state
@@ -764,10 +935,19 @@ class Host:
             if self.sessions.get(session.id) is session:
                 del self.sessions[session.id]
                 self._forget_creator(session.id)
+            if self.follower is not None:
+                self.follower.unfollow(session.id)
             self.store.release(session.id)
             if session.state.ended:  # still answers resume/view/watch for a while
                 session.retire()
                 self._remember_ended(session)
+                if session.table.fault_unrecorded and session.id not in self._faulted:
+                    self.remember_fault(session.id, "it faulted while its end was answered")
+            else:
+                self.sessions_unloaded += 1
+                if session.leaving:
+                    log.info("session_unfollowed", session=session.id, seq=session.state.seq)
+            session.left.set()
 
     def _forget_creator(self, sid: str) -> None:
         """Drop a session that left memory from the per-address ``create`` bookkeeping (for
@@ -784,6 +964,24 @@ class Host:
         self._ended.move_to_end(session.id)
         while len(self._ended) > ENDED_CACHE:
             self._ended.popitem(last=False)
+
+    def remember_fault(self, sid: str, message: str) -> None:
+        """The game of ``sid``, a session that is over (its log ends, or it is not live), faulted
+        in code the host ran to answer a request: no record can say so (nothing is appended
+        after ``ended``), so the host remembers it for this run (:data:`FAULTS_KEPT` sessions
+        at most) and runs no more of that game's code for it: the next request does not burn
+        another budget. A session whose log ends ``aborted: "game_error"`` needs no such note."""
+        self._faulted[sid] = message
+        self._faulted.move_to_end(sid)
+        while len(self._faulted) > FAULTS_KEPT:
+            self._faulted.popitem(last=False)
+        for session in (self._ended.get(sid), self.sessions.get(sid)):
+            if session is not None and session.state.ended:
+                session.table.overran("error")
+
+    def fault_of(self, sid: str) -> str | None:
+        """What :meth:`remember_fault` noted for ``sid`` (None: nothing)."""
+        return self._faulted.get(sid)
 
     def _damage(self, sid: str, exc: CorruptLog) -> ProtocolError:
         """Note a session whose log is damaged: one error line in the host log (the first time
@@ -817,42 +1015,89 @@ class Host:
         if not _SESSION_ID.match(sid):
             return None
         path = self.store.path(sid)
-
-        def load(raw: list[dict[str, Any]] | None) -> tuple[Engine, list[Record], Any] | None:
-            if raw is None:  # a file store: the file itself (a tool may have put it there)
-                try:
-                    if not stat.S_ISREG(os.lstat(path).st_mode):
-                        raise CorruptLog(path, 0, "not a regular file")
-                except FileNotFoundError:
-                    return None
-                raw = read_log(path)
-            records = [Record.from_json(r) for r in raw]
-            engine = self.registry.engines.get(records[0].data.get("game", "")) if records else None
-            if engine is None:
+        if isinstance(self.store, FileStore):  # the file itself (a tool may have put it there)
+            try:
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    raise self._damage(sid, CorruptLog(path, 0, "not a regular file"))
+            except FileNotFoundError:
                 return None
-            whole, state, states = engine.load_tail(records, WINDOW)
-            return engine, records[:whole], (state, states)
-
         try:
-            raw = None if isinstance(self.store, FileStore) else await self.store.read(sid)
-            got = await trio.to_thread.run_sync(load, raw)
+            meta = await replayops.log_meta(self, sid)
+        except ProtocolError as exc:
+            if exc.code == ErrorCode.UNKNOWN_SESSION:
+                return None
+            raise
+        if not meta.ended or meta.live or sid in self.sessions:
+            return None
+        try:
+            state, tail = await self._ended_state(sid, meta)
         except UnknownSession:
             return None
         except CorruptLog as exc:
             raise self._damage(sid, exc) from None
         except BadRecord as exc:
             raise self._damage(sid, CorruptLog(path, exc.seq, exc.message)) from None
+        except (Busy, HeavyFailed) as exc:
+            raise ProtocolError(ErrorCode.UNAVAILABLE, str(exc)) from None
+        except ProtocolError:
+            raise
         except Exception:
             log.exception("session_log_unreadable", session=sid)
             raise ProtocolError(
                 ErrorCode.UNAVAILABLE, f"the log of session {sid!r} cannot be read"
             ) from None
-        if got is None or not got[2][0].ended or sid in self.sessions:
+        if sid in self.sessions:
             return None
-        engine, records, loaded = got
-        session = self._session(sid, engine, records, loaded=loaded, live=False)
+        session = self._session(
+            sid,
+            meta.engine,
+            tail,
+            loaded=(state, [state]),
+            presence=Presence.of(len(state.seats)),
+            live=False,
+        )
+        if sid in self._faulted:  # its game faulted answering it: not run again
+            session.table.overran("error")
         self._remember_ended(session)
         return session
+
+    async def _ended_state(self, sid: str, meta: Any) -> tuple[SessionState, list[Record]]:
+        """The end state and the last records of an ended log (its ``meta``: see
+        :func:`host.net.replayops.log_meta`), the game's code run within its budget: a long
+        log's by the replay ops' snapshots (folded once by a heavy-work process, kept for later
+        ``replay``s), a short one's on the event loop a stretch at a time. A session whose game
+        faulted is skimmed: no game code runs, its state holds no game state.
+
+        Raises:
+            ProtocolError: ``game_faulted`` (the game faulted: remembered), ``unavailable``,
+                ``session_damaged``. UnknownSession, CorruptLog, BadRecord, Busy, HeavyFailed.
+        """
+        n = meta.last + 1
+        heavy = self.heavy
+        long = n > LOAD_IN_WORKER and heavy.in_process
+        if long and meta.faulted is None:
+            folded = await replayops.folded(self, sid, meta)
+            raw = await self.store.read_range(sid, max(n - TAIL, 0), n)
+            return folded.state_at_end(), [Record.from_json(r) for r in raw]
+        skim = meta.faulted is not None
+        if long:
+            got = await heavy.run(
+                load_job, heavy.source, heavy.game(meta.engine), sid, n - 1, WINDOW, False, skim
+            )
+        else:
+            raw = await self.store.read(sid)
+            got = await heavy.run_here(
+                load_job, ("records", raw), meta.engine, sid, len(raw) - 1, WINDOW, False, skim
+            )
+        if isinstance(got, tuple) and got[0] == "unknown":
+            raise UnknownSession(f"no session {sid}")
+        if isinstance(got, tuple) and got[0] == "damaged":
+            raise CorruptLog(self.store.path(sid), got[1], got[2])
+        if isinstance(got, tuple):  # ("fault", seq, what, message): over, so remembered
+            log.error("game_fault", session=sid, step="load", fault=got[2], error=got[3])
+            self.remember_fault(sid, got[3])
+            raise ProtocolError(ErrorCode.GAME_FAULTED, GAME_FAULTED_NOW)
+        return got.state, got.tail
 
     def _sessions_page(self, game: str | None, after: str | None, limit: int) -> SessionsPage:
         """One page of ``sessions``: live sessions by id, those after ``after``, at most
@@ -1149,7 +1394,13 @@ async def run_host(
                 if handle_signals:  # before listening: a SIGTERM right after it stops cleanly
                     await outer.start(_signals, host)
                 if feed is not None:
-                    host.follower = Follower(feed, host.sessions, host.discover)
+                    host.follower = Follower(
+                        feed,
+                        host.sessions,
+                        host.discover,
+                        unfinished=getattr(store, "unfinished_sessions", None),
+                        load=host._live_session,
+                    )
                     await outer.start(host.follower.run)
                 host.list_sessions()
                 async with trio.open_nursery() as conns:
@@ -1190,6 +1441,7 @@ async def run_host(
                     task_status.started((host, port))
                     await host.shutdown.wait()
                     log.info("shutting_down", connections=len(host.connections))
+                    host.heavy.close()  # heavy jobs never hold up a shutdown
                     accepting.cancel()
                     for session in host.sessions.values():  # the host goes, not its players:
                         session.stopping = True  # their seats are released when it is back

@@ -48,13 +48,15 @@ import attrs
 import structlog
 import trio
 
+from host.net.heavy import stretch
 from host.net.metrics import Metrics
 from host.plugins.budget import Budget, BudgetExceeded
-from host.plugins.faults import notify_isolated
+from host.plugins.faults import GameFault, notify_isolated
 from host.store.base import Conflict, CorruptLog, UnknownSession
 from host.store.file import FileStore
 from host.table.commands import Command
 from host.table.core import (
+    GAME_FAULTED_NOW,
     Attach,
     Backfill,
     Detach,
@@ -68,6 +70,7 @@ from host.table.core import (
     hash_token,
 )
 from host.table.engine import BadRecord, Engine, Record, SessionState
+from host.table.loading import load_steps
 from protocol.messages import ErrorCode, ProtocolError
 from protocol.replies import Outcome, Push, Refused, SeatInfo, StalledPush
 
@@ -226,6 +229,13 @@ class Session:
         self._unusable: ProtocolError | None = None  # the log is gone or damaged for good
         self._store_failures = 0
         self._changed_at = trio.current_time()
+        self._used_at = trio.current_time()  # a connection's last command here, or the lease's end
+        self._let_go = False  # leave as soon as unserved (see let_go)
+        self.leaving = False
+        """The task has decided to end (the session leaves memory): a request for it waits for
+        :attr:`left`, then loads it again."""
+        self.left = trio.Event()
+        """Set (by the host) once the session has left the host's live list."""
         self.live = True
         self.lost_races = 0
         self.stopping = False
@@ -300,12 +310,26 @@ class Session:
         self._told_driver = driver
         if driver != self.table.driver:
             self.table.set_driver(driver)
+            if not driver:
+                self._used_at = trio.current_time()  # followed a while yet: no churn
             self._poke()
 
     def set_host_alive(self, alive: Callable[[str], bool]) -> None:
         """How to tell whether another host (by instance id) still runs (``host.store.feed``)."""
         self.table.host_alive = alive
         self._poke()
+
+    def seat_hosts(self) -> set[str]:
+        """The instance ids of the hosts whose connections hold seats here, per the log."""
+        return {h.partition(".")[0] for h in self.table.holders if h is not None}
+
+    def let_go(self) -> None:
+        """Another host drives the session: keep it only while a connection of this host uses
+        it, and once none does, let it leave memory at once rather than after ``linger``
+        (a connection that uses it again brings the linger back)."""
+        if not self._let_go:
+            self._let_go = True
+            self._poke()
 
     def notice(self, seq: int | None) -> None:
         """The session's log reaches ``seq`` (None: it may have grown): the driver reads and
@@ -341,6 +365,8 @@ class Session:
             ProtocolError: ``overloaded`` if the queue is full, ``unavailable`` if closed.
         """
         key = conn.key
+        if self.leaving:  # past its last look at the queue: nothing queued now would be run
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "the session is closing")
         if self._inflight.get(key, 0) >= PER_CONNECTION:
             raise ProtocolError(
                 ErrorCode.OVERLOADED,
@@ -359,6 +385,7 @@ class Session:
         """A connection went away (safe from any task): it gets nothing more from here, and
         the table is told before the next command (it releases a seat the connection held)."""
         key = conn.key
+        self._used_at = trio.current_time()
         self._conns.pop(key, None)
         self._inflight.pop(key, None)
         if key in self.table.subs:
@@ -370,8 +397,10 @@ class Session:
 
     # -- the task ------------------------------------------------------------------------------
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve commands and host-driven steps until :meth:`close` (or until the session ended
-        and stayed idle ``linger`` seconds)."""
+        """Serve commands and host-driven steps until :meth:`close`, or until the session ended
+        and stayed idle ``linger`` seconds, or (on a shared store) until it went ``linger``
+        seconds without being driven here or used by a connection of this host (it is followed
+        only while served: :meth:`unserved_since`)."""
         structlog.contextvars.clear_contextvars()  # not the creating connection's peer
         structlog.contextvars.bind_contextvars(session=self.id, game=self.game.info.id)
         for _ in range(3):  # bots a create cut short did not seat, seats of connections gone:
@@ -399,7 +428,8 @@ class Session:
                 if when <= trio.current_time():
                     if kind == "expire":
                         if item is None and not self._drops:
-                            return  # finished and idle for `linger` seconds: forgotten
+                            self.leaving = True
+                            return  # finished (or not served here) and idle: forgotten
                     else:
                         await self._host_step(kind)
                         worked = True
@@ -430,7 +460,23 @@ class Session:
         except BudgetExceeded as exc:
             self._overran(exc)
             when = -math.inf
-        return when - self.clock_base, "table"
+        when -= self.clock_base
+        since = self.unserved_since()
+        if since is not None:
+            linger = -math.inf if self._let_go else self.linger
+            if since + linger < when:
+                return since + linger, "expire"
+        return when, "table"
+
+    def unserved_since(self) -> float | None:
+        """Since when (trio time) this host has served the session no more: on a shared store,
+        it does not drive it (no lease), no connection of this host plays or watches it and
+        none has a command waiting. None while it serves it (and always on a store of its
+        own, where the host drives every session)."""
+        table = self.table
+        if not table.shared or table.driver or table.subs or self._inflight or self._drops:
+            return None
+        return self._used_at
 
     async def _host_step(self, kind: str) -> None:
         try:
@@ -445,12 +491,15 @@ class Session:
 
     async def _serve(self, conn: Subscriber, rid: Any, command: Command) -> None:
         key = conn.key
+        self._used_at = trio.current_time()
+        self._let_go = False  # a connection of this host uses it: the linger holds again
         left = self._inflight.get(key, 1) - 1
         if left > 0:
             self._inflight[key] = left
         else:
             self._inflight.pop(key, None)
         await self.execute(conn, rid, command)
+        self._used_at = trio.current_time()
         conn.settled()
         if key not in self.table.subs and key not in self._inflight:
             self._conns.pop(key, None)  # answered, and holds no role here: forgotten
@@ -523,7 +572,9 @@ class Session:
 
     def _overran(self, exc: BudgetExceeded, conn: str | None = None, rid: Any = None) -> None:
         """The game ran past its budget in a step: logged; the requester, if any, is answered
-        ``internal``; the table ends the session on its next step (``game_error``)."""
+        ``internal`` (``game_faulted`` for a session answered from its log: it is over); the
+        table ends the session on its next step (``game_error``), or, over already, runs no
+        game code again."""
         log.error("game_budget_exceeded", fault=exc.what, error=exc.message)
         if self.metrics is not None:
             self.metrics.budget_overruns[(self.game.info.id, exc.what)] += 1
@@ -531,7 +582,18 @@ class Session:
         if conn is not None:
             c = self._conns.get(conn)
             if c is not None:
-                c.answer(rid, Refused(ErrorCode.INTERNAL, "internal error: the game stopped"))
+                if self.live and not self.table.ended:
+                    c.answer(rid, Refused(ErrorCode.INTERNAL, "internal error: the game stopped"))
+                else:
+                    c.answer(rid, Refused(ErrorCode.GAME_FAULTED, GAME_FAULTED_NOW))
+        self._poke()
+
+    def game_faulted(self, what: str, message: str) -> None:
+        """Game code run for this session outside its driver (a replay op of its log) faulted
+        (``what``: ``time``, ``memory``, ``error``): the session ends on its next step as
+        ``game_error`` with that fault, as if its driver had run into it."""
+        log.error("game_fault", fault=what, error=message, step="replay")
+        self.table.overran(what)
         self._poke()
 
     def _decide(
@@ -687,6 +749,11 @@ class Session:
         except BudgetExceeded as exc:
             self._overran(exc)
             pushes = []
+        except GameFault:  # the game's redact faulted: as in any push, the table ends (a
+            log.exception("game_fault", step="redact")  # session over runs no game code again)
+            self.table.overran("error")
+            self._poke()
+            pushes = []
         if pushes:
             conn.send_many(pushes)
 
@@ -744,7 +811,7 @@ class Session:
         try:
             raw = await trio.to_thread.run_sync(self.store.load, self.id)
             records = [Record.from_json(r) for r in raw]
-            whole, _ = self.engine.load(records)
+            whole = await self._whole(records)
             if whole < len(records):
                 self.store.truncate(self.id, whole)
                 records = records[:whole]
@@ -771,6 +838,25 @@ class Session:
             await self._carry(self._follow_records(records[old + 1 :]))
         if self.table.ended:
             self.store.release(self.id)
+
+    async def _whole(self, records: list[Record]) -> int:
+        """How many leading records of the log form whole causes, folded a stretch at a time
+        (:func:`host.table.loading.load_steps`), each stretch a step of the game's budget. A
+        game that faults there ends the session (:meth:`_overran`; the records are kept).
+
+        Raises:
+            BadRecord: the log does not fold.
+        """
+        steps = load_steps(self.engine, iter(records), records[-1].seq, 0)
+        while True:
+            done, got = stretch(self.budget, steps, "reloading the log")
+            if done:
+                break
+            await trio.lowlevel.checkpoint()
+        if isinstance(got, tuple):  # ("fault", seq, what, message)
+            self._overran(BudgetExceeded(got[2], got[3]))
+            return len(records)
+        return int(got.whole)
 
     def _follow_records(self, records: list[Record]) -> list[Effect]:
         """:meth:`Table.follow`, within the game's budget (folding runs ``evolve``).

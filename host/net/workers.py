@@ -3,8 +3,13 @@
 One host process runs on one trio thread, so it uses one core. With a store several hosts can
 share (PostgreSQL: see ``host.store.feed``), ``--workers N`` starts N host processes that listen
 on the same address and port with ``SO_REUSEPORT``: the kernel spreads new connections over them,
-and
-each serves any session (it follows the log of the sessions it has live).
+and each serves any session. Each worker is a host of its own on the database: it drives the
+sessions it owns (rendezvous hashing over the hosts the database lists, workers and other
+machines' hosts alike) and creates sessions under ids it owns; a session whose seats are all
+held from one other worker is driven there instead (the kernel may send a table's creator and
+its players to different workers); and a worker keeps another's session in memory only while
+one of its own connections uses it. Two workers so do about half the work each rather than all
+of it twice (see ``host.store.feed``).
 
 The parent process only supervises: it picks the port (with ``--port 0`` it binds a socket of
 its own with ``SO_REUSEPORT`` to get a free port, and keeps it, not listening, so that no other

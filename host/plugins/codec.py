@@ -21,7 +21,7 @@ import cattrs
 
 from host.errors import ActionError
 from host.game import Game, OptionError, tag_of
-from host.plugins.faults import GameFault
+from host.plugins.faults import GameFault, game_error
 from protocol.convert import error_text, make_converter
 
 __all__ = ["BadAction", "GameCodec", "make_converter"]
@@ -224,7 +224,8 @@ class GameCodec:
         """Structure an event read from a log, upcasting older schema versions first.
 
         Raises:
-            ValueError: the record does not fit any event class.
+            ValueError: the record does not fit any event class, or the game's ``upcast``
+                raised (whatever it raised is chained).
         """
         if version is not None and version != self.game.info.event_version:
             upcast = getattr(self.game, "upcast", None)
@@ -233,7 +234,13 @@ class GameCodec:
                     f"event schema v{version} but the game writes v{self.game.info.event_version}"
                     " and has no upcast"
                 )
-            data = upcast(data, version)
+            try:
+                data = upcast(data, version)
+            except BaseException as exc:  # noqa: BLE001 - the game's code may raise anything
+                game_error(exc)
+                raise ValueError(
+                    f"the game's upcast of a v{version} event raised {type(exc).__name__}: {exc}"
+                ) from exc
         return self._structure(data, self._events, "event", ValueError)
 
     # -- options -------------------------------------------------------------------------------
@@ -262,7 +269,8 @@ class GameCodec:
             if f.name in data:
                 try:
                     self.conv.structure(data[f.name], self._hints[f.name])
-                except Exception as exc:  # noqa: BLE001 - cattrs raises many kinds
+                except BaseException as exc:  # noqa: BLE001 - cattrs raises many kinds
+                    game_error(exc)
                     text, choices = _describe_type(self._hints[f.name])
                     allowed = choices if choices is not None else text
                     raise OptionError(
@@ -270,7 +278,8 @@ class GameCodec:
                     ) from exc
         try:
             options = self.conv.structure(data, self.game.info.options)
-        except Exception as exc:  # noqa: BLE001 - validators raise ValueError/TypeError
+        except BaseException as exc:  # noqa: BLE001 - validators raise ValueError/TypeError
+            game_error(exc)
             raise OptionError("options", error_text(exc)) from exc
         for key, value in data.items():
             if not admits(self._hints[key], value):
@@ -283,7 +292,8 @@ class GameCodec:
                 check(options, seats)
             except OptionError:
                 raise
-            except Exception as exc:
+            except BaseException as exc:
+                game_error(exc)
                 raise GameFault(
                     f"{self.game.info.id!r}: check_options raised {type(exc).__name__}: {exc}"
                 ) from exc
@@ -343,5 +353,6 @@ class GameCodec:
             hook = self._structure_hooks[cls] = self.conv.get_structure_hook(cls)
         try:
             return hook(body, cls)
-        except Exception as exc:  # noqa: BLE001 - cattrs raises many kinds
+        except BaseException as exc:  # noqa: BLE001 - cattrs raises many kinds
+            game_error(exc)  # a game class's own validators may raise anything
             raise error(f"bad {what} {tag!r}: {error_text(exc)}") from exc

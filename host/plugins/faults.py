@@ -23,10 +23,11 @@ import pluggy
 import structlog
 
 from host.errors import GamehostError
+from host.plugins.budget import BudgetExceeded
 from protocol.messages import ProtocolError
 from protocol.replies import Refused
 
-__all__ = ["GameFault", "notify_isolated", "refusal"]
+__all__ = ["GameFault", "game_error", "host_exception", "notify_isolated", "refusal"]
 
 log = structlog.get_logger("gamehost.faults")
 
@@ -46,6 +47,27 @@ class GameFault(Exception):
         super().__init__(message)
         self.message = message
         self.seq = seq
+
+
+def host_exception(exc: BaseException) -> bool:
+    """Whether ``exc``, raised out of game code, is the host's own and must go on up: the
+    budget's interruption (:class:`~host.plugins.budget.BudgetExceeded`) or a cancellation of
+    trio's (game code is synchronous: it cannot be cancelled itself, but a host that embeds the
+    engine may be). Anything else is the game's fault."""
+    return isinstance(exc, BudgetExceeded) or type(exc).__module__.partition(".")[0] == "trio"
+
+
+def game_error(exc: BaseException) -> BaseException:
+    """``exc`` itself when it is the game's fault (see :func:`host_exception`), for a guard to
+    turn into a :class:`GameFault` (or a ``BadRecord``); the host's own exception is raised
+    again instead. Use in ``except BaseException as exc:`` around a call into a game.
+
+    Raises:
+        BudgetExceeded, trio.Cancelled: ``exc`` itself, when it is one of those.
+    """
+    if host_exception(exc):
+        raise exc
+    return exc
 
 
 def notify_isolated(caller: pluggy.HookCaller, **kwargs: Any) -> int:
@@ -68,7 +90,8 @@ def notify_isolated(caller: pluggy.HookCaller, **kwargs: Any) -> int:
             continue
         try:
             impl.function(**{name: kwargs[name] for name in impl.argnames})
-        except Exception:
+        except BaseException as exc:  # SystemExit from an observer too: logged, never the host's
+            game_error(exc)
             failed += 1
             log.exception("observer_failed", hook=caller.name, plugin=impl.plugin_name)
     return failed

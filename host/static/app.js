@@ -1,7 +1,7 @@
 // The web client: a lobby (#/), a table to play (#/play/SESSION) or watch (#/watch/SESSION).
 // Everything a client typed (names, options) is put in the page as text, never as HTML.
-import { Conn, HostError, clear, el, fmt, jsonTree, recent, seatName, tokens } from "./common.js";
-import { describeAction, renderers } from "./tables.js";
+import { Conn, HostError, clear, el, fmt, recent, seatName, tokens } from "./common.js";
+import { describeAction, outcomePanel, renderers } from "./tables.js";
 import { undoBox } from "./undo.js";
 
 const main = document.getElementById("main");
@@ -188,15 +188,19 @@ function tablePage(sid, watching) {
   document.title = `gamehost: ${watching ? "watching" : "playing"} ${sid}`;
   const t = {
     sid, me, watching: me === null, snap: null, legal: [], turnSeq: null, events: [], viewAsked: false, stopped: false,
+    controlsKey: null, clock: null, // the turn clock: see takeDeadline
+    // what the player is choosing, kept across redraws: the card whose suit to name, a split
+    ui: { card: null, split: null, choose(c) { t.ui.card = c; draw(); } },
   };
   const board = el("div", { id: "board" });
   const controls = el("div", { id: "controls" });
+  const undoSlot = el("div", {}); // the undo box: redrawn on every snapshot, unlike the controls
   const info = el("div", { id: "info" });
   const eventsBox = el("ol", { id: "events", class: "events" });
   clear(main).append(
     el("p", {}, el("a", { href: "#/" }, "\u2190 lobby"), " \u00b7 ",
       el("a", { href: `debug.html#${sid}` }, "open in the replay debugger")),
-    info, board, controls, el("h3", {}, "What happened"), eventsBox);
+    info, board, controls, undoSlot, el("h3", {}, "What happened"), eventsBox);
 
   const c = connect(onPush, () => { if (!t.stopped) route(); });
   function onPush(p) {
@@ -207,9 +211,17 @@ function tablePage(sid, watching) {
       listEvent(p);
       if (t.snap && p.seq > t.snap.seq) askView();
     } else if (p.push === "turn" && p.seat === me) {
+      if (JSON.stringify(p.legal) !== JSON.stringify(t.legal)) t.ui.card = null;
+      takeDeadline(p.seq, p.deadline);
       t.legal = p.legal;
       t.turnSeq = p.seq;
       draw();
+    } else if (p.push === "presence") {
+      // a seat's connection came or went (record p.seq); a snapshot at or past it knows already
+      if (t.snap && Array.isArray(t.snap.connected) && p.seq > t.snap.seq) {
+        t.snap.connected = t.snap.connected.map((c, i) => (i === p.seat ? p.connected : c));
+        draw();
+      }
     } else if (p.push === "ended") {
       t.legal = [];
       if (typeof p.text === "string") t.endText = p.text;
@@ -272,7 +284,7 @@ function tablePage(sid, watching) {
     t.viewAsked = true;
     try {
       const snap = await c.call("view", { session: sid });
-      if (!t.snap || snap.seq >= t.snap.seq) t.snap = snap;
+      if (!t.snap || snap.seq >= t.snap.seq) { t.snap = snap; takeDeadline(snap.seq, snap.deadline); }
       if (!t.snap.to_act.includes(me)) t.legal = [];
       draw();
     } catch (e) { say(e.message, "error"); }
@@ -291,6 +303,45 @@ function tablePage(sid, watching) {
       if (e instanceof HostError) askView();
     }
   }
+  // The turn clock: the host's deadline for the seats in to_act, as of the seq it came with (a
+  // snapshot, or a turn push). It counts down from the host's seconds_left, by this machine's
+  // monotonic clock since the message came, so a machine whose clock is off still shows the
+  // host's time; `at` (UTC) is shown as the local time of day.
+  function takeDeadline(seq, deadline) {
+    if (deadline === undefined) return; // a host that sends no deadline
+    if (t.clock && seq < t.clock.seq) return;
+    t.clock = deadline === null ? { seq, none: true }
+      : { seq, at: deadline.at, left: deadline.seconds_left, got: performance.now() };
+  }
+  function secondsLeft() {
+    const c = t.clock;
+    if (!c || c.none) return null;
+    return Math.max(0, c.left - (performance.now() - c.got) / 1000);
+  }
+  function countdown() {
+    const s = t.snap;
+    const left = secondsLeft();
+    if (!s || s.ended || !s.to_act.length || left === null || t.clock.seq < s.seq) return null;
+    const mine = s.to_act.includes(me);
+    const node = el("span", { id: "countdown", "data-at": t.clock.at });
+    paint(node, left, mine);
+    return node;
+  }
+  function paint(node, left, mine) {
+    const whole = Math.ceil(left);
+    const at = new Date(Date.parse(node.dataset.at));
+    node.dataset.seconds = String(whole);
+    node.className = `${mine ? "mine" : ""}${whole === 0 ? " over" : whole <= 15 ? " urgent" : ""}`;
+    node.textContent = whole === 0
+      ? `time is up: the host plays for ${mine ? "you" : "them"}`
+      : `${Math.floor(whole / 60)}:${String(whole % 60).padStart(2, "0")} left`;
+    node.title = `until ${at.toLocaleTimeString()} (the host's turn timer${mine ? ": then it plays for you" : ""})`;
+  }
+  function tick() {
+    const node = document.getElementById("countdown");
+    const left = secondsLeft();
+    if (node && left !== null && t.snap) paint(node, left, t.snap.to_act.includes(me));
+  }
   function draw() {
     const s = t.snap;
     if (!s) return;
@@ -301,18 +352,22 @@ function tablePage(sid, watching) {
       el("p", { id: "state", class: s.ended ? "ended" : "" },
         s.ended ? (s.aborted ? `Over: ended by the host (${s.aborted}).` : "The game is over.")
           : !s.started ? "Waiting for players\u2026"
-          : s.to_act.length ? `To act: ${s.to_act.map((i) => seatName(s.seats, i)).join(", ")}` : ""),
-      s.ended && (s.outcome || t.endText) ? el("div", { id: "outcome" }, el("h3", {}, "Game over"),
-        t.endText ? el("p", { class: "end-text" }, t.endText) : null,
-        s.outcome ? el("details", {}, el("summary", {}, "the outcome as sent"), jsonTree(s.outcome)) : null) : "");
+          : s.to_act.length ? [`To act: ${s.to_act.map((i) => seatName(s.seats, i)).join(", ")}`, countdown()] : ""),
+      s.ended ? outcomePanel(s, t.endText) : "");
     const render = renderers[s.game] || renderers.generic;
-    clear(board).append(render.board(s, me));
-    clear(controls);
-    if (me !== null && t.legal.length && !s.ended) {
-      controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act));
+    const moves = me !== null && t.legal.length && !s.ended ? { legal: t.legal, act, choose: t.ui.choose } : null;
+    clear(board).append(render.board(s, me, moves));
+    // the controls are rebuilt only when the moves change, so a split being made or a number
+    // being typed survives the pushes of other seats
+    const key = moves ? JSON.stringify([t.legal, s.seats, t.ui.card]) : "";
+    if (key !== t.controlsKey) {
+      t.controlsKey = key;
+      clear(controls);
+      if (moves) controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act, t.ui));
     }
     const undo = undoBox(s, me, (op, params) => c.call(op, params), say);
-    if (undo) controls.append(undo);
+    clear(undoSlot);
+    if (undo) undoSlot.append(undo);
   }
   // A record in words: the host's text (null when it has nothing to say); a host that sent
   // none gets the record's fields.
@@ -339,6 +394,7 @@ function tablePage(sid, watching) {
         snap = await c.call("watch", { session: sid, text: true });
       }
       t.snap = snap;
+      takeDeadline(snap.seq, snap.deadline);
       recent.add(sid, snap.game);
       say("");
       draw();
@@ -349,7 +405,8 @@ function tablePage(sid, watching) {
       say(e.message, "error");
     }
   })();
-  return { kind: "table", stop() { t.stopped = true; } };
+  const ticking = setInterval(tick, 1000);
+  return { kind: "table", stop() { t.stopped = true; clearInterval(ticking); } };
 }
 
 route();

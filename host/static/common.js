@@ -80,7 +80,8 @@ export function clear(node) {
 
 const SUITS = { C: "\u2663", D: "\u2666", H: "\u2665", S: "\u2660" };
 
-// A card face for "10H", "QS", ...; a back for null (a card the viewer may not see).
+// A card face for "10H", "QS", ...; a back for null (a card the viewer may not see). opts:
+// button (a <button>), onclick, cls (more classes), title, action (its data-action).
 export function card(code, opts = {}) {
   if (code === null || code === undefined) {
     return el("span", { class: "card back", title: "hidden card" });
@@ -91,7 +92,8 @@ export function card(code, opts = {}) {
   const red = suit === "D" || suit === "H";
   return el(
     opts.button ? "button" : "span",
-    { class: `card face ${red ? "red" : "black"}`, "data-card": text, title: text, onclick: opts.onclick },
+    { class: `card face ${red ? "red" : "black"}${opts.cls ? ` ${opts.cls}` : ""}`, "data-card": text,
+      title: opts.title || text, onclick: opts.onclick, "data-action": opts.action },
     el("span", { class: "rank" }, rank),
     el("span", { class: "suit" }, SUITS[suit] || suit),
   );
@@ -144,19 +146,97 @@ export function fmt(v) {
   return JSON.stringify(v);
 }
 
-// What differs between two JSON values: a list of [path, before, after].
+// What differs between two JSON values: a list of { path, kind, before, after }, kind being
+// "changed" (another value at the same place), "added" or "removed" (a list's item or an
+// object's key; its `before` or `after` is undefined). Lists are compared as sequences: the
+// longest common subsequence of equal items stays, so drawing 3 cards from the top of a
+// 31-card stock is 3 removed items, not 31 changed places. Between two kept items, a removed
+// and an added item that are both objects (a seat's record whose score moved), or both lists,
+// are paired and compared inside; other items are told as removed and added. A list of numbers (or booleans, or
+// nulls) that keeps its length is a per-seat table (scores, hand sizes): compared by position.
 export function diff(a, b, path = "", out = []) {
-  if (a !== null && b !== null && typeof a === "object" && typeof b === "object"
-      && Array.isArray(a) === Array.isArray(b)) {
-    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-    for (const k of keys) {
-      const p = Array.isArray(a) ? `${path}[${k}]` : (path ? `${path}.${k}` : k);
-      diff(a[k], b[k], p, out);
+  if (Array.isArray(a) && Array.isArray(b)) {
+    if (a.length === b.length && [...a, ...b].every(isNumberish)) {
+      a.forEach((x, i) => diff(x, b[i], `${path}[${i}]`, out));
+    } else {
+      listDiff(a, b, path, out);
     }
     return out;
   }
-  if (JSON.stringify(a) !== JSON.stringify(b)) out.push([path || "(all)", a, b]);
+  if (isRecord(a) && isRecord(b)) {
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      const p = path ? `${path}.${k}` : k;
+      if (!(k in a)) out.push({ path: p, kind: "added", before: undefined, after: b[k] });
+      else if (!(k in b)) out.push({ path: p, kind: "removed", before: a[k], after: undefined });
+      else diff(a[k], b[k], p, out);
+    }
+    return out;
+  }
+  if (JSON.stringify(a) !== JSON.stringify(b)) out.push({ path: path || "(all)", kind: "changed", before: a, after: b });
   return out;
+}
+
+const LCS_CELLS = 4_000_000; // past this many (items before x items after), lists are paired in order
+
+function isNumberish(v) {
+  return v === null || typeof v === "number" || typeof v === "boolean";
+}
+
+function isRecord(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+function sameShape(x, y) {
+  return (Array.isArray(x) && Array.isArray(y)) || (isRecord(x) && isRecord(y));
+}
+
+function listDiff(a, b, path, out) {
+  const ka = a.map((v) => JSON.stringify(v));
+  const kb = b.map((v) => JSON.stringify(v));
+  // the common head and tail are kept as they are; only the middle is searched
+  let lo = 0;
+  while (lo < a.length && lo < b.length && ka[lo] === kb[lo]) lo++;
+  let ea = a.length;
+  let eb = b.length;
+  while (ea > lo && eb > lo && ka[ea - 1] === kb[eb - 1]) { ea--; eb--; }
+  const n = ea - lo;
+  const m = eb - lo;
+  const kept = []; // pairs [i, j] of equal items, ascending, in the middle
+  if (n && m && n * m <= LCS_CELLS) {
+    // lengths of the longest common subsequences of a[i..ea) and b[j..eb)
+    const w = m + 1;
+    const len = new Uint32Array((n + 1) * w);
+    for (let i = n - 1; i >= 0; i--) {
+      for (let j = m - 1; j >= 0; j--) {
+        len[i * w + j] = ka[lo + i] === kb[lo + j]
+          ? len[(i + 1) * w + j + 1] + 1
+          : Math.max(len[(i + 1) * w + j], len[i * w + j + 1]);
+      }
+    }
+    let i = 0;
+    let j = 0;
+    while (i < n && j < m) {
+      if (ka[lo + i] === kb[lo + j]) { kept.push([lo + i, lo + j]); i++; j++; }
+      else if (len[(i + 1) * w + j] >= len[i * w + j + 1]) i++;
+      else j++;
+    }
+  }
+  kept.push([ea, eb]); // the kept tail closes the last run
+  let i = lo;
+  let j = lo;
+  for (const [ki, kj] of kept) {
+    // a run: a[i..ki) removed, b[j..kj) added; its leading objects (or lists) on both sides
+    // are paired one for one and compared inside
+    let pairs = 0;
+    while (pairs < ki - i && pairs < kj - j && sameShape(a[i + pairs], b[j + pairs])) {
+      diff(a[i + pairs], b[j + pairs], `${path}[${j + pairs}]`, out);
+      pairs++;
+    }
+    for (let p = i + pairs; p < ki; p++) out.push({ path: `${path}[${p}]`, kind: "removed", before: a[p], after: undefined });
+    for (let p = j + pairs; p < kj; p++) out.push({ path: `${path}[${p}]`, kind: "added", before: undefined, after: b[p] });
+    i = ki + 1;
+    j = kj + 1;
+  }
 }
 
 // Seat tokens live in this tab's sessionStorage only (never in a URL): a reload resumes.

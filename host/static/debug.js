@@ -19,11 +19,52 @@ function viewer() {
   if (v === "truth") return { truth: true };
   if (v === "spectator" || v === "") return {};
   const seat = Number(v);
-  const held = tokens.get(d.sid);
-  return held && held.seat === seat ? { seat, token: held.token } : { seat };
+  const token = tokenFor(seat);
+  return token ? { seat, token } : { seat };
 }
 
+// The token this page holds for `seat`: one typed into the token field, or the one this tab
+// keeps for the seat it plays (sessionStorage); null when neither.
+function tokenFor(seat) {
+  if (d.token && d.token.seat === seat) return d.token.token;
+  const held = tokens.get(d.sid);
+  return held && held.seat === seat ? held.token : null;
+}
+
+// The token field: find the seat the token holds (the host accepts a seat's view only with its
+// token, so each seat is asked once, with a one-record `log` page) and view the log as that
+// seat. The token stays in this page's memory only, never in the address or storage.
+async function useToken() {
+  const token = $("token").value.trim();
+  if (!token || !d.records.length) return;
+  if (d.open) {
+    say("this session is open (ended, its seed revealed): every seat can be viewed without a token; choose yours under \u201cas\u201d");
+    return;
+  }
+  for (let seat = 0; seat < d.records[0].seats; seat++) {
+    try {
+      await conn.call("log", { session: d.sid, after: null, limit: 1, seat, token });
+    } catch (e) {
+      if (e.code === "hidden") continue;
+      say(e.message, "error");
+      return;
+    }
+    d.token = { seat, token };
+    say("");
+    fillViewers();
+    $("viewer").value = String(seat);
+    d.states.clear();
+    try { await loadLog(false); } catch (e) { say(e.message, "error"); }
+    go(d.at);
+    return;
+  }
+  say("this token holds no seat of this session", "error");
+}
+
+// A record in one line: the host's words for it when it has some (the `log` op's `text`),
+// else its fields.
 function summary(r) {
+  if (typeof r.text === "string" && r.text) return r.text.replace(/\s*\n\s*/g, " \u00b7 ");
   switch (r.type) {
     case "header": return `${r.game} v${r.game_version} \u00b7 ${r.seats} seats${r.forked_from ? ` \u00b7 forked from ${r.forked_from.session} at ${r.forked_from.seq}` : ""}`;
     case "seat_taken": return `seat ${r.seat}: ${r.name}${r.bot ? " (bot)" : ""}`;
@@ -42,6 +83,7 @@ async function open() {
   const sid = $("session").value.trim();
   if (!sid) return;
   if (location.hash !== `#${sid}`) history.replaceState(null, "", `#${sid}`);
+  if (d.sid !== sid) { d.token = null; clear($("viewer")); $("token").value = ""; } // a spectator first
   d.sid = sid;
   d.states.clear();
   d.at = 0;
@@ -65,14 +107,14 @@ function progress(text, done = null, total = null) {
   box.hidden = false;
 }
 
-async function loadLog(fillViewers) {
+async function loadLog(fill) {
   const records = [];
   let after = null;
   let page;
   progress("loading the log…");
   try {
     do {
-      page = await conn.call("log", { session: d.sid, after, limit: 1000, ...viewer() });
+      page = await conn.call("log", { session: d.sid, after, limit: 1000, text: true, ...viewer() });
       records.push(...page.records);
       after = page.next;
       const total = page.seq + 1;
@@ -87,18 +129,7 @@ async function loadLog(fillViewers) {
   const header = records[0];
   d.seats = records.filter((r) => r.type === "seat_taken");
   $("summary").textContent = `${page.game} \u00b7 ${records.length} records \u00b7 ${page.ended ? "ended" : page.live ? "live" : "stored"}${page.open ? "" : " \u00b7 hidden cards stay hidden"}`;
-  if (fillViewers) {
-    const sel = clear($("viewer"));
-    const held = tokens.get(d.sid);
-    sel.append(el("option", { value: "spectator" }, "a spectator"));
-    for (let i = 0; i < header.seats; i++) {
-      const taken = d.seats.find((r) => r.seat === i);
-      const mine = held && held.seat === i;
-      sel.append(el("option", { value: String(i), disabled: !(d.open || mine) },
-        `seat ${i}${taken ? `: ${taken.name}` : ""}${mine ? " (you)" : ""}`));
-    }
-    sel.append(el("option", { value: "truth", disabled: !d.open }, "the full truth"));
-  }
+  if (fill) fillViewers();
   $("seq").max = records.length - 1;
   $("last").textContent = String(records.length - 1);
   const tl = clear($("timeline"));
@@ -114,6 +145,22 @@ async function loadLog(fillViewers) {
       title: by === undefined ? summary(r) : `${summary(r)} (taken back at #${by})` },
       `${String(r.seq).padStart(4, "\u2007")} ${r.type.padEnd(10, "\u2007")} ${summary(r)}`));
   }
+}
+
+// The "as" list: a spectator, each seat (one this page holds a token for is "you"; the others
+// only when the session is open) and the full truth (only when open).
+function fillViewers() {
+  const sel = $("viewer");
+  const was = sel.value;
+  clear(sel).append(el("option", { value: "spectator" }, "a spectator"));
+  for (let i = 0; i < d.records[0].seats; i++) {
+    const taken = d.seats.find((r) => r.seat === i);
+    const mine = tokenFor(i) !== null;
+    sel.append(el("option", { value: String(i), disabled: !(d.open || mine) },
+      `seat ${i}${taken ? `: ${taken.name}` : ""}${mine ? " (you)" : ""}`));
+  }
+  sel.append(el("option", { value: "truth", disabled: !d.open }, "the full truth"));
+  if (was && [...sel.options].some((o) => o.value === was && !o.disabled)) sel.value = was;
 }
 
 async function stateAt(seq) {
@@ -152,8 +199,17 @@ async function compare() {
     const changes = diff(pick(a), pick(b));
     const box = clear($("changes"));
     if (!changes.length) { box.append(el("p", { class: "muted" }, "Nothing visible changed.")); return; }
-    box.append(el("table", { class: "diff" }, el("tbody", {}, changes.map(([path, x, y]) =>
-      el("tr", {}, el("td", {}, path), el("td", { class: "before" }, x === undefined ? "(absent)" : fmt(x)), el("td", {}, "\u2192"), el("td", { class: "after" }, y === undefined ? "(absent)" : fmt(y)))))));
+    const count = (k) => changes.filter((c) => c.kind === k).length;
+    box.append(
+      el("p", { class: "muted", id: "changes-count" },
+        `${count("changed")} changed, ${count("added")} added, ${count("removed")} removed (lists compared as sequences)`),
+      el("table", { class: "diff" }, el("tbody", {}, changes.map(({ path, kind, before, after }) =>
+        el("tr", { class: kind, "data-kind": kind, "data-path": path },
+          el("td", {}, path),
+          el("td", { class: "kind" }, kind),
+          el("td", { class: "before" }, before === undefined ? "" : fmt(before)),
+          el("td", {}, kind === "changed" ? "\u2192" : ""),
+          el("td", { class: "after" }, after === undefined ? "" : fmt(after)))))));
   } catch (e) { say(e.message, "error"); }
 }
 
@@ -196,6 +252,8 @@ $("end").addEventListener("click", () => go(d.records.length - 1));
 $("seq").addEventListener("change", () => go(Number($("seq").value)));
 $("diff").addEventListener("click", compare);
 $("verify").addEventListener("click", verify);
+$("use-token").addEventListener("click", useToken);
+$("token").addEventListener("keydown", (e) => { if (e.key === "Enter") useToken(); });
 $("fork").addEventListener("click", fork);
 document.addEventListener("keydown", (e) => {
   if (e.target instanceof HTMLInputElement) return;
@@ -203,5 +261,9 @@ document.addEventListener("keydown", (e) => {
   if (e.key === "ArrowLeft") go(d.at - 1);
 });
 for (const r of recent.list()) $("recent").append(el("option", { value: r.session }, r.game || ""));
-const fromHash = decodeURIComponent(location.hash.slice(1));
-if (fromHash) { $("session").value = fromHash; open(); }
+function openFromHash() {
+  const fromHash = decodeURIComponent(location.hash.slice(1));
+  if (fromHash && fromHash !== d.sid) { $("session").value = fromHash; open(); }
+}
+window.addEventListener("hashchange", openFromHash); // another session's link, same page
+openFromHash();

@@ -561,6 +561,51 @@ class FileStore(WriterThreadStore):
         self._open(session, len(records))
         return records
 
+    async def open_end(self, session: str) -> int:
+        """Make a session appendable after its last complete record *without reading its
+        records*, as :meth:`load` does after reading them all: a torn tail (a last line with no
+        newline, or — as logs before checksums — one that is not JSON and carries no checksum)
+        is cut, durably, with a warning. For a log too long to read on the event loop, whose
+        records are folded elsewhere (a heavy-work process reads and checks every one). The
+        line index is made or extended in a worker thread. Returns the log's record count.
+
+        Raises:
+            Conflict: appends of the session are still queued or being written.
+            UnknownSession: no log of that session.
+            CorruptLog: the log is empty (no complete header), a link or not a regular file.
+            OSError: it cannot be read or cut. BadSessionId: a bad session id.
+        """
+        path = self._checked_path(session)
+        self._check_idle(session)
+        self._next.pop(session, None)
+        count = await trio.to_thread.run_sync(self._cut_torn_end, session, path)
+        self._open(session, count)
+        return count
+
+    def _cut_torn_end(self, session: str, path: Path) -> int:
+        try:
+            fd = _open_log(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise UnknownSession(f"no session {session}") from None
+        try:
+            idx = self._index(session, path, fd)
+            size = os.fstat(fd).st_size
+            count, end = idx.count, idx.starts[-1]
+            if count:
+                start = idx.starts[count - 1]
+                line = os.pread(fd, end - 1 - start, start)
+                if _torn_line(line):  # not JSON, no checksum: an append a crash cut short
+                    count, end = count - 1, start
+        finally:
+            os.close(fd)
+        if count == 0:
+            what = "the file is empty" if size == 0 else "no complete header record"
+            raise CorruptLog(path, 0, f"{what} (no header record)")
+        if size > end:
+            log.warning("torn_tail", path=str(path), offset=end, dropped=size - end)
+            _truncate(path, end)
+        return count
+
     def truncate(self, session: str, keep: int) -> None:
         """Cut a (loaded, not yet appended-to) log after its first ``keep`` records, durably.
 

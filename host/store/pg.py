@@ -25,8 +25,11 @@ hosts. A host whose copy is behind finds the row moved on by another host (it wa
 host's transaction first, as row locks do) and gets :class:`~host.store.base.Conflict`; the primary
 key refuses a duplicate seq even if the session row were wrong (a unique violation is a
 ``Conflict`` too). Sessions are written in id order within a batch, so two hosts' batches never
-wait for each other in a cycle. Every session written also runs ``pg_notify('gamehost_log',
-'<session_id> <last_seq>')``, delivered when the transaction commits, for hosts following it.
+wait for each other in a cycle. Every session written also runs ``pg_notify``, delivered when
+the transaction commits: a create on ``gamehost_created`` (every host listens), an append on the
+channel of the session's bucket (``host.store.feed.channel``: ``gamehost_log_<3 hex digits>``),
+which only the hosts following a session of that bucket listen to; the payload is
+``'<session_id> <last_seq>'``.
 
 Reading (``load``, ``read``, ``truncate``, ``session_ids``, :meth:`PostgresStore.session_page`)
 uses other connections, kept idle between uses; ``read`` and ``session_page`` run in a worker
@@ -88,6 +91,7 @@ from host.store.base import (
     decode_row,
     encode_bodies,
 )
+from host.store.feed import channel
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -104,8 +108,6 @@ __all__ = [
 log = structlog.get_logger("gamehost.pgstore")
 T = TypeVar("T")
 
-NOTIFY_CHANNEL = "gamehost_log"
-"""The channel every create and append notifies, with the payload ``"<session_id> <last_seq>"``."""
 
 _MIGRATION_LOCK = 0x67616D65686F7374  # "gamehost": one ``db init`` at a time per database
 
@@ -134,6 +136,14 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         2,
         "a crc column in gamehost_records (rows written before it stay unchecked)",
         ["ALTER TABLE gamehost_records ADD COLUMN crc bigint"],
+    ),
+    (
+        3,
+        "an index of the unfinished sessions (what hosts list to share out their leases)",
+        [
+            "CREATE INDEX gamehost_sessions_unfinished ON gamehost_sessions (session_id)"
+            " WHERE NOT ended"
+        ],
     ),
 ]
 """Version, what it does, its statements; each runs once, in order, in ``db init``'s
@@ -391,12 +401,12 @@ WITH made AS (
     INSERT INTO gamehost_sessions (session_id, game, header, last_seq, ended)
     SELECT %(s)s, %(game)s, %(header)s, %(last)s, %(ended)s WHERE %(create)s
     ON CONFLICT (session_id) DO NOTHING
-    RETURNING pg_notify('gamehost_log', session_id || ' ' || last_seq)
+    RETURNING pg_notify('gamehost_created', session_id || ' ' || last_seq)
 ), moved AS (
     UPDATE gamehost_sessions
     SET last_seq = %(last)s, ended = ended OR %(ended)s, updated_at = now()
     WHERE NOT %(create)s AND session_id = %(s)s AND last_seq = %(first)s - 1
-    RETURNING pg_notify('gamehost_log', session_id || ' ' || last_seq)
+    RETURNING pg_notify(%(channel)s, session_id || ' ' || last_seq)
 )
 INSERT INTO gamehost_records (session_id, seq, line, crc)
 SELECT %(s)s, %(first)s + t.i - 1, t.line, t.crc
@@ -422,6 +432,7 @@ class _Group:
         game = orjson.loads(header).get("game") if header is not None else None
         return {
             "s": self.session,
+            "channel": channel(self.session),
             "game": game,
             "header": header,
             "create": self.create,
@@ -631,6 +642,21 @@ class PostgresStore(WriterThreadStore):
         self._open(session, len(records))
         return records
 
+    async def open_end(self, session: str) -> int:
+        """Make a session appendable after its last record without reading its records (as
+        :meth:`load` does after reading them); its record count.
+
+        Raises:
+            Conflict: appends of it are in progress. UnknownSession: no such session.
+            ValueError: a bad session id. StoreUnavailable: the database failed.
+        """
+        self._checked(session)
+        self._check_idle(session)
+        self._next.pop(session, None)
+        count = await self.record_count(session)
+        self._open(session, count)
+        return count
+
     async def read(self, session: str, after: int | None = None) -> list[dict[str, Any]]:
         """See :meth:`host.store.base.Store.read`; in a worker thread.
 
@@ -727,9 +753,8 @@ class PostgresStore(WriterThreadStore):
                 )
                 conn.execute(
                     "UPDATE gamehost_sessions SET last_seq = %s, ended = %s, updated_at = now()"
-                    " WHERE session_id = %s RETURNING pg_notify('gamehost_log',"
-                    " session_id || ' ' || last_seq)",
-                    [keep - 1, ended, session],
+                    " WHERE session_id = %s RETURNING pg_notify(%s, session_id || ' ' || last_seq)",
+                    [keep - 1, ended, session, channel(session)],
                 )
                 return keep
 
@@ -767,6 +792,23 @@ class PostgresStore(WriterThreadStore):
             {"session": s, "game": g, "last_seq": n, "ended": e, "header": orjson.loads(h)}
             for s, g, n, e, h in rows
         ]
+
+    async def unfinished_sessions(self) -> list[str]:
+        """The ids of the sessions whose log has no ``ended`` record, sorted (one look at the
+        index of unfinished sessions); in a worker thread. Hosts list them to find the sessions
+        they should drive (``host.store.feed.Follower``).
+
+        Raises:
+            StoreUnavailable: the database failed.
+        """
+
+        def ids(conn: psycopg.Connection[Any]) -> list[str]:
+            rows = conn.execute(
+                "SELECT session_id FROM gamehost_sessions WHERE NOT ended ORDER BY session_id"
+            )
+            return [r[0] for r in rows]
+
+        return await trio.to_thread.run_sync(self._conns.run, ids)
 
     # -- writing -------------------------------------------------------------------------------
     async def _write(self, job: _Job) -> None:
@@ -1082,7 +1124,7 @@ def import_log(
                 raise ValueError(f"session {session}: no records to import")
             conn.execute(
                 "UPDATE gamehost_sessions SET last_seq = %s, ended = %s, updated_at = now()"
-                " WHERE session_id = %s RETURNING pg_notify('gamehost_log',"
+                " WHERE session_id = %s RETURNING pg_notify('gamehost_created',"
                 " session_id || ' ' || last_seq)",
                 [seq - 1, ended, session],
             )

@@ -73,7 +73,7 @@ import structlog
 from host.errors import GamehostError
 from host.game import Seat, Viewer
 from host.plugins.budget import BudgetExceeded
-from host.plugins.faults import GameFault, refusal
+from host.plugins.faults import GameFault, game_error, refusal
 from host.table.commands import (
     Act,
     Command,
@@ -118,8 +118,10 @@ from protocol.replies import (
 __all__ = [
     "ABSENT_AFTER",
     "BOT_BATCH",
+    "GAME_FAULTED_NOW",
     "TAIL",
     "UNDO_EXPIRES",
+    "Presence",
     "WINDOW",
     "Attach",
     "Backfill",
@@ -132,6 +134,7 @@ __all__ = [
     "Step",
     "Table",
     "TableSettings",
+    "faulted",
     "format_ts",
     "hash_token",
     "parse_ts",
@@ -153,6 +156,18 @@ missed records from the store)."""
 UNDO_EXPIRES = 30.0
 """Seconds a request to take back an action waits for its answers, from its ``undo_asked``
 record's time; then the host that drives the session appends ``undo_refused`` (``expired``)."""
+
+
+GAME_FAULTED_NOW = (
+    "the session's game faulted while answering this; its code is not run for the session"
+    " again (its end and its log are still answered)"
+)
+
+
+def faulted(ended: dict[str, Any]) -> bool:
+    """Whether the data of a session's ``ended`` record says its game faulted (``aborted:
+    "game_error"``, with or without the ``fault`` logs written before it was recorded)."""
+    return ended.get("aborted") == "game_error"
 
 
 def hash_token(token: str) -> str:
@@ -332,6 +347,73 @@ def _protocol(code: ErrorCode, message: str, **extra: Any) -> _Refuse:
     return _Refuse(ProtocolError(code, message, **extra))
 
 
+@attrs.define
+class Presence:
+    """What a log says beyond the game, folded a record at a time (:meth:`feed`): who holds
+    each seat (a connection's key), each seat's timed-out turns in a row, the ``ts`` of the
+    last record of play (the turn timer and a bot's delay count from it) and of the record
+    after which nobody held a seat (abandonment counts from it), of the last ``undo_asked``
+    record (a waiting request lapses from it), and whether anyone holds one now. Only the
+    timestamps that matter are kept (as text: parsed once, by the table)."""
+
+    holders: list[str | None]
+    timeouts: list[int]
+    play_ts: str | None = None
+    since_ts: str | None = None
+    attended: bool = False
+    ask_ts: str | None = None
+
+    @classmethod
+    def of(cls, seats: int) -> Presence:
+        """Nothing folded yet, for ``seats`` seats."""
+        return cls([None] * seats, [0] * seats)
+
+    def feed(self, records: Iterable[Record]) -> None:
+        """Fold records in order (each looked at once; events cost nothing)."""
+        holders, timeouts = self.holders, self.timeouts
+        play_ts, since_ts, attended = self.play_ts, self.since_ts, self.attended
+        ask_ts = self.ask_ts
+        for rec in records:
+            kind = rec.type
+            if kind == "event" or kind == "ended":
+                continue
+            d = rec.data
+            if kind == "action":
+                seat = d["seat"]
+                if d.get("timed_out"):
+                    timeouts[seat] = 0 if holders[seat] is not None else timeouts[seat] + 1
+                else:
+                    timeouts[seat] = 0
+                play_ts = rec.ts
+                continue
+            if kind == "header":
+                play_ts = since_ts = rec.ts
+                continue
+            if kind in UNDO_RECORDS:
+                if kind == "undo":
+                    play_ts = rec.ts
+                elif kind == "undo_asked":
+                    ask_ts = rec.ts
+                continue
+            if kind == "seat_taken":
+                if not d.get("bot"):
+                    holders[d["seat"]] = d.get("holder")
+                play_ts = rec.ts
+            elif kind == "seat_held":
+                holders[d["seat"]] = d["holder"]
+                timeouts[d["seat"]] = 0
+            elif kind == "seat_released":
+                holders[d["seat"]] = None
+                if d.get("reason") == "host_gone":
+                    play_ts = rec.ts
+            now_attended = any(h is not None for h in holders)
+            if attended and not now_attended:
+                since_ts = rec.ts
+            attended = now_attended
+        self.play_ts, self.since_ts, self.attended = play_ts, since_ts, attended
+        self.ask_ts = ask_ts
+
+
 class Table:
     """One session's table (see the module docstring).
 
@@ -349,6 +431,9 @@ class Table:
         live: False for an ended session answered from its log (it keeps no subscribers).
         loaded: ``(state, boundaries)`` if the caller folded ``records`` already
             (:meth:`Engine.load_tail`).
+        presence: what the whole log says of seat holders and timers, if the caller folded
+            it already (``records`` may then be the log's last :data:`TAIL` records only, as
+            ``host.table.loading`` gives them).
 
     Raises:
         BadRecord: the records do not fold.
@@ -367,6 +452,7 @@ class Table:
         shared: bool = False,
         live: bool = True,
         loaded: tuple[SessionState, list[SessionState]] | None = None,
+        presence: Presence | None = None,
     ) -> None:
         self.id = sid
         self.engine = engine
@@ -415,61 +501,25 @@ class Table:
         self._humans = n > len(self._bots)
         self.turn_started = now
         self.unattended_since: float | None = None
+        if presence is None:
+            presence = Presence.of(n)
+            presence.feed(records)
         self.undo_at: float | None = None
         """The time of the waiting request's ``undo_asked`` record (None: none waits)."""
-        self._fold_presence(records, now)
+        self._fold_presence(presence, now)
         self._game_off()
 
     # -- what the log says beyond the game: holders, timers --------------------------------------
-    def _fold_presence(self, records: Iterable[Record], default: float) -> None:
-        """Fold seat holders, timed-out counts and the timers' starts over a whole log (each
-        record looked at once; only the two timestamps that matter are parsed). A record
-        without a ``ts`` (not written yet) counts as of ``default``."""
-        holders, timeouts = self.holders, self.timeouts
-        play_ts: str | None = None  # ts of the last record of play
-        since_ts: str | None = None  # ts of the record after which nobody held a seat
-        ask_ts: str | None = None  # ts of the last undo_asked record
-        attended = False
-        for rec in records:
-            kind = rec.type
-            if kind == "event" or kind == "ended":
-                continue
-            d = rec.data
-            if kind == "action":
-                seat = d["seat"]
-                if d.get("timed_out"):
-                    timeouts[seat] = 0 if holders[seat] is not None else timeouts[seat] + 1
-                else:
-                    timeouts[seat] = 0
-                play_ts = rec.ts
-                continue
-            if kind == "header":
-                play_ts = since_ts = rec.ts
-                continue
-            if kind in UNDO_RECORDS:
-                if kind == "undo":
-                    play_ts = rec.ts
-                elif kind == "undo_asked":
-                    ask_ts = rec.ts
-                continue
-            if kind == "seat_taken":
-                if not d.get("bot"):
-                    holders[d["seat"]] = d.get("holder")
-                play_ts = rec.ts
-            elif kind == "seat_held":
-                holders[d["seat"]] = d["holder"]
-                timeouts[d["seat"]] = 0
-            elif kind == "seat_released":
-                holders[d["seat"]] = None
-                if d.get("reason") == "host_gone":
-                    play_ts = rec.ts
-            now_attended = any(h is not None for h in holders)
-            if attended and not now_attended:
-                since_ts = rec.ts
-            attended = now_attended
-        self.turn_started = parse_ts(play_ts, default)
-        self.unattended_since = None if attended else parse_ts(since_ts, default)
-        self.undo_at = None if self.state.undo_ask is None else parse_ts(ask_ts, default)
+    def _fold_presence(self, presence: Presence, default: float) -> None:
+        """Take seat holders, timed-out counts and the timers' starts from what a whole log
+        says (:class:`Presence`); a record without a ``ts`` (not written yet) counts as of
+        ``default``."""
+        self.holders = list(presence.holders)
+        self.timeouts = list(presence.timeouts)
+        self.turn_started = parse_ts(presence.play_ts, default)
+        self.unattended_since = None if presence.attended else parse_ts(presence.since_ts, default)
+        waits = self.state.undo_ask is not None
+        self.undo_at = parse_ts(presence.ask_ts, default) if waits else None
 
     def _presence(self, rec: Record, at: float) -> None:
         """Fold one new record (of time ``at``) into holders, counts and timers, as
@@ -511,16 +561,26 @@ class Table:
             self.unattended_since = at
 
     def _game_off(self) -> None:
-        """A session ended because its game ran past its budget runs no game code again."""
-        if self.state.ended and self._ended_data().get("fault") in ("time", "memory"):
+        """A session whose game faulted (its log ends ``aborted: "game_error"``, see
+        :func:`faulted`) runs no game code again."""
+        if self.state.ended and faulted(self._ended_data()):
             self.visible.game_off = True
 
     def overran(self, what: str) -> None:
-        """The game ran past its budget (``what``: ``time``, ``memory``) in a step of this
-        table: the session ends on its next host-driven step, as ``game_error`` with that
-        ``fault``, and runs no game code after that."""
+        """The game faulted in code run for this table (``what``: ``time`` or ``memory`` for
+        its budget, ``error`` for anything else; a replay op's fault too): the session ends on
+        its next host-driven step, as ``game_error`` with that ``fault``, and runs no game code
+        after that. A table answered from its log (not live) just stops running game code."""
         self.faulted = True
         self.fault = what
+        if not self.live or self.state.ended:
+            self.visible.game_off = True
+
+    @property
+    def fault_unrecorded(self) -> bool:
+        """The game faulted in code run for this session after it ended: it runs no game code
+        again, and no record says so (nothing follows ``ended``): the host remembers it."""
+        return self.visible.game_off and not faulted(self._ended_data())
 
     def _attended(self) -> bool:
         return any(h is not None for h in self.holders)
@@ -590,8 +650,12 @@ class Table:
 
     def connected(self, state: SessionState | None = None) -> list[bool]:
         """Per seat: whether a connection holds it, by the log (a host bot's seat: True, a free
-        one: False)."""
-        seats = (state or self.state).seats
+        one: False). Once the session has ended nobody holds a seat any more (an ended log
+        gets no release records, so this is the only answer every host can give alike)."""
+        st = state or self.state
+        seats = st.seats
+        if st.ended:
+            return [s is not None and s.bot for s in seats]
         holders = self.holders
         return [holders[i] is not None or (s is not None and s.bot) for i, s in enumerate(seats)]
 
@@ -619,6 +683,7 @@ class Table:
             except GameFault:
                 log.warning("game_fault", session=self.id, step="view", viewer=viewer)
                 view = None
+                self.overran("error")  # nor is it run again for this session
         else:
             try:
                 view = self.engine.view_wire(st, viewer)
@@ -793,8 +858,11 @@ class Table:
         except Exception as exc:
             event = "game_fault" if isinstance(exc, GameFault) else "command_failed"
             log.exception(event, session=self.id, op=type(cmd).__name__.lower())
-            out: list[Effect] = [Reply(conn, rid, Refused(ErrorCode.INTERNAL, "internal error"))]
-            return Step(effects=out, conn=conn, rid=rid)
+            why = Refused(ErrorCode.INTERNAL, "internal error")
+            if isinstance(exc, GameFault) and (not self.live or self.state.ended):  # over
+                self.overran("error")  # while answering it: its code is not run again
+                why = Refused(ErrorCode.GAME_FAULTED, GAME_FAULTED_NOW)
+            return Step(effects=[Reply(conn, rid, why)], conn=conn, rid=rid)
 
     def drop(self, conn: str, now: float, reason: str = "gone") -> Step | None:
         """Connection ``conn`` went away (``reason``: ``gone``, ``unresponsive``): it leaves
@@ -1052,7 +1120,8 @@ class Table:
         try:
             actions = self.game.legal_actions(state.game, seat)
             legal = [self.engine.codec.action_to_wire(a) for a in actions]
-        except Exception as exc:
+        except BaseException as exc:
+            game_error(exc)
             raise GameFault(
                 f"game {self.game.info.id!r} at seq {state.seq}: legal_actions for seat"
                 f" {seat} raised {type(exc).__name__}: {exc}",
@@ -1513,7 +1582,7 @@ class Table:
     def _abort(self, reason: str, now: float) -> Step | None:
         if self.state.ended:
             return None
-        fault = self.fault if reason == "game_error" else None
+        fault = (self.fault or "error") if reason == "game_error" else None
         stop, after = self.engine.abort_step(self.state, reason, fault)
         log.warning("session_aborted", session=self.id, reason=reason, seq=self.state.seq)
         self.faulted = False

@@ -28,8 +28,9 @@ append, which the table core gives it):
 ``undo_refused`` ``seat`` (who asked), ``action_seq`` and ``reason``: ``expired`` (nobody answered
                 in time) or ``acted`` (an action came first: it is appended just before it)
 ``ended``       ``outcome`` and ``seed`` (hex): the commit-reveal, always the last record; when the
-                host ended it, ``outcome`` null and ``aborted`` (why), and for a game that ran
-                past its budget ``fault`` (``time`` or ``memory``)
+                host ended it, ``outcome`` null and ``aborted`` (why), and for a game that
+                faulted (``aborted: "game_error"``) ``fault``: ``time`` or ``memory`` (past
+                its budget) or ``error`` (anything else; logs before it was recorded lack it)
 ==============  ===================================================================================
 
 ``seat_held`` and ``seat_released`` are *presence* records: who holds a seat is the log's to say,
@@ -77,7 +78,7 @@ refuses it: a log the current code cannot fold is a corrupt log to its reader.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 import attrs
@@ -96,8 +97,9 @@ from host.game import (
     seed_commitment,
     tag_of,
 )
+from host.plugins.budget import BudgetExceeded
 from host.plugins.codec import GameCodec
-from host.plugins.faults import GameFault
+from host.plugins.faults import GameFault, game_error
 
 LOG_FORMAT = 1
 PRESENCE = frozenset({"seat_held", "seat_released"})
@@ -124,8 +126,13 @@ repeated ones (a card played, a draw) that the cache is for. A large one (a deal
 shoe) is checked each time, so the cache holds at most about 2 MiB and keeps nothing of a
 finished session's big events alive."""
 
+MAX_VIEW_BYTES = 1 << 20
+"""The most bytes a game's view may take as JSON (1 MiB): a larger one is a game fault (a view
+goes into replies and pushes, each held to a connection's outbox budget)."""
+
 __all__ = [
     "LOG_FORMAT",
+    "MAX_VIEW_BYTES",
     "BadRecord",
     "Engine",
     "GameFault",
@@ -313,6 +320,7 @@ class Engine:
         """A :class:`GameFault` naming the game, the seq and what failed (raise it ``from exc``)."""
         text = f"game {self.game.info.id!r} at seq {seq}: {what}"
         if exc is not None:
+            game_error(exc)  # the budget's interruption goes on up: not a fault of this kind
             text += f" raised {type(exc).__name__}: {exc}"
         return GameFault(text, seq)
 
@@ -343,19 +351,20 @@ class Engine:
         try:
             wire = codec.event_to_wire(obj) if is_event else codec.action_to_wire(obj)
             text = orjson.dumps(wire)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, f"writing the {kind} {tag_of(cls)!r} ({obj!r})", exc) from exc
         key: tuple[Any, bytes] | None = (obj, text)
         try:
             if key in self._known_good:
                 return wire, text
-        except Exception:  # noqa: BLE001 - unhashable (or odd) values are checked every time
+        except BaseException as exc:  # noqa: BLE001 - unhashable (or odd) values are checked every time
+            game_error(exc)
             key = None
         try:
             data = orjson.loads(text)
             back = codec.event_from_wire(data) if is_event else codec.action_from_wire(data)
             same = back == obj
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(
                 seq, f"reading back the {kind} {tag_of(cls)!r} ({obj!r})", exc
             ) from exc
@@ -410,7 +419,8 @@ class Engine:
                 raise ValueError(f"seats must be a positive integer, not {n!r}")
             game = self.game.initial_state(options, n)
             return SessionState(data, game, (None,) * n)
-        except Exception as exc:
+        except BaseException as exc:
+            game_error(exc)
             raise BadRecord(0, f"a header this game cannot start from: {exc!r}") from exc
 
     def options(self, state: SessionState) -> Any:
@@ -466,7 +476,8 @@ class Engine:
                         raise BadRecord(seq, f"an event the game cannot read: {exc}") from exc
                 try:
                     game = evolve(game, event)
-                except Exception as exc:
+                except BaseException as exc:
+                    game_error(exc)
                     raise BadRecord(
                         seq, f"the game's evolve raised {type(exc).__name__} on it: {exc}"
                     ) from exc
@@ -647,7 +658,7 @@ class Engine:
             events = self.game.start(after.game, rng)
             if not isinstance(events, Emitter):
                 events = list(events)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "start", exc) from exc
         if not events:
             raise self._fault(seq, "start returned no events")
@@ -703,7 +714,7 @@ class Engine:
                 events = list(events)
         except ActionError:  # IllegalAction or any other refusal: it changes nothing
             raise
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "decide", exc) from exc
         if timed_out:
             data["timed_out"] = True
@@ -725,7 +736,7 @@ class Engine:
         seq = state.seq + 1
         try:
             seats = tuple(self.game.to_act(state.game))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "to_act", exc) from exc
         for seat in seats:
             if type(seat) is not int or not 0 <= seat < len(state.seats):
@@ -759,7 +770,7 @@ class Engine:
         seq = state.seq + 1
         try:
             waiting = seat in self.game.to_act(state.game)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "to_act", exc) from exc
         if not waiting:
             raise IllegalAction(NOT_YOUR_TURN, f"seat {seat} is not to act")
@@ -778,7 +789,7 @@ class Engine:
             if chooser is not None:
                 return chooser(state.game, seat, rng)
             return rng.choice(self.game.legal_actions(state.game, seat))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(state.seq + 1, f"{what} for seat {seat}", exc) from exc
 
     def bot_act(self, state: SessionState, seat: Seat, timed_out: bool = False) -> list[Record]:
@@ -957,19 +968,29 @@ class Engine:
             return ()
         try:
             return tuple(self.game.to_act(state.game))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(state.seq, "to_act", exc) from exc
 
     def view_wire(self, state: SessionState, viewer: Viewer) -> Any:
-        """The game's view of the state for ``viewer``, as JSON-able data.
+        """The game's view of the state for ``viewer``, as JSON-able data (checked: it encodes
+        as JSON, in at most :data:`MAX_VIEW_BYTES`).
 
         Raises:
-            GameFault: ``view`` raised or returned what the codec cannot write.
+            GameFault: ``view`` raised, returned what the codec or JSON cannot write, or a view
+                larger than :data:`MAX_VIEW_BYTES` encoded.
         """
         try:
-            return self.codec.to_wire(self.game.view(state.game, viewer))
-        except Exception as exc:
+            wire = self.codec.to_wire(self.game.view(state.game, viewer))
+            size = len(orjson.dumps(wire))
+        except BaseException as exc:
             raise self._fault(state.seq, f"view for viewer {viewer!r}", exc) from exc
+        if size > MAX_VIEW_BYTES:
+            raise self._fault(
+                state.seq,
+                f"view for viewer {viewer!r} is {size:,} bytes as JSON (at most"
+                f" {MAX_VIEW_BYTES:,})",
+            )
+        return wire
 
     def redact(self, rec: Record, event: Any, viewer: Viewer) -> Any:
         """The game's ``redact`` of ``event`` (the event of ``rec``) for ``viewer``, guarded.
@@ -979,7 +1000,7 @@ class Engine:
         """
         try:
             return self.game.redact(event, viewer)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
 
     def event_wire(self, rec: Record, event: Any) -> dict[str, Any]:
@@ -990,7 +1011,7 @@ class Engine:
         """
         try:
             return self.codec.event_to_wire(event)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(rec.seq, f"writing the redacted event {event!r}", exc) from exc
 
     def redacted_wire(self, rec: Record, viewer: Viewer) -> dict[str, Any]:
@@ -1008,7 +1029,7 @@ class Engine:
                 raise BadRecord(rec.seq, f"an event the game cannot read: {exc}") from exc
         try:
             return self.codec.event_to_wire(self.game.redact(event, viewer))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
 
     def _events(
@@ -1038,7 +1059,8 @@ class Engine:
         if isinstance(events, Emitter):
             try:
                 states = events.folded_states(state.game, game.evolve)
-            except Exception:  # noqa: BLE001 - an odd evolve to compare with: fold here instead
+            except BaseException as exc:  # noqa: BLE001 - an odd evolve to compare with: fold here instead
+                game_error(exc)
                 states = None
         out = []
         v = game.info.event_version
@@ -1052,17 +1074,17 @@ class Engine:
             else:
                 try:
                     game_state = game.evolve(game_state, ev)
-                except Exception as exc:
+                except BaseException as exc:
                     raise self._fault(seq, f"evolve on {wire['type']!r}", exc) from exc
             try:
                 outcome = game.outcome(game_state)
-            except Exception as exc:
+            except BaseException as exc:
                 raise self._fault(seq, f"outcome after {wire['type']!r}", exc) from exc
             if outcome is not None:
                 try:
                     result = self.codec.to_wire(outcome)
                     orjson.dumps(result)
-                except Exception as exc:
+                except BaseException as exc:
                     raise self._fault(seq, "the outcome is not JSON:", exc) from exc
                 seq += 1
                 out.append(Record(seq, "ended", {"outcome": result, "seed": state.header["seed"]}))
@@ -1070,7 +1092,7 @@ class Engine:
                 return out, end
         try:
             waiting = tuple(game.to_act(game_state))
-        except Exception as exc:
+        except BaseException as exc:
             raise self._fault(seq, "to_act", exc) from exc
         if not waiting:
             raise self._fault(seq, "no seat is to act and the game has no outcome (stalled)")
@@ -1081,7 +1103,7 @@ class Engine:
 
         Its ``outcome`` is ``None`` and ``aborted`` says why; ``fault`` (for ``game_error``:
         ``time`` or ``memory`` when the game ran past its budget, see
-        :mod:`host.plugins.budget`) is recorded when given.
+        :mod:`host.plugins.budget`, ``error`` for any other fault) is recorded when given.
         """
         data: dict[str, Any] = {"outcome": None, "aborted": reason, "seed": state.header["seed"]}
         if fault is not None:
@@ -1175,7 +1197,7 @@ class Engine:
                 else:
                     action = self.codec.action_from_wire(d["action"])
                     want = self.act(before, d["seat"], action, d.get("timed_out", False))
-            except (ActionError, ValueError, GameFault, KeyError):
+            except (ActionError, UndoRefused, ValueError, GameFault, KeyError):
                 want = []  # not for this check to judge: verify reports it
             if n - last_cause < len(want):
                 whole = last_cause
@@ -1188,8 +1210,9 @@ class Engine:
     def verify(
         self, records: list[Record], progress: Callable[[int], None] | None = None
     ) -> tuple[int, str] | None:
-        """Re-run every cause in a log on the current code; ``progress`` (if given) is called
-        with the number of records checked so far every :data:`VERIFY_STEP` records or so.
+        """Re-run every cause in a log on the current code (:meth:`verify_steps` run through);
+        ``progress`` (if given) is called with the number of records checked so far every
+        :data:`VERIFY_STEP` records or so.
 
         A recorded event is compared with the produced one as the current code reads it: one
         written under another event schema version (its ``v`` is not ``event_version``) is
@@ -1205,6 +1228,21 @@ class Engine:
             ``None`` if every recorded event is what the current code produces, else
             ``(seq, explanation)`` for the first record that differs.
         """
+        steps = self.verify_steps(records, progress)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    def verify_steps(
+        self, records: list[Record], progress: Callable[[int], None] | None = None
+    ) -> Generator[None, None, tuple[int, str] | None]:
+        """:meth:`verify` one cause at a time: the generator yields after each cause and
+        returns verify's result, so its caller can bound each stretch of game code (a budget
+        step, ``host.plugins.budget``) and let others run between two. A step the budget
+        interrupts (:class:`~host.plugins.budget.BudgetExceeded` raised inside the game's
+        code) is reported as the game's fault at that cause, like any other."""
         if not records or records[0].type != "header":
             return (0, "the log does not start with a header")
         at = 0
@@ -1240,11 +1278,15 @@ class Engine:
                 # one the cause produced
                 state = after
                 i += len(produced)
+                yield
         except BadRecord as exc:
             return (exc.seq, f"the log does not fold: {exc.message}")
         except GameFault as exc:
             return (exc.seq or at, f"the game faults on replay: {exc.message}")
-        except Exception as exc:  # noqa: BLE001 - a verifier reports, it does not crash
+        except BudgetExceeded as exc:
+            return (at, f"the game faults on replay: past its {exc.what} budget ({exc.message})")
+        except BaseException as exc:  # noqa: BLE001 - a verifier reports, it does not crash
+            game_error(exc)
             return (at, f"replay failed: {type(exc).__name__}: {exc}")
         return None
 
@@ -1268,7 +1310,8 @@ class Engine:
             try:
                 event = self.codec.event_from_wire(got_data["event"], version)
                 upcast = orjson.loads(orjson.dumps(self.codec.event_to_wire(event)))
-            except Exception as exc:  # noqa: BLE001 - the game's upcast may raise anything
+            except BaseException as exc:  # noqa: BLE001 - the game's upcast may raise anything
+                game_error(exc)
                 return (
                     got.seq,
                     f"recorded {got.to_json()}, which the code cannot read as an event of"

@@ -20,7 +20,7 @@ from typing import Any
 
 from host.table.engine import CAUSES, Engine, Record
 
-__all__ = ["fork_records", "verify_log", "version_warning"]
+__all__ = ["fork_records", "seed_difference", "verify_log", "version_warning"]
 
 
 def verify_log(
@@ -42,6 +42,12 @@ def verify_log(
         explanation quotes records whole, hidden cards included: show it only to whoever may
         see the full truth).
     """
+    return seed_difference(records) or engine.verify(records, progress)
+
+
+def seed_difference(records: list[Record]) -> tuple[int, str] | None:
+    """:func:`verify_log`'s first check: ``(seq, explanation)`` when the seed the ``ended``
+    record reveals does not hash to the header's ``seed_commitment``, else None."""
     header = records[0].data if records else {}
     for rec in records:
         if rec.type == "ended":
@@ -51,7 +57,7 @@ def verify_log(
                 seed = None
             if seed is None or hashlib.sha256(seed).hexdigest() != header.get("seed_commitment"):
                 return (rec.seq, "the revealed seed does not match the header's commitment")
-    return engine.verify(records, progress)
+    return None
 
 
 def version_warning(engine: Engine, records: list[Record]) -> str | None:

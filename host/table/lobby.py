@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import structlog
 
+from host.plugins.faults import game_error
 from host.table.core import format_ts
 from host.table.engine import Engine, Record, SessionState
 from protocol.messages import ErrorCode, ProtocolError
@@ -87,9 +88,8 @@ def plan_create(
             new, state = engine.seat_step(state, seat, f"bot{seat}", True, None)
             seated += new
             states.append(state)
-    except Exception:
-        import structlog
-
+    except BaseException as exc:
+        game_error(exc)  # the budget's interruption goes on up (the host answers it)
         structlog.get_logger("gamehost.server").exception("game_fault", step="create", game=info.id)
         raise ProtocolError(
             ErrorCode.INTERNAL, "internal error: the game failed to start"

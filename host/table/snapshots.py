@@ -18,13 +18,22 @@ from __future__ import annotations
 import bisect
 import itertools
 import pickle
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 
 import attrs
 
 from host.table.engine import Engine, Record, SessionState
 
-__all__ = ["EVERY", "Folded", "Snapshots", "check_snapshots", "fold_log", "dump", "load"]
+__all__ = [
+    "EVERY",
+    "Folded",
+    "Snapshots",
+    "check_snapshots",
+    "dump",
+    "fold_log",
+    "fold_steps",
+    "load",
+]
 
 EVERY = 100
 """Records between two snapshots by default (a ``replay`` folds at most this many)."""
@@ -78,7 +87,31 @@ def fold_log(
     start: SessionState | None = None,
 ) -> Folded:
     """Fold records (header first when ``start`` is None, else the records after
-    ``start.seq``), making a snapshot after each record whose seq is a multiple of ``every``.
+    ``start.seq``), making a snapshot after each record whose seq is a multiple of ``every``
+    (:func:`fold_steps` run through).
+
+    Raises:
+        BadRecord: a record that does not fold (its seq), or no header to start from.
+        ValueError: ``every`` below 1.
+    """
+    steps = fold_steps(engine, records, every, start)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+def fold_steps(
+    engine: Engine,
+    records: Iterable[Record],
+    every: int = EVERY,
+    start: SessionState | None = None,
+) -> Generator[int, None, Folded]:
+    """:func:`fold_log` a stretch of at most ``every`` records at a time: the generator yields
+    the seq folded so far after each stretch (and once before the first, header folded), and
+    returns the :class:`Folded`; so a caller can bound each stretch of game code (a budget
+    step) and let others run between two.
 
     Raises:
         BadRecord: a record that does not fold (its seq), or no header to start from.
@@ -95,6 +128,7 @@ def fold_log(
             raise BadRecord(0, "a log must start with its header at seq 0")
         start = engine.initial(first)
     state = start
+    yield state.seq
     snaps: list[tuple[int, bytes]] = []
     tokens: set[tuple[int, str]] = set()
     pickles = True
@@ -115,6 +149,7 @@ def fold_log(
                 pickles = False
             else:
                 snaps.append((state.seq, data))
+        yield state.seq
     end = dump(state) if pickles else None
     seats = state.header.get("seats")
     return Folded(

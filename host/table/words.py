@@ -40,6 +40,7 @@ from typing import Any
 import orjson
 
 from host.game import Viewer, who
+from host.plugins.faults import game_error
 
 __all__ = ["Words", "display_names", "outcome_fallback", "raw_event"]
 
@@ -147,7 +148,8 @@ class Words:
         if self.describe is not None:
             try:
                 return str(self.describe(action))
-            except Exception:  # noqa: BLE001 - a game's text fault is not the host's
+            except BaseException as exc:  # a game's text fault is not the host's (SystemExit too)
+                game_error(exc)
                 self.failed = True
         return _json(action)
 
@@ -160,8 +162,8 @@ class Words:
                 text = self.describe_event(event, viewer, names)
                 if isinstance(text, str):
                     return text
-            except Exception:  # noqa: BLE001 - a game's text fault is not the host's
-                pass
+            except BaseException as exc:  # a game's text fault is not the host's (SystemExit too)
+                game_error(exc)
             self.failed = True
         return raw_event(event)
 
@@ -175,8 +177,8 @@ class Words:
                 text = self.describe_outcome(outcome, names)
                 if isinstance(text, str):
                     return text
-            except Exception:  # noqa: BLE001 - a game's text fault is not the host's
-                pass
+            except BaseException as exc:  # a game's text fault is not the host's (SystemExit too)
+                game_error(exc)
             self.failed = True
         return outcome_fallback(outcome, names)
 

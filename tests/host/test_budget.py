@@ -182,3 +182,45 @@ async def test_a_view_that_raises_ends_the_table_and_later_requests_get_its_end(
         c = await again.client()
         assert (await c.call("watch", session=sid))["aborted"] == "game_error"
         again.host.request_shutdown()
+
+
+async def test_a_game_that_calls_sys_exit_is_a_game_fault_and_the_host_serves_on(tmp_path):
+    async with trio.open_nursery() as n:  # a client's command: that command fails
+        running = await start_host(n, tmp_path, registry_of(broken_games.DecideExits()))
+        sid, (a, b) = await deal(running)
+        r = await a.request("act", session=sid, action={"type": "swap"})
+        assert r["error"]["code"] == "internal"
+        assert await b.call("ping") == {"pong": True}
+        assert (await a.call("act", session=sid, action={"type": "keep"}))["seq"] > 0
+        running.host.request_shutdown()
+    async with trio.open_nursery() as n:  # a host-driven step: the table ends, the host lives
+        running = await start_host(n, tmp_path / "bots", registry_of(broken_games.BotExits()))
+        sid, (a,) = await deal(running, seats=2, bots=1)
+        turn = None
+        while turn is None:
+            p = await a.next_push()
+            turn = p if p["push"] == "turn" else None
+        await a.call("act", session=sid, action={"type": "keep"}, seq=turn["seq"])
+        assert (await ended_push(a))["aborted"] == "game_error"
+        assert await a.call("ping") == {"pong": True}
+        running.host.request_shutdown()
+    assert log_of(tmp_path / "bots", sid)[-1].data["aborted"] == "game_error"
+
+
+@pytest.mark.parametrize("game", [broken_games.ViewUnencodable(), broken_games.ViewTooLarge()])
+async def test_a_view_that_cannot_be_sent_ends_the_table_and_keeps_the_request_id(tmp_path, game):
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, registry_of(game))
+        w = await running.client()
+        a, b = await running.client(), await running.client()
+        sid = (await a.call("create", game="high-card", seats=2))["session"]
+        await a.call("join", session=sid)
+        await w.call("watch", session=sid)
+        with trio.fail_after(10):  # the reply has the request's id (the client matches by id)
+            r = await b.request("join", session=sid)  # the deal: the join's reply view is bad
+        assert r["error"]["code"] == "internal"
+        assert (await ended_push(w))["aborted"] == "game_error"
+        snap = await w.call("view", session=sid)  # its end, without running the view again
+        assert snap["ended"] and snap["view"] is None
+        running.host.request_shutdown()
+    assert log_of(tmp_path, sid)[-1].data["aborted"] == "game_error"

@@ -6,12 +6,20 @@ the last record of an ended log."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 import trio
 
 from host.net import replayops
+from host.net.client import Client
 from host.plugins.registry import load_registry
 from host.store.file import read_log
 from host.table.engine import Record
@@ -114,4 +122,177 @@ async def test_the_start_reads_only_the_last_record_of_an_ended_log(
         c = await running.client()
         view = await c.call("view", session=sid)  # still answered, from its log
         assert view["ended"]
+        running.host.request_shutdown()
+
+
+# -- heavy workers are bounded ------------------------------------------------------------------
+def worker_registry():
+    from tests import worker_games
+
+    return load_registry([("worker-games", worker_games)], entrypoints=False)
+
+
+async def live_session(running, game: str):
+    c = await running.client()
+    sid = (await c.call("create", game=game, seats=2, bots=1))["session"]
+    token = (await c.call("join", session=sid))["token"]
+    return c, sid, token
+
+
+async def test_a_game_that_loops_in_a_workers_fold_or_verify_is_stopped_by_its_budget(
+    tmp_path, monkeypatch
+):
+    from tests.worker_games import HOST_PID
+
+    monkeypatch.setenv(HOST_PID, str(os.getpid()))
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, worker_registry(), heavy_workers=1, game_time=0.3)
+        host = running.host
+        assert host.heavy.in_process
+        c, sid, token = await live_session(running, "loops-in-workers")
+        other, healthy, _ = await live_session(running, "loops-in-workers")
+        with trio.fail_after(60):
+            checked = await c.call("verify", session=sid)  # the worker's budget stops it
+        assert checked["ok"] is False and checked["seq"] is not None
+        pids = host.heavy.pids()
+        assert len(pids) == 1  # the worker serves on
+        with trio.fail_after(60):
+            r = await c.request("replay", session=sid, seq=3, seat=0, token=token)
+        assert r["error"]["code"] == "game_faulted"  # the fold in the worker faulted
+        while (p := await c.next_push())["push"] != "ended":
+            pass
+        assert p["aborted"] == "game_error"  # a live session whose game faulted ends
+        assert (await other.call("verify", session=healthy))["ok"] is False
+        assert host.heavy.pids() == pids
+        host.request_shutdown()
+    last = read_log(tmp_path / "sessions" / f"{sid}.jsonl")[-1]
+    assert (last["aborted"], last["fault"]) == ("game_error", "time")
+
+
+async def test_a_worker_whose_job_makes_no_progress_is_killed(tmp_path, monkeypatch):
+    from tests.worker_games import HOST_PID
+
+    monkeypatch.setenv(HOST_PID, str(os.getpid()))
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, worker_registry(), heavy_workers=1)
+        host = running.host
+        host.heavy.stall = 2.0
+        c, sid, _ = await live_session(running, "blocks-in-workers")
+        t0 = time.monotonic()
+        with trio.fail_after(60):
+            r = await c.request("verify", session=sid)
+        assert r["error"]["code"] == "unavailable" and "no progress" in r["error"]["message"]
+        assert time.monotonic() - t0 < 30
+        assert host.heavy.pids() == []  # killed; the next job starts a new one
+        assert await c.call("ping") == {"pong": True}
+        host.request_shutdown()
+
+
+async def test_shutdown_kills_the_workers_at_once(tmp_path, monkeypatch):
+    from tests.worker_games import HOST_PID
+
+    monkeypatch.setenv(HOST_PID, str(os.getpid()))
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, worker_registry(), heavy_workers=1)
+        host = running.host
+        c, sid, _ = await live_session(running, "blocks-in-workers")
+        answer: list[dict] = []
+
+        async def ask() -> None:
+            with contextlib.suppress(ConnectionError):  # closed as the host shuts down
+                answer.append(await c.request("verify", session=sid))
+
+        n.start_soon(ask)
+        with trio.fail_after(60):  # wait for the condition: the job runs in its worker
+            while not host.heavy._busy:
+                await trio.sleep(0.05)
+        pids = host.heavy.pids()
+        t0 = time.monotonic()
+        host.request_shutdown()
+    assert time.monotonic() - t0 < 10  # the stuck job did not hold the shutdown up
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+
+
+def test_heavy_workers_die_with_their_host(tmp_path):
+    """A SIGKILLed host leaves no worker process behind (``bench --stall`` kills its host)."""
+    _, sid = copied_log(tmp_path)
+    argv = [sys.executable, "-m", "tools.cli", "serve", "--port", "0", "--data-dir"]
+    argv += [str(tmp_path), "--log-format", "json", "--heavy-workers", "1"]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        port = None
+        for line in proc.stderr:
+            event = json.loads(line)
+            if event.get("event") == "listening":
+                port = event["port"]
+                break
+        assert port is not None, "the host did not start"
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
+
+        async def verify() -> None:
+            c = await Client.connect("127.0.0.1", port)
+            async with trio.open_nursery() as nursery:
+                c.start(nursery)
+                assert (await c.call("verify", session=sid))["ok"]
+                await c.aclose()
+                nursery.cancel_scope.cancel()
+
+        trio.run(verify)  # a worker process was started for it, and stays
+        workers = children(proc.pid)
+        assert workers, "no worker process"
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(alive(pid) for pid in workers):
+            time.sleep(0.1)
+        assert not any(alive(pid) for pid in workers)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def children(pid: int) -> list[int]:
+    kids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        kids += [int(k) for k in (task / "children").read_text().split()]
+    return kids
+
+
+def alive(pid: int) -> bool:
+    try:
+        return " Z " not in Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+
+
+def copied_log(tmp_path: Path) -> tuple[Path, str]:
+    data = tmp_path / "src"
+    sid = make_long_log(data, 300, seed=7)
+    (tmp_path / "sessions").mkdir(mode=0o700, exist_ok=True)
+    src = data / "sessions" / f"{sid}.jsonl"
+    (tmp_path / "sessions" / src.name).write_bytes(src.read_bytes())
+    return tmp_path / "sessions" / src.name, sid
+
+
+async def test_verify_in_a_worker_checks_the_revealed_seed(long_log, tmp_path):
+    import orjson
+
+    from host.store.base import body_of, frame
+
+    path, sid = copied(long_log, tmp_path)
+    lines = path.read_bytes().splitlines()
+    rec = orjson.loads(body_of(lines[-1]))
+    assert rec["type"] == "ended"
+    rec["seed"] = "00" * 32  # not the seed the header committed to
+    lines[-1] = frame(orjson.dumps(rec))[:-1]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, load_registry(), heavy_workers=1)
+        assert running.host.heavy.in_process
+        c = await running.client()
+        got = await c.call("verify", session=sid)
+        assert got["ok"] is False and got["seq"] == rec["seq"]
         running.host.request_shutdown()

@@ -363,3 +363,92 @@ async def test_the_lobby_lists_sessions_of_every_host(tmp_path: Path, shared: Sh
         assert listed == made
         a.host.request_shutdown()
         b.host.request_shutdown()
+
+
+async def _all_see(hosts: list[RunningHost], n: int) -> None:
+    """Wait until every host's lease round has seen ``n`` hosts (so ownership is settled)."""
+    with trio.fail_after(20):
+        while not all(
+            h.host.follower is not None
+            and (seen := h.host.follower.hosts) is not None
+            and len(seen) == n
+            for h in hosts
+        ):
+            await trio.sleep(0.02)
+
+
+async def test_three_hosts_each_fold_only_what_they_serve(tmp_path: Path, shared: Shared) -> None:
+    """Sessions are driven (and folded) only where they were made; a host whose client takes a
+    seat of another's session drives it from then on (the other lets it go); a dead host's
+    sessions are loaded by their next owner only, one host each."""
+    async with trio.open_nursery() as n:
+        nurseries, hosts = [], []
+        for name in "abc":
+            nurseries.append(await n.start(_host_nursery))
+            hosts.append(await start_shared(nurseries[-1], shared, tmp_path / name, linger=0.5))
+        await _all_see(hosts, 3)
+        made: list[list[str]] = []
+        for h in hosts:
+            c = await client(n, h)
+            made.append([await new_session(c, seats=3, bots=2) for _ in range(6)])  # waiting
+        assert len({sid for ids in made for sid in ids}) == 18
+        for h, ids in zip(hosts, made, strict=True):
+            with trio.fail_after(20):  # each takes the leases of what it made
+                while not all(h.host.sessions[sid].driver for sid in ids):
+                    await trio.sleep(0.02)
+        for h, ids in zip(hosts, made, strict=True):
+            assert set(h.host.sessions) == set(ids)  # each host has only its own live
+            assert h.host.sessions_loaded == 0  # and has folded nothing from the store
+        a, b, c = hosts
+        ann = await client(n, a)  # a client of host a joins a session made on host b
+        theirs = made[1][0]
+        await ann.call("join", session=theirs, name="ann")
+        with trio.fail_after(20):  # the table is driven where its player is; b lets it go
+            while not (a.host.sessions[theirs].driver and theirs not in b.host.sessions):
+                await trio.sleep(0.05)
+        assert theirs not in c.host.sessions
+        assert (a.host.sessions_loaded, b.host.sessions_loaded, c.host.sessions_loaded) == (1, 0, 0)
+        assert b.host.sessions_unloaded == 1
+        nurseries[2].cancel_scope.cancel()  # host c dies: a and b share out its sessions
+        survivors = {a.host.instance, b.host.instance}
+        with trio.fail_after(20):
+            while not all(
+                any(sid in h.host.sessions and h.host.sessions[sid].driver for h in (a, b))
+                for sid in made[2]
+            ):
+                await trio.sleep(0.05)
+        for sid in made[2]:
+            new_owner = feed_module.owner(sid, survivors)
+            holders = [h for h in (a, b) if sid in h.host.sessions]
+            assert [h.host.instance for h in holders] == [new_owner], sid
+        taken = {h.host.instance: len(set(h.host.sessions) & set(made[2])) for h in (a, b)}
+        assert a.host.sessions_loaded == 1 + taken[a.host.instance]
+        assert b.host.sessions_loaded == taken[b.host.instance]
+        await ann.aclose()  # ann goes: the session goes back to its owner, and leaves host a
+        with trio.fail_after(20):
+            while theirs in a.host.sessions or not (
+                theirs in b.host.sessions and b.host.sessions[theirs].driver
+            ):
+                await trio.sleep(0.05)
+        assert a.host.sessions_unloaded == 1
+        assert b.host.sessions_loaded == 1 + taken[b.host.instance]  # b loaded it back
+        recs = await shared.records(theirs)
+        assert (recs[-1]["type"], recs[-1]["reason"]) == ("seat_released", "gone")
+        n.cancel_scope.cancel()
+
+
+async def test_a_session_nobody_follows_is_loaded_where_a_client_names_it(
+    tmp_path: Path, shared: Shared
+) -> None:
+    async with trio.open_nursery() as n:
+        a = await start_shared(n, shared, tmp_path / "a")
+        b = await start_shared(n, shared, tmp_path / "b")
+        await _all_see([a, b], 2)
+        sid = await new_session(await client(n, a), seats=2)
+        assert sid not in b.host.sessions
+        cb = await client(n, b)
+        view = await cb.call("view", session=sid)  # b reads it from the store on demand
+        assert view["seq"] == a.host.sessions[sid].state.seq
+        assert sid in b.host.sessions and not b.host.sessions[sid].driver
+        assert b.host.sessions_loaded == 1
+        n.cancel_scope.cancel()

@@ -12,6 +12,7 @@ import trio
 
 from host.store import open_store
 from host.store.base import Conflict, CorruptLog, checksum, encode_bodies
+from host.store.feed import channel
 from host.store.file import FileStore
 from host.store.pg import (
     LIVENESS,
@@ -115,8 +116,11 @@ async def test_the_session_row_follows_the_log(pg_store_url):
 
 
 async def test_every_create_and_append_notifies_its_session_and_last_seq(pg_store_url):
+    """A create on the channel every host hears, an append on its session's bucket only."""
     with psycopg.connect(pg_store_url, autocommit=True) as listener:
-        listener.execute("LISTEN gamehost_log")
+        listener.execute("LISTEN gamehost_created")
+        listener.execute(f"LISTEN {channel('s1')}")
+        listener.execute(f"LISTEN {channel('s2')}")
         async with stores(pg_store_url, 1) as (store,):
             await store.create("s1", [rec(0), rec(1)])
             await store.create("s2", [rec(0)])
@@ -124,12 +128,28 @@ async def test_every_create_and_append_notifies_its_session_and_last_seq(pg_stor
                 n.start_soon(store.append, "s1", 2, [rec(2)])
                 n.start_soon(store.append, "s2", 1, [rec(1), rec(2), rec(3)])
         got = [(n.channel, n.payload) for n in listener.notifies(timeout=0.5, stop_after=4)]
-    assert sorted(got) == [
-        ("gamehost_log", "s1 1"),
-        ("gamehost_log", "s1 2"),
-        ("gamehost_log", "s2 0"),
-        ("gamehost_log", "s2 3"),
-    ]
+    assert channel("s1") != channel("s2")
+    assert sorted(got) == sorted(
+        [
+            ("gamehost_created", "s1 1"),
+            (channel("s1"), "s1 2"),
+            ("gamehost_created", "s2 0"),
+            (channel("s2"), "s2 3"),
+        ]
+    )
+
+
+async def test_an_append_is_not_heard_on_other_buckets(pg_store_url):
+    other = next(f"x{i}" for i in range(100) if channel(f"x{i}") != channel("s1"))
+    with psycopg.connect(pg_store_url, autocommit=True) as listener:
+        listener.execute(f"LISTEN {channel(other)}")
+        async with stores(pg_store_url, 1) as (store,):
+            await store.create("s1", [rec(0)])
+            await store.append("s1", 1, [rec(1)])
+            await store.create(other, [rec(0)])
+            await store.append(other, 1, [rec(1)])
+        got = [(n.channel, n.payload) for n in listener.notifies(timeout=0.5, stop_after=2)]
+    assert got == [(channel(other), f"{other} 1")]
 
 
 async def test_a_taken_seq_is_a_conflict_and_the_rest_of_the_batch_is_written(pg_store_url):
@@ -231,7 +251,8 @@ async def test_appends_queued_together_are_written_in_one_transaction(pg_store_u
             psycopg.connect(pg_store_url, autocommit=True) as listener,
             psycopg.connect(pg_store_url) as locker,
         ):
-            listener.execute("LISTEN gamehost_log")
+            listener.execute(f"LISTEN {channel('s1')}")
+            listener.execute(f"LISTEN {channel('s2')}")
             # the writer waits on this row lock: what is queued meanwhile is one batch
             locker.execute("SELECT 1 FROM gamehost_sessions WHERE session_id = 's1' FOR UPDATE")
             async with trio.open_nursery() as n:  # none awaited before the next is queued
@@ -317,7 +338,7 @@ async def test_a_version_1_database_is_migrated_its_rows_read_unchecked_new_ones
         )
     with pytest.raises(SchemaMismatch, match="db init"):
         PostgresStore(url).check()
-    assert migrate(url) == (1, [f"migration 2: {MIGRATIONS[1][1]}"])
+    assert migrate(url) == (1, [f"migration {v}: {what}" for v, what, _ in MIGRATIONS[1:]])
     async with stores(url, 1) as (store,):
         store.check()
         assert [r.get("x") for r in store.load("old")] == [None, 1]
@@ -330,3 +351,23 @@ async def test_a_version_1_database_is_migrated_its_rows_read_unchecked_new_ones
                 "UPDATE gamehost_records SET line = replace(line, ':1}', ':5}') WHERE seq = 1"
             )
         assert [r.get("x") for r in store.load("old")] == [None, 5, 2]
+
+
+async def test_unfinished_sessions_are_listed_as_the_memory_hub_lists_them(pg_store_url):
+    from host.store.feed import MemoryHub
+
+    hub = MemoryHub()
+    async with stores(pg_store_url, 1) as (store,):
+        for s in (store, hub.store()):
+            await s.create("s2", [rec(0)])
+            await s.create("s1", [rec(0)])
+            await s.create("s3", [rec(0)])
+            await s.append("s3", 1, [{"seq": 1, "type": "ended", "outcome": None}])
+        assert await store.unfinished_sessions() == ["s1", "s2"]
+        assert await hub.store().unfinished_sessions() == ["s1", "s2"]
+        store.truncate("s3", 1)  # not ended any more
+        assert await store.unfinished_sessions() == ["s1", "s2", "s3"]
+        assert rows(  # what the listing reads: the partial index of migration 3
+            pg_store_url,
+            "SELECT 1 FROM pg_indexes WHERE indexname = 'gamehost_sessions_unfinished'",
+        ) == [(1,)]

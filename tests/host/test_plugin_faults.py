@@ -57,6 +57,38 @@ def test_a_decide_that_raises_is_a_game_fault_naming_game_and_seq() -> None:
     assert [r.type for r in engine.act(state, 0, Keep())] == ["action", "event"]  # the rest works
 
 
+@pytest.mark.parametrize(
+    "raises", [SystemExit, KeyboardInterrupt, GeneratorExit, broken.OwnBaseException]
+)
+def test_a_decide_that_raises_a_base_exception_is_a_game_fault_not_an_exit(
+    raises: type[BaseException],
+) -> None:
+    engine, state, _ = seated(broken.DecideExits(raises))
+    fault = fault_of(engine.act, state, 0, Swap())
+    assert type(fault.__cause__) is raises and "decide" in fault.message
+
+
+def test_a_bot_that_calls_sys_exit_is_a_game_fault() -> None:
+    engine, state, _ = seated(broken.BotExits(), bots=(0,))
+    fault = fault_of(engine.bot_step, state, 0)
+    assert isinstance(fault.__cause__, SystemExit) and "bot_action" in fault.message
+
+
+def test_the_budget_interruption_is_not_a_game_fault_of_the_guards() -> None:
+    from host.plugins.budget import BudgetExceeded
+
+    class Interrupted(HighCard):
+        def decide(self, state: Any, seat: int, action: Any, rng: Any) -> list:
+            raise BudgetExceeded("time", "a step of the game ran past 0.5 s")
+
+    engine, state, _ = seated(Interrupted())
+    with pytest.raises(BudgetExceeded):  # goes on up to the host, which ends the table
+        engine.act(state, 0, Keep())
+    assert faults.host_exception(BudgetExceeded("time", "")) and not faults.host_exception(
+        SystemExit(1)
+    )
+
+
 def test_illegal_action_from_decide_stays_the_clients_error() -> None:
     engine, state, _ = seated(broken.RefusesItsLegalAction())
     with pytest.raises(IllegalAction) as info:
@@ -140,6 +172,16 @@ def test_view_and_redact_faults_are_game_faults_for_that_viewer_only() -> None:
 
 
 # -- host-driven steps: bots and turn timers -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("game", "why"),
+    [(broken.ViewUnencodable(), "raised"), (broken.ViewTooLarge(), "bytes as JSON (at most")],
+)
+def test_a_view_that_does_not_encode_or_is_too_large_is_a_game_fault(game: Any, why: str) -> None:
+    engine, state, _ = seated(game)
+    fault = fault_of(engine.view_wire, state, 0)
+    assert "view for viewer 0" in fault.message and why in fault.message
 
 
 def test_a_bot_whose_game_raises_is_a_game_fault() -> None:
@@ -301,6 +343,31 @@ def test_verify_never_raises_and_rebuild_raises_only_bad_record_on_a_damaged_log
 
 
 # -- observers -------------------------------------------------------------------------------------
+
+
+def test_an_observer_that_calls_sys_exit_is_logged_and_the_next_one_still_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[Any] = []
+
+    class Watcher:
+        @hookimpl
+        def gamehost_event_appended(self, record: dict[str, Any]) -> None:
+            seen.append(record)
+
+    class Exits:
+        @hookimpl
+        def gamehost_event_appended(self, record: dict[str, Any]) -> None:
+            raise SystemExit(2)
+
+    pm = plugin_manager(entrypoints=False)
+    pm.register(Watcher(), "watcher")
+    pm.register(Exits(), "exits")
+    recorder = Recorder()
+    monkeypatch.setattr(faults, "log", recorder)
+    faults.notify_isolated(pm.hook.gamehost_event_appended, session="s", record={"seq": 1})
+    assert seen == [{"seq": 1}]
+    assert [event for event, _ in recorder.calls] == ["observer_failed"]
 
 
 class Recorder:

@@ -163,3 +163,35 @@ async def test_a_range_checks_each_record_against_its_checksum(tmp_path, pg_stor
             await store.aclose()
         if isinstance(store, PostgresStore):
             store.disconnect()
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"",  # whole
+        b'{"crc":"1234',  # no newline: a torn append
+        b"not json at all\n",  # a last line from before checksums, not JSON: torn
+    ],
+)
+def test_open_end_cuts_a_torn_tail_and_opens_the_log_without_reading_it(tmp_path, tail):
+    async def main() -> None:
+        store = FileStore(tmp_path)
+        async with trio.open_nursery() as n:
+            await n.start(store.run)
+            await filled(store, "s1", 20)
+            path = tmp_path / "sessions" / "s1.jsonl"
+            whole = path.read_bytes()
+            path.write_bytes(whole + tail)
+            store._indexes.clear()
+            assert await store.open_end("s1") == 20
+            assert path.read_bytes() == whole  # cut, durably (or left alone)
+            await store.append("s1", 20, [rec(20)])  # appendable where the log ends
+            assert [r["seq"] for r in read_log(path)] == list(range(21))
+            with pytest.raises(UnknownSession):
+                await store.open_end("nope")
+            (tmp_path / "sessions" / "empty.jsonl").write_bytes(b"")
+            with pytest.raises(CorruptLog):
+                await store.open_end("empty")
+            await store.aclose()
+
+    trio.run(main)

@@ -116,6 +116,35 @@ def test_bench_without_seconds_plays_each_session_to_its_end():
     assert_ordered_percentiles(r, "rtt")
 
 
+@needs_crazy_eights
+def test_bench_hosts_on_one_database_report_each_hosts_share(pg_store_url):
+    r = bench_json("--sessions", "4", "--seconds", "1", "--store", pg_store_url, "--hosts", "2")
+    assert_host_figures(r, sessions=4, seconds=1)
+    assert r["hosts"] == 2 and r["store"] == "postgresql"
+    assert sum(r["hosts_actions"]) == r["actions"] and all(n > 0 for n in r["hosts_actions"])
+    assert sum(r["hosts_cpu_s"]) == pytest.approx(r["host_cpu_s"])
+    for cpu, n, per in zip(
+        r["hosts_cpu_s"], r["hosts_actions"], r["hosts_cpu_per_action_ms"], strict=True
+    ):
+        assert per == pytest.approx(cpu * 1000 / n)
+
+
+@needs_crazy_eights
+def test_bench_workers_measure_every_process(pg_store_url):
+    r = bench_json("--sessions", "4", "--seconds", "1", "--store", pg_store_url, "--workers", "2")
+    assert_host_figures(r, sessions=4, seconds=1)
+    assert r["workers"] == 2
+    assert len(r["processes_cpu_s"]) == 3  # the supervisor and its two workers
+    assert sum(r["processes_cpu_s"]) == pytest.approx(r["host_cpu_s"])
+
+
+def test_bench_refuses_hosts_without_a_shared_store(capsys):
+    from tools.cli import main
+
+    assert main(["bench", "--hosts", "2"]) == 2
+    assert "--store" in capsys.readouterr().err
+
+
 def test_bench_refuses_a_non_positive_duration(capsys):
     from tools.cli import main
 

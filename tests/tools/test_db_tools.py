@@ -52,12 +52,14 @@ def test_db_init_creates_the_schema_once_and_says_what_it_did(pg_dsn, capsys):
     assert capsys.readouterr().out == (
         "created the schema: migration 1: tables gamehost_records and gamehost_sessions;"
         " migration 2: a crc column in gamehost_records (rows written before it stay"
-        " unchecked)\n"
+        " unchecked); migration 3: an index of the unfinished sessions (what hosts list to"
+        " share out their leases)\n"
     )
     assert main(["db", "init", "--store", url]) == 0
-    assert capsys.readouterr().out == "the schema is at version 2: nothing to do\n"
+    assert capsys.readouterr().out == "the schema is at version 3: nothing to do\n"
     with psycopg.connect(url) as conn:
-        assert conn.execute("SELECT version FROM gamehost_schema").fetchall() == [(1,), (2,)]
+        got = conn.execute("SELECT version FROM gamehost_schema").fetchall()
+        assert got == [(1,), (2,), (3,)]
 
 
 def test_db_init_on_an_unreachable_server_is_one_error_line(pg_dsn, capsys):
@@ -186,7 +188,7 @@ def error_lines(err: str) -> list[str]:
         ("postgresql://a b/x", "argument --store: bad database URL: unexpected spaces"),
         ("mysql://h/x", "argument --store: not a postgresql:// URL"),
         ("unreachable", "cannot connect to PostgreSQL at 127.0.0.1:"),
-        ("no schema", "has no gamehost schema, this gamehost needs version 2: run `gamehost db"),
+        ("no schema", "has no gamehost schema, this gamehost needs version 3: run `gamehost db"),
     ],
 )
 def test_serve_on_a_bad_or_unreachable_database_is_one_error_line_and_status_2(

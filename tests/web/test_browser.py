@@ -180,7 +180,7 @@ def test_a_whole_crazy_eights_game_is_played_through_the_page(host, browser):
             if css(d, "#state.ended"):
                 return "ended"
             choice = css(d, "#controls button.suit-choice")
-            return choice or css(d, "#controls button.card") or css(d, "#controls button.action")
+            return choice or css(d, "#hand button.card") or css(d, "#controls button.action")
 
         got = wait_for(d, ready, "my turn or the end")
         if got == "ended":
