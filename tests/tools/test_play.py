@@ -496,7 +496,7 @@ async def test_play_answers_an_undo_when_asked_and_asks_one_with_undo(
     playing.cancel()
     running.host.request_shutdown()
     out = capsys.readouterr().out
-    label = f"play {card['card']}"
+    label = play.Renderer("crazy-eights").action(card)  # an 8 also names its suit
     assert out.count(f"seat 1 asks to take back {label}") == 2
     assert f"  Bob asked to take back {label} (you to agree)" in out
     assert "  You refused: the move stands" in out and "  You agreed" in out
