@@ -132,7 +132,7 @@ def test_an_undo_asked_accepted_and_shown_in_the_debugger(host, browser):
         got = wait_for(
             d,
             lambda d: (
-                css(d, "#controls button.card")
+                css(d, "#hand button.card.playable")
                 or css(d, '#controls button.action[data-action=\'{"type":"draw"}\']')
             ),
             "Ann's turn",
@@ -150,21 +150,22 @@ def test_an_undo_asked_accepted_and_shown_in_the_debugger(host, browser):
     click(d, "#undo", "undo")
     wait_for(d, lambda d: "waiting for the other players" in status(d), "the request")
     assert as_bob(host, sid, bob, "accept")["result"]["status"] == "done"
-    wait_for(d, lambda d: css(d, "#controls button.card"), "Ann's turn again")
+    wait_for(d, lambda d: css(d, "#hand button.card.playable"), "Ann's turn again")
     wait_for(
         d,
         lambda d: any("You took back play" in t for _, t in listed_events(d)),
         "Ann's undo in the history",
     )
-    # the debugger: the undo records, and the actions taken back struck through
+    # the debugger: the undo records (in the host's words), and the actions taken back struck
+    # through
     d.get(f"{host.base}/debug.html#{sid}")
     wait_for(d, lambda d: css(d, "#timeline .t-undo"), "the timeline")
     undos = css(d, "#timeline .t-undo")
-    assert len(undos) == 2 and all("taken back" in u.text for u in undos)
+    assert len(undos) == 2 and all("took back" in u.text for u in undos)
     struck = css(d, "#timeline .t-action.undone")
     assert len(struck) == 2 and all("play" in row.text for row in struck)
     asked = [row.text for row in css(d, "#timeline .t-undo_asked")]
-    assert len(asked) == 3 and "asks to take back" in asked[0]
+    assert len(asked) == 3 and "Bob asked to take back" in asked[0]
     undos[-1].click()  # the state after the last undo: Ann is to act again
     wait_for(d, has_text("#state", "to act: Ann"), "the state after it")
     click(d, "#verify", "verify")
