@@ -12,12 +12,13 @@ import socket
 import sys
 from pathlib import Path
 
+import pluggy
 import trio
 
 from host import logs
 from host.net import workers
-from host.net.server import HostConfig, run_host
-from host.plugins.registry import load_registry
+from host.net.server import HostConfig, ListenError, run_host
+from host.plugins.registry import DuplicateGame, load_registry
 from host.store import open_store
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -452,10 +453,17 @@ def serve_main(args: argparse.Namespace) -> int:
     try:
         plugins = [(name, importlib.import_module(name)) for name in args.plugin]
     except ImportError as exc:
-        print(f"error: --plugin: {exc}", file=sys.stderr)
+        print(f"gamehost serve: error: --plugin: {exc}", file=sys.stderr)
         return 2
     try:
-        trio.run(run_host, config, load_registry(plugins))
+        registry = load_registry(plugins)
+    except (DuplicateGame, ValueError, pluggy.PluginValidationError) as exc:
+        # a --plugin whose game id is installed already (or the same module twice, or one
+        # with a hook the host does not know): one line and exit status 2, as for a bad flag
+        print(f"gamehost serve: error: --plugin: {_plugin_problem(exc)}", file=sys.stderr)
+        return 2
+    try:
+        trio.run(run_host, config, registry)
         if worker is not None:  # stopped: a second SIGTERM must not cut the exit short
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except (OSError, BaseExceptionGroup) as exc:
@@ -501,8 +509,18 @@ def _serve_workers(args: argparse.Namespace) -> int:
             args.argv, args.workers, args.bind, args.port, metrics=metrics, log_json=logs.is_json()
         )
     except OSError as exc:
-        print(f"gamehost serve: error: {_describe(exc)}", file=sys.stderr)
+        print(f"gamehost serve: error: {_describe(exc, args)}", file=sys.stderr)
         return 2
+
+
+def _plugin_problem(exc: Exception) -> str:
+    """What is wrong with the ``--plugin`` modules, in one sentence (no traceback)."""
+    if isinstance(exc, DuplicateGame):
+        return f"{exc} (a --plugin may not add a game whose id is installed already)"
+    text = " ".join(str(exc).split())
+    if "already registered" in text:
+        return "a plugin module is loaded twice (it is installed already, or named twice)"
+    return text or type(exc).__name__
 
 
 def _first_os_error(exc: BaseException) -> OSError | None:
@@ -518,6 +536,8 @@ def _first_os_error(exc: BaseException) -> OSError | None:
 
 
 def _describe(exc: OSError, args: argparse.Namespace) -> str:
+    if isinstance(exc, ListenError):  # names the listener already
+        return str(exc.strerror)
     if exc.strerror and exc.filename:
         return f"{exc.filename}: {exc.strerror}"
     if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):  # a listener

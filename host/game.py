@@ -1,6 +1,6 @@
 """The game contract: the only host module a game imports.
 
-A game is a *decider* over immutable state (see docs/architecture.md, "The game contract"):
+A game is a *decider* over immutable state (PLUGINS.md walks through writing one):
 
 =================================  =================================================================
 ``info``                           :class:`GameInfo`: id, title, version, seat range, options class,

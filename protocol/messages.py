@@ -172,7 +172,8 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
         "`act` named a `seq` whose answer no longer holds by the freshness rule (see"
         ' "Expected seq"). An older `seq` is often still accepted: it is refused only when,'
         " since then, the seat acted, what it may do changed or it was shown something"
-        " private, or when the seq is more than 32 records old, inside a cause or one at which"
+        " private, or when the seq is more than 32 records of play old (presence records do"
+        " not count), inside a cause or one at which"
         " the seat was not to act. A `seq` in the future (past the session's last, once the"
         " host has read the log to its end) is refused too. On hosts sharing a database, also"
         " a request that lost the race for its seq to another host twice in a row",
@@ -185,11 +186,13 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ),
     ErrorCode.OVERLOADED: ErrorSpec(
         "the session's command queue is full, this connection has 32 requests waiting on that"
-        " session already, the host holds `--max-sessions` live sessions, or a `create` limit"
-        ' was reached (see "Limits"); retry later',
+        " session already, the host holds `--max-sessions` live sessions, a `create` limit"
+        " was reached, or a `resume` of a seat resumed 20 times within the last 60 s (see"
+        ' "Limits"); retry later',
         {
             "retry_after": "seconds until the next `create` is allowed (the per-address rate"
-            " only; `null` when creates from that address are not allowed at all)"
+            " only; `null` when creates from that address are not allowed at all), or the next"
+            " `resume` of that seat (a seat resumed 20 times within 60 s)"
         },
         optional=frozenset({"retry_after"}),
         types={"retry_after": float | None},
@@ -197,7 +200,7 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ErrorCode.UNAVAILABLE: ErrorSpec(
         "the host is shutting down, or the session's log could not be written or read just now"
         " (the session reloads its log and carries on; retry); or a `resume` from a connection"
-        " that has closed its sending side (it takes nothing)"
+        " that closed its sending side before the reply (it takes nothing: the seat went back)"
     ),
     ErrorCode.RECORDS_LOST: ErrorSpec(
         "`resume` with an `after` past the log's last record: the host lost records the client"

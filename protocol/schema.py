@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import types
 import typing
 from typing import Any, Literal
@@ -342,8 +343,11 @@ def protocol_schema() -> dict[str, Any]:
 
 
 def main() -> None:
-    """Print the protocol's schema."""
-    print(json.dumps(protocol_schema(), indent=2))
+    """Print the protocol's schema (stops quietly when the reader goes, as ``| head`` does)."""
+    try:
+        print(json.dumps(protocol_schema(), indent=2), flush=True)
+    except BrokenPipeError:
+        sys.stdout = None  # nothing more can be written; skip the flush at exit
 
 
 if __name__ == "__main__":

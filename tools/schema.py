@@ -50,7 +50,10 @@ def main(args: argparse.Namespace) -> int:
         game = games.get(args.game)
         if game is None:
             known = ", ".join(sorted(games)) or "none"
-            print(f"error: no game {args.game!r}; installed: {known}", file=sys.stderr)
+            print(
+                f"gamehost schema: error: no game {args.game!r}; installed: {known}",
+                file=sys.stderr,
+            )
             return 2
         out = game_schema(game)
     else:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import math
 import socket
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -34,6 +35,7 @@ import trio
 
 from host.errors import GamehostError
 from host.plugins.faults import refusal
+from host.table.liveness import Liveness
 from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
 from protocol.messages import ErrorCode, ProtocolError, parse_request
 from protocol.replies import (
@@ -121,7 +123,9 @@ class Connection:
         self.queued = 0  # bytes queued and not yet written to the socket
         self.queued_peak = 0
         self.created: set[str] = set()  # ids of sessions this connection created, not started
-        self.sessions: set[Session] = set()  # sessions it sent commands to (told when it goes)
+        # the sessions it joined, watched or resumed (told when it goes); weak: a session that
+        # leaves the host's memory leaves this set too, so a long-lived connection holds none
+        self.sessions: weakref.WeakSet[Session] = weakref.WeakSet()
         self.roles: dict[str, int | None] = {}  # session id -> seat played (None: watched)
         self.input_ended = False  # the client closed its sending side
         self.dead = False
@@ -134,8 +138,12 @@ class Connection:
         self._wait: trio.CancelScope | None = None  # the reader's wait for input, while it waits
         if hasattr(stream, "on_pong"):  # a WebSocket: a Pong answers a ping as a line does
             stream.on_pong = self._rearm
-        self.pinged: float | None = None
-        """When the host sent the ping not answered yet (``trio.current_time()``), or None."""
+        cfg = host.config
+        self.liveness = Liveness(
+            cfg.idle_timeout, cfg.line_timeout, cfg.ping_after, cfg.ping_timeout
+        )
+        """The silence rules (:class:`host.table.liveness.Liveness`, in ``trio.current_time()``
+        seconds): its ``pinged`` is when the host sent the ping not answered yet, or None."""
 
     def __hash__(self) -> int:
         return id(self)
@@ -243,7 +251,7 @@ class Connection:
             pass
         finally:
             self.dead = True
-            for session in self.sessions:
+            for session in list(self.sessions):
                 session.drop(self)
             self.host.forget(self)
             with trio.move_on_after(1) as cleanup:
@@ -315,24 +323,15 @@ class Connection:
         as may one whose requests a session has not answered yet)."""
         return bool(self.roles)
 
-    def _pinged_deadline(self, last_line: float) -> tuple[float, str | None]:
-        """When the ping timer next acts and what it does then: ``"ping"`` (send one) or
-        ``"unresponsive"`` (close); ``(inf, None)`` when this connection is not pinged (it
-        neither plays nor watches, or ``ping_after``/``ping_timeout`` is off).
+    @property
+    def pinged(self) -> float | None:
+        """When the host sent the ping not answered yet (``trio.current_time()``), or None."""
+        return self.liveness.pinged
 
-        What counts as life: the last complete line (``last_line``), and over a WebSocket the
-        last Pong (the stream's ``last_pong``). Once heard from after a ping, the ping is
-        answered and the next one is due ``ping_after`` seconds after that."""
-        cfg = self.host.config
-        if not (cfg.ping_after and cfg.ping_timeout and self._watching()):
-            self.pinged = None
-            return math.inf, None
-        heard = max(last_line, getattr(self.stream, "last_pong", -math.inf))
-        if self.pinged is not None and heard >= self.pinged:
-            self.pinged = None  # answered
-        if self.pinged is None:
-            return heard + cfg.ping_after, "ping"
-        return self.pinged + cfg.ping_timeout, "unresponsive"
+    def _heard(self, last_line: float) -> float:
+        """When the client was last heard from: its last complete line, or over a WebSocket
+        its last Pong."""
+        return max(last_line, getattr(self.stream, "last_pong", -math.inf))
 
     def _timed_out(self, reason: str) -> None:
         log.info("connection_timed_out", reason=reason)
@@ -342,27 +341,24 @@ class Connection:
 
     async def _reader(self) -> None:
         framer = LineBuffer(MAX_LINE)
-        cfg = self.host.config
+        rules = self.liveness
         last_line = trio.current_time()  # when the last complete line was handled (or connect)
         line_began: float | None = None  # when an unfinished line was first seen
         while not self.dead:
-            now = trio.current_time()
-            deadline, reason = math.inf, None
-            if line_began is not None and cfg.line_timeout is not None:
-                deadline, reason = line_began + cfg.line_timeout, "line_timeout"
-            elif cfg.idle_timeout is not None:
-                if self._waiting or self._watching():  # not idle: look again later
-                    deadline = now + cfg.idle_timeout
-                else:
-                    deadline, reason = last_line + cfg.idle_timeout, "idle"
-            due, why = self._pinged_deadline(last_line)
-            if due < deadline:
-                deadline, reason = due, why
+            deadline, reason = rules.deadline(
+                trio.current_time(),
+                last_line,
+                line_began,
+                self._heard(last_line),
+                bool(self._waiting),
+                self._watching(),
+            )
             with trio.move_on_at(deadline) as waited:
                 self._wait = waited  # attached/detached cancel it: the deadline is worked out anew
                 try:
                     data = await self.stream.receive_some(65536)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self.input_ended = True  # reset: nothing more comes in
                     return
                 finally:
                     self._wait = None
@@ -370,9 +366,12 @@ class Connection:
                 if trio.current_time() < deadline:  # woken: roles changed, or a Pong came
                     continue
                 if reason == "ping":
-                    self.pinged = trio.current_time()
+                    rules.pinged = trio.current_time()
                     self.send(PING)
-                elif reason == "unresponsive" and self._pinged_deadline(last_line)[1] == "ping":
+                elif (
+                    reason == "unresponsive"
+                    and rules.ping_deadline(self._heard(last_line), self._watching())[1] == "ping"
+                ):
                     pass  # answered meanwhile by something that is not a line (a Pong)
                 elif reason is not None:
                     self._timed_out(reason)

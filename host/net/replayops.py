@@ -713,10 +713,7 @@ async def _fork(host: Any, conn: Any, sid: str, meta: _Meta, seq: int) -> Forked
         waiting = engine.to_act(state) if state.started else ()
     if state.started and not waiting:
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"nothing is left to play after seq {seq}")
-    if len(host.sessions) >= host.max_sessions and host._running() >= host.max_sessions:
-        raise ProtocolError(
-            ErrorCode.OVERLOADED, f"this host holds {host.max_sessions} live sessions already"
-        )
+    host.check_room()
     host._check_create(conn)
     # every human seat of the fork gets a new token, given to the forker only
     tokens: dict[str, str] = {}

@@ -60,7 +60,6 @@ Shutdown (SIGINT/SIGTERM, or :meth:`Host.request_shutdown`): stop accepting, tel
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import re
 import resource
@@ -69,11 +68,11 @@ import signal
 import stat
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
-import orjson
 import structlog
 import trio
 
@@ -103,7 +102,15 @@ from host.table.core import (
 )
 from host.table.engine import BadRecord, Engine, Record, SessionState
 from host.table.loading import Loaded
-from host.table.lobby import AddressSlots, CreateLimiter, address_key, is_loopback, plan_create
+from host.table.lobby import (
+    AddressSlots,
+    CreateLimiter,
+    Lobby,
+    PageBuilder,
+    address_key,
+    plan_create,
+    sessions_page,
+)
 from protocol.framing import MAX_LINE
 from protocol.messages import (
     HOST_DEFAULT,
@@ -130,10 +137,6 @@ __all__ = ["Connection", "Host", "HostConfig", "run_host"]
 
 log = structlog.get_logger("gamehost.server")
 
-PAGE_BYTES = MAX_LINE - 4096
-"""The most bytes the summaries of one ``sessions`` reply take (the rest of the line is left
-for the reply around them): past it the page ends early and ``next`` goes on from there, so
-long player names never push the reply past the line limit."""
 LOBBY_SCANS = 10
 """Store pages one ``sessions`` request reads at most on a shared store (ended sessions are
 skipped, so a page may take several)."""
@@ -301,6 +304,27 @@ MAX_CONNECTIONS = 10_000
 """The most connections the default cap allows, however high the descriptor limit."""
 
 
+class ListenError(OSError):
+    """A listener could not be opened; its ``strerror`` names which one and why
+    (``"cannot listen on 127.0.0.1 port 8080 (--http): Address already in use"``)."""
+
+
+async def _listen(where: str, opening: Any) -> Any:
+    """Await ``opening`` (a nursery's ``start`` of a listener), naming ``where`` in the
+    :class:`ListenError` it raises for an ``OSError``."""
+    try:
+        return await opening
+    except (OSError, BaseExceptionGroup) as exc:
+        cause = exc
+        while isinstance(cause, BaseExceptionGroup):  # trio may wrap it, one group per nursery
+            found = [e for e in cause.exceptions if isinstance(e, (OSError, BaseExceptionGroup))]
+            if not found:
+                raise
+            cause = found[0]
+        err = f"cannot listen on {where}: {cause.strerror or cause}"  # type: ignore[union-attr]
+        raise ListenError(cause.errno, err) from exc  # type: ignore[union-attr]
+
+
 def raise_fd_limit() -> int:
     """Raise the soft ``RLIMIT_NOFILE`` to the hard limit (as far as the OS lets); the new soft
     limit (descriptors). Never raises."""
@@ -317,11 +341,6 @@ def raise_fd_limit() -> int:
         return soft
     log.info("fd_limit_raised", soft=target, was=soft)
     return target
-
-
-def _wire_size(summary: SessionSummary) -> int:
-    """Bytes a ``sessions`` entry takes in the reply line (with its comma)."""
-    return len(orjson.dumps(summary.to_wire())) + 1
 
 
 def default_max_connections(fd_limit: int) -> int:
@@ -351,7 +370,6 @@ class Host:
         self.store = store
         self.nursery = nursery
         self.config = config
-        self.max_sessions = config.max_sessions
         self.max_connections = (
             default_max_connections(1024)
             if config.max_connections is None
@@ -379,13 +397,14 @@ class Host:
             max_records=config.max_records,
             abandon_after=config.abandon_after,
         )
-        self.create_limiter = CreateLimiter(
-            config.create_burst, config.create_rate, config.create_limit_loopback
+        self.lobby = Lobby(
+            config.max_sessions,
+            config.max_unstarted,
+            CreateLimiter(config.create_burst, config.create_rate, config.create_limit_loopback),
+            config.create_limit_loopback,
         )
-        # peer address -> ids of the live sessions created from it (each id is forgotten when
-        # its session leaves memory, whoever created it: see _run_session)
-        self._created_by: dict[str, set[str]] = {}
-        self._creator: dict[str, str] = {}  # live session id -> the address that created it
+        """Who may create now (:class:`host.table.lobby.Lobby`): every session is forgotten
+        there when it leaves memory, whoever created it (see ``_run_session``)."""
         self.sessions: dict[str, Session] = {}
         self.connections: set[Connection] = set()
         self.shutdown = trio.Event()
@@ -788,8 +807,7 @@ class Host:
                 conn, req.id, p.game, p.options, p.seats, p.bots, p.turn_timeout
             )
             conn.created.add(made.id)
-            self._created_by.setdefault(conn.address, set()).add(made.id)
-            self._creator[made.id] = conn.address
+            self.lobby.created(conn.address, made.id)
             return None
         if req.op in replayops.OPS:  # log, replay, verify, fork: read the log, not the driver
             return await replayops.dispatch(self, conn, req)
@@ -838,10 +856,7 @@ class Host:
                 timeout), ``bad_option``, ``internal`` (the game failed to start; nothing is
                 written) or ``unavailable`` (the log cannot be written).
         """
-        if len(self.sessions) >= self.max_sessions and self._running() >= self.max_sessions:
-            raise ProtocolError(
-                ErrorCode.OVERLOADED, f"this host holds {self.max_sessions} live sessions already"
-            )
+        self.check_room()
         engine = self.registry.engines.get(game_id)
         if engine is None:
             raise ProtocolError(
@@ -924,6 +939,14 @@ class Host:
         """Live sessions not ended yet (an ended one lingers, but holds no table)."""
         return sum(1 for s in self.sessions.values() if not s.state.ended)
 
+    def check_room(self) -> None:
+        """Refuse a new session (``create``, ``fork``) on a host that holds ``max_sessions``.
+
+        Raises:
+            ProtocolError: ``overloaded``.
+        """
+        self.lobby.check_room(len(self.sessions), self._running)
+
     async def _run_session(
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
@@ -934,7 +957,7 @@ class Host:
         finally:
             if self.sessions.get(session.id) is session:
                 del self.sessions[session.id]
-                self._forget_creator(session.id)
+                self.lobby.forget(session.id)
             if self.follower is not None:
                 self.follower.unfollow(session.id)
             self.store.release(session.id)
@@ -948,16 +971,6 @@ class Host:
                 if session.leaving:
                     log.info("session_unfollowed", session=session.id, seq=session.state.seq)
             session.left.set()
-
-    def _forget_creator(self, sid: str) -> None:
-        """Drop a session that left memory from the per-address ``create`` bookkeeping (for
-        every peer, loopback included: nothing of a finished session stays there)."""
-        address = self._creator.pop(sid, None)
-        mine = self._created_by.get(address) if address is not None else None
-        if mine is not None:
-            mine.discard(sid)
-            if not mine:
-                del self._created_by[address]  # type: ignore[arg-type]
 
     def _remember_ended(self, session: Session) -> None:
         self._ended[session.id] = session
@@ -1102,22 +1115,16 @@ class Host:
     def _sessions_page(self, game: str | None, after: str | None, limit: int) -> SessionsPage:
         """One page of ``sessions``: live sessions by id, those after ``after``, at most
         ``limit``; ``next`` is the cursor of the following page (None: this is the last)."""
-        page: list[SessionSummary] = []
-        more = False
-        size = 0
-        for sid in sorted(self.sessions):
-            if after is not None and sid <= after:
-                continue
-            s = self.sessions[sid]
-            if game is not None and s.game.info.id != game:
-                continue
-            summary = self._summary(s)
-            size += _wire_size(summary)
-            if len(page) == limit or (page and size > PAGE_BYTES):
-                more = True
-                break
-            page.append(summary)
-        return SessionsPage(page, page[-1].session if more else None)
+
+        def summaries() -> Iterator[SessionSummary]:
+            for sid in sorted(self.sessions):
+                if after is not None and sid <= after:
+                    continue
+                s = self.sessions[sid]
+                if game is None or s.game.info.id == game:
+                    yield self._summary(s)
+
+        return sessions_page(summaries(), limit)
 
     async def _shared_sessions_page(
         self, game: str | None, after: str | None, limit: int
@@ -1127,11 +1134,10 @@ class Host:
         followed), and the ended ones still live here, by id. At most
         :data:`LOBBY_SCANS` store pages are read per request: past them the reply holds fewer
         than ``limit`` sessions and ``next`` goes on from where the scan stopped."""
-        page: list[SessionSummary] = []
+        page = PageBuilder(limit)
         cursor = after
-        size = 0
         for _ in range(LOBBY_SCANS):
-            want = limit + 1 - len(page)
+            want = limit + 1 - len(page.entries)
             rows = await self.store.session_page(cursor, want, game)  # type: ignore[attr-defined]
             for row in rows:
                 sid = row["session"]
@@ -1141,60 +1147,29 @@ class Host:
                 if session is None:
                     cursor = sid
                     continue
-                summary = self._summary(session)
-                size += _wire_size(summary)
-                if len(page) == limit or (page and size > PAGE_BYTES):
-                    return SessionsPage(page, page[-1].session)
-                page.append(summary)
+                if not page.add(self._summary(session)):
+                    return page.full_page()
                 cursor = sid
             if len(rows) < want:
-                return SessionsPage(page, None)
-        return SessionsPage(page, cursor)
+                return page.page(None)
+        return page.page(cursor)
 
     def _check_create(self, conn: Connection) -> None:
-        """Refuse a ``create`` past the per-connection or per-address limit.
+        """Refuse a ``create`` past the per-connection or per-address limit (the rules:
+        :meth:`host.table.lobby.Lobby.check_create`).
 
         Raises:
             ProtocolError: ``overloaded`` (with ``retry_after`` seconds for the address rate).
         """
-        c = self.config
+        live = self.sessions
 
-        def waiting(ids: set[str]) -> set[str]:
-            live = self.sessions
-            return {
-                sid
-                for sid in ids
-                if sid in live and not live[sid].state.started and not live[sid].state.ended
-            }
+        def unstarted(sid: str) -> bool:
+            s = live.get(sid)
+            return s is not None and not s.state.started and not s.state.ended
 
-        conn.created = waiting(conn.created)
-        if len(conn.created) >= c.max_unstarted:
-            raise ProtocolError(
-                ErrorCode.OVERLOADED,
-                f"this connection has {len(conn.created)} sessions waiting for players already"
-                f" (at most {c.max_unstarted}); create more once they start or end",
-            )
-        if c.create_limit_loopback or not is_loopback(conn.address):
-            # the same cap per peer address, so reconnecting does not get round it
-            mine = waiting(self._created_by.get(conn.address, set()))
-            if mine:
-                self._created_by[conn.address] = mine
-            else:
-                self._created_by.pop(conn.address, None)
-            if len(mine) >= c.max_unstarted:
-                raise ProtocolError(
-                    ErrorCode.OVERLOADED,
-                    f"{len(mine)} sessions created from {conn.address} are waiting for players"
-                    f" already (at most {c.max_unstarted}); create more once they start or end",
-                )
-        wait = self.create_limiter.take(conn.address, trio.current_time())
-        if wait:
-            raise ProtocolError(
-                ErrorCode.OVERLOADED,
-                f"too many sessions created from {conn.address} (at most {c.create_burst} at"
-                f" once, then one per {1 / c.create_rate if c.create_rate else math.inf:g} s)",
-                retry_after=math.ceil(round(wait * 10, 6)) / 10 if math.isfinite(wait) else None,
-            )
+        conn.created = self.lobby.check_create(
+            conn.created, conn.address, trio.current_time(), unstarted
+        )
 
     def _summary(self, s: Session) -> SessionSummary:
         st = s.state
@@ -1335,6 +1310,33 @@ async def _signals(
             host.request_shutdown()
 
 
+CLOCK_SKEW_WARN = 1.0
+"""Seconds by which a host's clock may differ from its database's before it warns at start."""
+
+
+async def _keep_time_by(host: Host, store: Any) -> None:
+    """A host that shares a PostgreSQL database keeps time by the database server's clock: the
+    offset is measured once at start and added to the host clock (:meth:`Host.now`), so hosts
+    whose own clocks differ still write records' ``ts`` and run timers alike (each counts from
+    records another wrote). An offset past :data:`CLOCK_SKEW_WARN` is logged as a warning
+    (``clock_skew``): the machine's clock should be synchronised (NTP). A store without a
+    clock of its own (files) keeps the host's. Never raises: the offset stays 0 if the
+    database cannot be asked."""
+    measure = getattr(store, "clock_offset", None)
+    if measure is None:
+        return
+    try:
+        offset = await trio.to_thread.run_sync(measure)
+    except Exception as exc:  # noqa: BLE001 - the host runs on its own clock then
+        log.warning("clock_offset_unknown", error=str(exc))
+        return
+    host.clock_base += offset
+    event = "clock_skew" if abs(offset) > CLOCK_SKEW_WARN else "clock_offset"
+    (log.warning if event == "clock_skew" else log.info)(
+        event, database_ahead_seconds=round(offset, 3)
+    )
+
+
 async def _open_store(config: HostConfig) -> Any:
     """The host's store: files in the data dir (held exclusively), or the database of
     ``config.store``, checked at once (reachable, schema at this code's version).
@@ -1390,6 +1392,7 @@ async def run_host(
         try:
             async with trio.open_nursery() as sessions:
                 host = Host(registry, store, sessions, config, instance=instance)
+                await _keep_time_by(host, store)
                 host.budget.start()
                 if handle_signals:  # before listening: a SIGTERM right after it stops cleanly
                     await outer.start(_signals, host)
@@ -1405,8 +1408,40 @@ async def run_host(
                 host.list_sessions()
                 async with trio.open_nursery() as conns:
                     accepting = trio.CancelScope()
-                    listeners = await conns.start(_accept, host, config, conns, accepting)
+                    listeners = await _listen(
+                        f"{config.bind} port {config.port}",
+                        conns.start(_accept, host, config, conns, accepting),
+                    )
                     port = listeners[0].socket.getsockname()[1]
+                    if config.http_port is not None:
+                        from host.net.web import serve_http
+
+                        web = await _listen(
+                            f"{config.http_bind} port {config.http_port} (--http)",
+                            conns.start(
+                                serve_http,
+                                host,
+                                config.http_port,
+                                config.http_bind,
+                                config.allow_origins,
+                                conns,
+                                config.public_url,
+                            ),
+                        )
+                        host.http_port = web[0].socket.getsockname()[1]
+                    if config.metrics_port is not None:
+                        page = await _listen(
+                            f"{config.metrics_bind} port {config.metrics_port} (--metrics)",
+                            conns.start(
+                                serve_metrics,
+                                host.metrics,
+                                config.metrics_port,
+                                config.metrics_bind,
+                            ),
+                        )
+                        host.metrics_port = page[0].socket.getsockname()[1]
+                    # logged once every listener is open: a port in use is one error, not a
+                    # "listening" line followed by it
                     log.info(
                         "listening",
                         bind=config.bind,
@@ -1416,24 +1451,8 @@ async def run_host(
                         fsync=config.fsync,
                     )
                     if config.http_port is not None:
-                        from host.net.web import serve_http
-
-                        web = await conns.start(
-                            serve_http,
-                            host,
-                            config.http_port,
-                            config.http_bind,
-                            config.allow_origins,
-                            conns,
-                            config.public_url,
-                        )
-                        host.http_port = web[0].socket.getsockname()[1]
                         log.info("listening_http", bind=config.http_bind, port=host.http_port)
                     if config.metrics_port is not None:
-                        page = await conns.start(
-                            serve_metrics, host.metrics, config.metrics_port, config.metrics_bind
-                        )
-                        host.metrics_port = page[0].socket.getsockname()[1]
                         log.info(
                             "listening_metrics", bind=config.metrics_bind, port=host.metrics_port
                         )

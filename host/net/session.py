@@ -40,8 +40,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import socket
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any, Protocol
 
 import attrs
@@ -91,6 +93,9 @@ RELOAD_RETRY = 1.0
 """Seconds before the first retry (reload, then the step again) of a session whose append
 failed; the delay doubles with each failure in a row. A command brings a retry forward, but
 never to less than this after the last failed attempt."""
+CATCH_UP_ROUNDS = 16
+"""Scheduling rounds a session waits at most for a resumer's reader to read what is already
+in its socket before it judges whether that connection has closed (:func:`gone_by_now`)."""
 RELOAD_RETRY_MAX = 60.0
 """The longest delay, in seconds, between two retries of a session whose log keeps failing."""
 
@@ -162,22 +167,42 @@ def seat_bots_step(
     return out, state
 
 
-def peer_closed(conn: Any) -> bool:
-    """Whether ``conn``'s client has closed its side: the connection says so, or (TCP) the
-    socket holds nothing but the end of input (a peek, never a read)."""
+def peer_closed(conn: Any) -> bool | None:
+    """Whether ``conn``'s client has closed its side: True when the connection says so (an end
+    of input or a WebSocket close frame read), or when (TCP) its socket holds nothing but the
+    end of input (a peek, never a read); None when input it sent has not been read yet (its
+    reader has not caught up: ask again after a checkpoint); else False. None and False are
+    both falsy: "not known to be closing"."""
     if getattr(conn, "closing", False) or getattr(conn, "dead", False):
         return True
-    sock = getattr(getattr(getattr(conn, "stream", None), "socket", None), "_sock", None)
+    stream = getattr(conn, "stream", None)
+    if getattr(stream, "peer_closed", False):  # a WebSocket whose close frame was read
+        return True
+    sock = getattr(getattr(stream, "socket", None), "_sock", None)
     if sock is None:
         return False
-    import socket as _socket
-
     try:
-        return sock.recv(1, _socket.MSG_PEEK | _socket.MSG_DONTWAIT) == b""
+        got = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
     except (BlockingIOError, InterruptedError):
         return False
     except OSError:
         return True
+    return True if got == b"" else None
+
+
+async def gone_by_now(conn: Any) -> bool:
+    """Whether ``conn`` has closed by now (or was dropped: None), after giving its reader a
+    few scheduling rounds (at most :data:`CATCH_UP_ROUNDS`) to read what its client sent
+    right behind a request, so a close sent just after it (an end of input, a WebSocket close
+    frame, a reset) is seen."""
+    if conn is None:
+        return True
+    for _ in range(CATCH_UP_ROUNDS):
+        state = peer_closed(conn)
+        if state is not None:
+            return state
+        await trio.lowlevel.checkpoint()
+    return bool(peer_closed(conn))
 
 
 class Session:
@@ -485,7 +510,7 @@ class Session:
             elif kind == "follow":
                 await self._follow()
             else:
-                await self._run(lambda caught_up: self.table.due(self.now()))
+                await self._run(lambda caught_up: self.table.due(self.now(), caught_up))
         except ProtocolError:
             return  # a failed read or append: retried after the reload delay
 
@@ -529,7 +554,7 @@ class Session:
         # catching up with the log), not before, so a resume that closes meanwhile takes nothing
         await self._run(
             lambda caught_up: self.table.command(
-                key, rid, command, self.now(), closing=peer_closed(conn), caught_up=caught_up
+                key, rid, command, self.now(), closing=bool(peer_closed(conn)), caught_up=caught_up
             ),
             key,
             rid,
@@ -540,9 +565,9 @@ class Session:
         as it stands (a ``view`` or ``watch``, never following the log first), or, for one
         that would append, ``unavailable`` saying when the host retries."""
         key = conn.key
-        step = self._decide(
+        step = await self._decide(
             lambda _: self.table.command(
-                key, rid, command, self.now(), closing=peer_closed(conn), caught_up=True
+                key, rid, command, self.now(), closing=bool(peer_closed(conn)), caught_up=True
             ),
             True,
             key,
@@ -596,16 +621,21 @@ class Session:
         self.table.overran(what)
         self._poke()
 
-    def _decide(
+    async def _decide(
         self, decide: Callable[[bool], Step | None], caught_up: bool, conn: str | None, rid: Any
     ) -> Step | None:
-        """Ask the table, within the game's budget (an overrun: :meth:`_overran`, None)."""
+        """Ask the table, within the game's budget (an overrun: :meth:`_overran`, None); the
+        step's :attr:`Step.first` effects are carried out at once."""
         try:
             with self.budget.step("a step of the game"):
-                return decide(caught_up)
+                step = decide(caught_up)
         except BudgetExceeded as exc:
             self._overran(exc, conn, rid)
             return None
+        if step is not None and step.first:
+            first, step.first = step.first, []
+            await self._carry(first)
+        return step
 
     async def _run(
         self, decide: Callable[[bool], Step | None], conn: str | None = None, rid: Any = None
@@ -618,7 +648,7 @@ class Session:
         of a command (answered ``internal`` if the game runs past its budget)."""
         caught_up = False
         races = 0
-        step = self._decide(decide, False, conn, rid)
+        step = await self._decide(decide, False, conn, rid)
         while step is not None:
             if step.follow_first and not caught_up:
                 try:
@@ -628,7 +658,7 @@ class Session:
                         await self._carry([Reply(step.conn, step.rid, Refused.of(exc))])
                     return
                 caught_up = True
-                step = self._decide(decide, True, conn, rid)
+                step = await self._decide(decide, True, conn, rid)
                 continue
             if not step.records:
                 await self._carry(step.effects)
@@ -653,7 +683,7 @@ class Session:
                     await self._carry(self.table.conflicted(step))
                     return
                 caught_up = True
-                step = self._decide(decide, True, conn, rid)
+                step = await self._decide(decide, True, conn, rid)
                 continue
             except Exception as exc:
                 self._store_failed("append_failed", exc)
@@ -667,8 +697,13 @@ class Session:
                 log.warning("store_recovered", failures=self._store_failures)
                 self._store_failures = 0
             self._changed_at = trio.current_time()
+            # a resume takes the seat only if its connection is still there to be answered:
+            # one that went away meanwhile (or closes right behind it) takes nothing
+            closed = step.what == "resume" and await gone_by_now(self._conns.get(conn))
             with self.budget.step("the pushes of a change"):
-                effects = self.table.commit(step, self.now())  # an overrun: the table's
+                effects = self.table.commit(
+                    step, self.now(), closed=closed
+                )  # an overrun: the table's
             if m is not None:
                 game = self.game.info.id
                 if self.table.actions != actions:
@@ -679,6 +714,9 @@ class Session:
             if self.table.ended:
                 self.store.release(self.id)
             await self._carry(effects)
+            if closed:
+                await self._run(partial(self._give_back, step), conn, rid)
+                return
             if conn is not None and conn in self.table.subs:
                 c = self._conns.get(conn)
                 if c is None or getattr(c, "dead", False):
@@ -687,6 +725,11 @@ class Session:
                     self._drops[conn] = "gone"
                     self._poke()
             return
+
+    def _give_back(self, step: Step, caught_up: bool) -> Step | None:
+        """The step that gives back the seat a resume (``step``) took for a connection that
+        went away before its reply (:meth:`Table.give_back`)."""
+        return self.table.give_back(step, self.now())
 
     async def _carry(self, effects: list[Effect]) -> None:
         """Carry effects out, in order."""

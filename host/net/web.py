@@ -272,6 +272,12 @@ class WebSocketStream(trio.abc.HalfCloseableStream):
                     pass
         return reply
 
+    @property
+    def peer_closed(self) -> bool:
+        """The peer's close frame (or the end of its TCP stream) has been read: nothing more
+        comes in after the messages already read."""
+        return self._eof
+
     async def _send_raw(self, data: bytes) -> None:
         async with self._lock:
             await self._stream.send_all(data)

@@ -209,7 +209,7 @@ function tablePage(sid, watching) {
       t.events.push(p);
       if (p.kind === "ended" && typeof p.text === "string") t.endText = p.text;
       listEvent(p);
-      if (t.snap && p.seq > t.snap.seq) askView();
+      if (t.snap && p.seq > t.snap.seq && !t.resuming) askView(); // a resume's reply is newer
     } else if (p.push === "turn" && p.seat === me) {
       if (JSON.stringify(p.legal) !== JSON.stringify(t.legal)) t.ui.card = null;
       takeDeadline(p.seq, p.deadline);
@@ -227,16 +227,21 @@ function tablePage(sid, watching) {
       if (typeof p.text === "string") t.endText = p.text;
       askView();
     } else if (p.push === "detached") {
-      // another tab or device resumed this seat (last resume wins): this page no longer plays it
+      // another tab or device resumed this seat (last resume wins), or a host took this
+      // connection for gone: this page no longer plays it. The host pushes nothing more of the
+      // session to a detached connection, so the page watches it (as a spectator) and offers
+      // the seat back (drawn by draw(): a resume with the seat's token).
       me = null;
       t.detached = true;
       t.me = null;
       t.watching = true;
       t.legal = [];
+      t.turnSeq = null;
       say(p.reason === "resumed"
         ? "this seat was resumed on another connection (another tab or device): this page only watches now"
         : "this connection no longer holds the seat", "error");
       draw();
+      follow();
     } else if (p.push === "closed") {
       say(`the host closed the connection: ${p.reason}`, "error");
     }
@@ -290,6 +295,51 @@ function tablePage(sid, watching) {
     } catch (e) { say(e.message, "error"); }
     t.viewAsked = false;
     if (t.events.length && t.events[t.events.length - 1].seq > t.snap.seq) askView();
+  }
+  // The last seq this page has seen (its snapshot's, or a later pushed record's).
+  function lastSeq() {
+    const pushed = t.events.length ? t.events[t.events.length - 1].seq : -1;
+    return Math.max(t.snap ? t.snap.seq : -1, pushed);
+  }
+  // Watch the session once the seat is gone (after a `detached` push): a spectator's snapshot,
+  // and a spectator's pushes from there.
+  async function follow() {
+    try {
+      const snap = await c.call("watch", { session: sid, text: true });
+      if (t.stopped || me !== null) return;
+      if (!t.snap || snap.seq >= t.snap.seq) { t.snap = snap; takeDeadline(snap.seq, snap.deadline); }
+      draw();
+      if (lastSeq() > t.snap.seq) askView();
+    } catch (e) { say(e.message, "error"); }
+  }
+  // Take the seat back from the connection that resumed it: stop watching (`leave`: a
+  // spectator's leave writes nothing), then `resume` with the seat's token, which detaches the
+  // other connection in turn. The records since the page's last seq are pushed before the
+  // reply, so "What happened" stays whole.
+  async function takeBack() {
+    if (!held || !t.detached) return;
+    t.detached = false; // one click, one resume
+    draw();
+    t.resuming = true;
+    try {
+      await c.call("leave", { session: sid });
+      const snap = await c.call("resume", { session: sid, token: held.token, text: true, after: lastSeq() });
+      t.resuming = false;
+      me = held.seat;
+      t.me = me;
+      t.watching = false;
+      t.snap = snap;
+      takeDeadline(snap.seq, snap.deadline);
+      say("");
+      draw();
+    } catch (e) {
+      t.resuming = false;
+      if (e.code === "bad_token") tokens.drop(sid);
+      say(e.message, "error");
+      t.detached = e.code !== "bad_token";
+      draw();
+      follow(); // watch on (the leave went through, or the watch answers already_attached)
+    }
   }
   async function act(action) {
     const seq = t.turnSeq;
@@ -359,11 +409,14 @@ function tablePage(sid, watching) {
     clear(board).append(render.board(s, me, moves));
     // the controls are rebuilt only when the moves change, so a split being made or a number
     // being typed survives the pushes of other seats
-    const key = moves ? JSON.stringify([t.legal, s.seats, t.ui.card]) : "";
+    const lost = me === null && t.detached && held && !s.ended;
+    const key = moves ? JSON.stringify([t.legal, s.seats, t.ui.card]) : lost ? "lost" : "";
     if (key !== t.controlsKey) {
       t.controlsKey = key;
       clear(controls);
       if (moves) controls.append(el("h3", {}, "Your move"), render.controls(t.legal, s, me, act, t.ui));
+      else if (lost) controls.append(el("button", { id: "take-back", type: "button", onclick: takeBack },
+        `play seat ${held.seat} here again`));
     }
     const undo = undoBox(s, me, (op, params) => c.call(op, params), say);
     clear(undoSlot);

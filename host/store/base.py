@@ -448,8 +448,10 @@ class Store(Protocol):
         ...
 
     def release(self, session: str) -> None:
-        """Let go of what the store holds open for a session (it ended). Appending to it again
-        still works; it only costs a re-open."""
+        """Let go of everything the store holds for a session (it ended, or its driver left
+        memory): an open file, its next seq. An append then needs :meth:`load` (or a shared
+        store's ``follow``) first, as after a failed append (``Conflict`` until then); reading
+        works as before. Releasing twice, or a session not open, is fine."""
         ...
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

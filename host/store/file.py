@@ -914,7 +914,9 @@ class FileStore(WriterThreadStore):
     def _do_releases(self) -> None:
         """Close released files (with the lock on the open files held)."""
         while self._releases:
-            fd = self._fds.pop(self._releases.pop(), None)
+            session = self._releases.pop()
+            self._failed.pop(session, None)
+            fd = self._fds.pop(session, None)
             if fd is not None:
                 os.close(fd)
 
@@ -1050,7 +1052,11 @@ class FileStore(WriterThreadStore):
 
     def release(self, session: str) -> None:
         """Close a session's file when it will not be appended to again (it ended). While the
-        writer thread works, the file is closed by it once its batch is done."""
+        writer thread works, the file is closed by it once its batch is done. Nothing of the
+        session stays in the store's memory (its next seq and opening are forgotten: a later
+        :meth:`load` opens it again)."""
+        self._next.pop(session, None)
+        self._opened.pop(session, None)
         self._releases.add(session)
         if self._fds_lock.acquire(blocking=False):
             try:

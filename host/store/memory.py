@@ -144,6 +144,7 @@ class MemoryStore:
     def release(self, session: str) -> None:
         """See :meth:`~host.store.base.Store.release`."""
         self._held.discard(session)
+        self._next.pop(session, None)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Waits for :meth:`aclose` (nothing to write in the background)."""

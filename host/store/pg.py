@@ -547,6 +547,24 @@ class PostgresStore(WriterThreadStore):
                 f" {SCHEMA_VERSION}: run `gamehost db init --store URL`"
             )
 
+    def clock_offset(self) -> float:
+        """Seconds the database server's clock is ahead of this process's (``time.time()``;
+        negative: behind), measured with one query, to within half its round trip: hosts that
+        share the database keep their records' time by it (see ``host.net.server.run_host``).
+
+        Raises:
+            StoreUnavailable: the database cannot be reached.
+        """
+
+        def measure(conn: psycopg.Connection[Any]) -> tuple[float, float]:
+            sent = time.time()
+            row = conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()
+            back = time.time()
+            assert row is not None
+            return back - sent, float(row[0]) - (sent + back) / 2
+
+        return min(self._conns.run(measure) for _ in range(3))[1]  # the quickest round trip
+
     # -- reading -------------------------------------------------------------------------------
     @staticmethod
     def _checked(session: str) -> str:
@@ -885,8 +903,11 @@ class PostgresStore(WriterThreadStore):
         self._open(session, next_seq)
 
     def release(self, session: str) -> None:
-        """Nothing is held open per session (rows need no descriptor); counted only."""
+        """Nothing is held open per session (rows need no descriptor): the session's next seq
+        and opening are forgotten (a later ``load`` or ``follow`` opens it again)."""
         self._held.discard(session)
+        self._next.pop(session, None)
+        self._opened.pop(session, None)
 
     _thread_name = "gamehost pg writer"
 

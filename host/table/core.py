@@ -28,9 +28,12 @@ after a restart and several hosts on one database answer alike:
   every host sees it and the replaced connection, wherever it is, is told (``detached``). A
   seat whose holder is gone (its connection closed, or its host died or restarted) is released
   by a record too.
-- *What a stale seq may still do* (:mod:`host.table.freshness`): the state after each cause of
-  the last :data:`WINDOW` records, kept from folding them (or rebuilt from the log on load), and
-  the legal actions computed from those states.
+- *What a stale seq may still do* (:mod:`host.table.freshness`): the records since the oldest
+  seq an ``act`` may still name — :data:`WINDOW` records *of play* back; presence records
+  (``seat_held``, ``seat_released``) do not count, so reconnects and a restart, which write them,
+  never change what a stale act may do (up to :data:`TAIL_MAX` records kept) — the state after
+  each cause among them, kept from folding them (or rebuilt from the log on load), and the
+  legal actions computed from those states.
 - *Timers*: every record has its time (``ts``, from the host clock of the append). A turn timer
   and a bot's delay count from the last record of play (a seat taken, an action and its events,
   an ``undo``; presence records and the other undo records do not reset them, so a player
@@ -86,7 +89,15 @@ from host.table.commands import (
     View,
     Watch,
 )
-from host.table.engine import CAUSES, UNDO_RECORDS, BadRecord, Engine, Record, SessionState
+from host.table.engine import (
+    CAUSES,
+    PRESENCE,
+    UNDO_RECORDS,
+    BadRecord,
+    Engine,
+    Record,
+    SessionState,
+)
 from host.table.freshness import stale_reason
 from host.table.visibility import Visibility
 from host.table.words import Words, display_names
@@ -119,7 +130,11 @@ __all__ = [
     "ABSENT_AFTER",
     "BOT_BATCH",
     "GAME_FAULTED_NOW",
+    "RESUME_BURST",
+    "RESUME_PERIOD",
+    "SETTLE",
     "TAIL",
+    "TAIL_MAX",
     "UNDO_EXPIRES",
     "Presence",
     "WINDOW",
@@ -147,12 +162,31 @@ BOT_BATCH = 64
 ABSENT_AFTER = 3
 """Consecutive timed-out turns of a seat no connection holds after which the host plays that
 seat's turns at once (until a connection resumes it)."""
+RESUME_BURST = 20
+"""How many times one seat may be resumed (``seat_held`` records, by their ``ts``) within
+:data:`RESUME_PERIOD` seconds; one more ``resume`` of it is answered ``overloaded`` with
+``retry_after``, so a reconnect storm cannot grow the log (or end the session at its record
+limit) without bound."""
+RESUME_PERIOD = 60.0
+"""Seconds over which :data:`RESUME_BURST` counts a seat's resumes."""
+SETTLE = 1.0
+"""Seconds a host waits, once it has read another host's ``seat_held`` that takes a seat from a
+connection of its own, for that host to give the seat back (its resumer went away before the
+reply) before it tells its connection ``detached`` (after reading the log to its end once
+more). Meanwhile the connection's pushes are held back and its ``act`` answers
+``not_seated``, as the log says."""
 WINDOW = 32
-"""How many records back an ``act`` may name its seq and still be judged by the freshness rule
-(older: ``conflict``). The table keeps the state after each cause of that many records."""
+"""How many records *of play* back an ``act`` may name its seq and still be judged by the
+freshness rule (older: ``conflict``): presence records (``seat_held``, ``seat_released``) in
+between do not count, so reconnects and restarts do not use the window up. The table keeps the
+state after each cause since then."""
 TAIL = WINDOW
-"""The most recent records a table keeps in memory (a ``resume`` from further back reads the
-missed records from the store)."""
+"""The records of play a table keeps in memory, with the presence records between and after
+them (a ``resume`` from further back reads the missed records from the store)."""
+TAIL_MAX = 256
+"""The most records a table keeps in memory however many presence records come between its
+records of play (a reconnect storm): past it the oldest go, and an ``act`` naming a seq before
+what is kept is ``conflict`` (too old to check)."""
 UNDO_EXPIRES = 30.0
 """Seconds a request to take back an action waits for its answers, from its ``undo_asked``
 record's time; then the host that drives the session appends ``undo_refused`` (``expired``)."""
@@ -302,6 +336,10 @@ class Step:
             ``caught_up``.
         conn, rid: the requester of a command (None for host-driven steps).
         what: what it is, for logs (``act``, ``bot``, ``timeout``, ``abandon``, ...).
+        first: effects to carry out at once, before anything else of the step (a connection
+            whose seat another host's resume took is told so before its command is answered).
+        prev: for a ``resume``, the connection that held the seat before it (None: nobody).
+        closed: set by :meth:`Table.commit` when the requester went away before its reply.
     """
 
     records: list[Record] = attrs.Factory(list)
@@ -316,6 +354,9 @@ class Step:
     states: list[SessionState] = attrs.Factory(list)  # after each cause of ``records``
     then: Callable[[list[Effect]], None] | None = None
     time: float = 0.0
+    first: list[Effect] = attrs.Factory(list)
+    prev: str | None = None
+    closed: bool = False
 
     def to_store(self) -> list[dict[str, Any]]:
         """The records as the store takes them, each with the step's ``ts``; an event's body is
@@ -334,6 +375,11 @@ class _Sub:
     viewer: Viewer
     views: bool = False
     text: bool = False  # event and ended pushes carry "text" (host.table.words)
+    # another host's resume took this connection's seat at seq `pending` (host time `since`)
+    # and has not been settled yet: its pushes are held back meanwhile (see Table._publish)
+    pending: int | None = None
+    since: float = 0.0
+    held: list[Push] = attrs.Factory(list)
 
 
 class _Refuse(Exception):
@@ -362,11 +408,18 @@ class Presence:
     since_ts: str | None = None
     attended: bool = False
     ask_ts: str | None = None
+    resumes: list[deque[str | None]] = attrs.Factory(list)
+    """Per seat, the ``ts`` of its latest :data:`RESUME_BURST` resumes (``seat_held`` records
+    that do not give a seat back)."""
 
     @classmethod
     def of(cls, seats: int) -> Presence:
         """Nothing folded yet, for ``seats`` seats."""
-        return cls([None] * seats, [0] * seats)
+        return cls(
+            [None] * seats,
+            [0] * seats,
+            resumes=[deque(maxlen=RESUME_BURST) for _ in range(seats)],
+        )
 
     def feed(self, records: Iterable[Record]) -> None:
         """Fold records in order (each looked at once; events cost nothing)."""
@@ -402,6 +455,8 @@ class Presence:
             elif kind == "seat_held":
                 holders[d["seat"]] = d["holder"]
                 timeouts[d["seat"]] = 0
+                if "returned" not in d:
+                    self.resumes[d["seat"]].append(rec.ts)
             elif kind == "seat_released":
                 holders[d["seat"]] = None
                 if d.get("reason") == "host_gone":
@@ -432,8 +487,8 @@ class Table:
         loaded: ``(state, boundaries)`` if the caller folded ``records`` already
             (:meth:`Engine.load_tail`).
         presence: what the whole log says of seat holders and timers, if the caller folded
-            it already (``records`` may then be the log's last :data:`TAIL` records only, as
-            ``host.table.loading`` gives them).
+            it already (``records`` may then be the log's last :data:`TAIL_MAX` records only,
+            as ``host.table.loading`` gives them).
 
     Raises:
         BadRecord: the records do not fold.
@@ -466,14 +521,16 @@ class Table:
         self.shared = shared
         self.live = live
         if loaded is None:
-            whole, state, bounds = engine.load_tail(list(records), WINDOW)
+            whole, state, bounds = engine.load_tail(list(records), TAIL, TAIL_MAX)
             if whole != len(records):
                 raise BadRecord(whole, "the log ends inside a cause")
         else:
             state, bounds = loaded
         self.state: SessionState = state
         self._bounds: deque[SessionState] = deque(bounds)
-        self._tail: deque[Record] = deque(records[-TAIL:], maxlen=TAIL)
+        self._tail: deque[Record] = deque(records[-TAIL_MAX:])
+        self._played = sum(1 for r in self._tail if r.type not in PRESENCE)  # in _tail
+        self._trim()
         header = state.header
         timeout = header.get("turn_timeout", settings.turn_timeout)
         self.turn_timeout: float | None = timeout or None
@@ -497,6 +554,8 @@ class Table:
         n = len(state.seats)
         self.holders: list[str | None] = [None] * n
         self.timeouts: list[int] = [0] * n
+        # per seat: the times of its latest resumes (seat_held records not giving a seat back)
+        self.resumes: list[deque[float]] = [deque(maxlen=RESUME_BURST) for _ in range(n)]
         self._bots = frozenset(header.get("bots", ()))
         self._humans = n > len(self._bots)
         self.turn_started = now
@@ -511,15 +570,22 @@ class Table:
 
     # -- what the log says beyond the game: holders, timers --------------------------------------
     def _fold_presence(self, presence: Presence, default: float) -> None:
-        """Take seat holders, timed-out counts and the timers' starts from what a whole log
-        says (:class:`Presence`); a record without a ``ts`` (not written yet) counts as of
-        ``default``."""
+        """Take seat holders, timed-out counts, the timers' starts and each seat's latest
+        resumes from what a whole log says (:class:`Presence`); a record without a ``ts`` (not
+        written yet), or one whose ``ts`` is later than ``default`` (the host clock now: its
+        writer's clock was ahead), counts as of ``default``."""
         self.holders = list(presence.holders)
         self.timeouts = list(presence.timeouts)
-        self.turn_started = parse_ts(presence.play_ts, default)
-        self.unattended_since = None if presence.attended else parse_ts(presence.since_ts, default)
+        self.turn_started = min(parse_ts(presence.play_ts, default), default)
+        self.unattended_since = (
+            None if presence.attended else min(parse_ts(presence.since_ts, default), default)
+        )
+        self.resumes = [
+            deque((min(parse_ts(ts, default), default) for ts in times), maxlen=RESUME_BURST)
+            for times in presence.resumes
+        ]
         waits = self.state.undo_ask is not None
-        self.undo_at = parse_ts(presence.ask_ts, default) if waits else None
+        self.undo_at = min(parse_ts(presence.ask_ts, default), default) if waits else None
 
     def _presence(self, rec: Record, at: float) -> None:
         """Fold one new record (of time ``at``) into holders, counts and timers, as
@@ -551,6 +617,8 @@ class Table:
         elif kind == "seat_held":
             self.holders[d["seat"]] = d["holder"]
             self.timeouts[d["seat"]] = 0
+            if "returned" not in d:
+                self.resumes[d["seat"]].append(at)
         elif kind == "seat_released":
             self.holders[d["seat"]] = None
             if d.get("reason") == "host_gone":
@@ -801,9 +869,12 @@ class Table:
         return out
 
     def holder_of(self, conn: str) -> Seat | None:
-        """The seat ``conn`` plays here, or None."""
+        """The seat ``conn`` plays here, or None: one it subscribed to as that seat and that
+        the log says it holds."""
         sub = self.subs.get(conn)
-        return None if sub is None else sub.viewer
+        if sub is None or sub.viewer is None or sub.pending is not None:
+            return None
+        return sub.viewer if self.holders[sub.viewer] == conn else None
 
     # -- inputs ------------------------------------------------------------------------------
     def command(
@@ -819,14 +890,31 @@ class Table:
         """Decide ``cmd`` from connection ``conn`` (request ``rid``) at host time ``now``.
 
         ``closing``: the connection is going (its client closed its side): a ``resume`` then
-        takes nothing, and a ``join`` takes its seat for the token it answers but no connection
-        holds it. ``caught_up``: the driver has just read the log's end (see
-        :attr:`Step.follow_first`).
+        takes nothing (its ``seat_held`` record is followed, in the same append, by one giving
+        the seat back: see :meth:`give_back`), and a ``join`` takes its seat for the token it
+        answers but no connection holds it. ``caught_up``: the driver has just read the log's
+        end (see :attr:`Step.follow_first`).
+
+        A connection whose seat another host's resume took, not settled yet, is told
+        ``detached`` first (:attr:`Step.first`): it has moved on, so that takeover stands for
+        it.
 
         Never raises: a refusal is the step's reply; a fault in the game's code is answered
         ``internal`` (logged) and appends nothing.
         """
         self._now = now
+        sub = self.subs.get(conn)
+        first: list[Effect] = []
+        if sub is not None and sub.pending is not None:
+            self._stood(conn, sub, first)
+        step = self._command(conn, rid, cmd, now, closing, caught_up)
+        if first:
+            step.first = first + step.first
+        return step
+
+    def _command(
+        self, conn: str, rid: Any, cmd: Command, now: float, closing: bool, caught_up: bool
+    ) -> Step:
         try:
             if isinstance(cmd, Act):
                 return self._act(conn, rid, cmd, now, caught_up)
@@ -900,7 +988,7 @@ class Table:
         self._apply(new, states, now, parse=True)
         out: list[Effect] = []
         try:
-            self._publish(new, out)
+            self._publish(new, out, remote=True)
         except BudgetExceeded as exc:  # folded already: the pushes made so far go
             log.error("game_budget_exceeded", session=self.id, fault=exc.what, step="publish")
             self.overran(exc.what)
@@ -915,14 +1003,20 @@ class Table:
             log.info("lease_taken" if driver else "lease_lost", session=self.id)
 
     # -- committing ----------------------------------------------------------------------------
-    def commit(self, step: Step, now: float | None = None) -> list[Effect]:
+    def commit(self, step: Step, now: float | None = None, *, closed: bool = False) -> list[Effect]:
         """``step``'s records are durable: make them the table's state and give the effects
         (reply, pushes, then the observers' records). ``now``: the host clock once they are
         (the time left that messages show counts from it; default: the step's time). A fault
         in the game's code while making the pushes is logged; the session is then ended on the
-        next step (``game_error``)."""
+        next step (``game_error``).
+
+        ``closed``: the requester went away before its reply (the driver looked once the
+        records were durable). For a ``resume`` its takeover does not stand: the others are
+        pushed its record, the connection that held the seat keeps it meanwhile, and the
+        driver then carries out :meth:`give_back`."""
         if not step.records:
             return list(step.effects)
+        step.closed = closed
         self._now = step.time if now is None else now
         self._apply(step.records, step.states, step.time)
         out: list[Effect] = []
@@ -973,22 +1067,34 @@ class Table:
         """Make ``records`` (folded to ``states``, one per cause) the table's own."""
         self.state = states[-1]
         self._bounds.extend(states)
-        floor = self.state.seq - WINDOW
-        while len(self._bounds) > 1 and self._bounds[0].seq < floor:
-            self._bounds.popleft()
+        self._tail.extend(records)
+        self._played += sum(1 for r in records if r.type not in PRESENCE)
+        self._trim()
         if len(self._legal) > 4 * len(self.state.seats) + 8:  # keep the window's states only
             games = {id(s.game) for s in self._bounds} | {id(self.state.game)}
             for key in [k for k in self._legal if k[0] not in games]:
                 del self._legal[key]
         for key in [k for k in self._turns if k[0] < self.state.seq]:
             del self._turns[key]
-        self._tail.extend(records)
-        for rec in records:
-            self._presence(rec, parse_ts(rec.ts, at) if parse else at)
+        for rec in records:  # another host's record from this host's future counts as now
+            self._presence(rec, min(parse_ts(rec.ts, at), at) if parse else at)
             if rec.type == "action":
                 self.actions += 1
         if self.state.ended:
             self._game_off()
+
+    def _trim(self) -> None:
+        """Keep the tail to :data:`TAIL` records of play (and the presence records after the
+        one before them), at most :data:`TAIL_MAX` records, and the states after causes that
+        an ``act`` may still name (from the one before the tail on)."""
+        tail = self._tail
+        while tail and (self._played > TAIL or len(tail) > TAIL_MAX):
+            if tail.popleft().type not in PRESENCE:
+                self._played -= 1
+        floor = tail[0].seq - 1 if tail else self.state.seq
+        bounds = self._bounds
+        while len(bounds) > 1 and bounds[0].seq < floor:
+            bounds.popleft()
 
     def _finish(
         self, step: Step, records: list[Record], states: list[SessionState], now: float
@@ -1010,21 +1116,61 @@ class Table:
         return step
 
     # -- publishing ----------------------------------------------------------------------------
-    def _publish(self, new: Sequence[Record], out: list[Effect], skip: str | None = None) -> None:
+    def _publish(
+        self,
+        new: Sequence[Record],
+        out: list[Effect],
+        skip: str | None = None,
+        spare: str | None = None,
+        remote: bool = False,
+    ) -> None:
         """The pushes of ``new`` records: each record to every subscriber (one redaction per
-        distinct viewer; a connection whose seat another connection took is told ``detached``
-        and pushed nothing more), a presence record's followed by its ``presence`` push, then
-        the view pushes, then the ``ended`` push or the ``turn`` pushes."""
+        distinct viewer), a presence record's followed by its ``presence`` push, then the view
+        pushes, then the ``ended`` push or the ``turn`` pushes.
+
+        A connection whose seat another connection took is told ``detached`` and pushed
+        nothing more — except for the takeover of ``spare`` (a resumer gone before its reply:
+        the seat is given back next), and, for records read from another host (``remote``),
+        a takeover by a connection of that host: it may not stand (the host gives the seat
+        back if its resumer went away before the reply), so the replaced connection's pushes
+        are held back (:attr:`_Sub.pending`) until it is settled: by the record that gives the
+        seat back (the held pushes go out, it holds the seat again), by any other record of
+        that seat or the session's end, by a command of its own, or after :data:`SETTLE`
+        seconds (:meth:`next_due`): then it is told ``detached``."""
         header = self.state.header
         visible = self.visible
-        subs = [(k, s) for k, s in self.subs.items() if k != skip]
+        all_subs = self.subs
+
+        def emit(key: str, sub: _Sub, push: Push) -> None:
+            if sub.pending is None:
+                out.append(Send(key, push))
+            else:
+                sub.held.append(push)
+
+        subs = [(k, s) for k, s in all_subs.items() if k != skip]
         for rec in new:
-            if rec.type == "seat_held" or rec.type == "seat_released":
-                seat = rec.data["seat"]
-                holder = rec.data.get("holder")
-                gone = [k for k, s in subs if s.viewer == seat and k != holder]
+            kind = rec.type
+            if kind == "seat_held" or kind == "seat_released" or kind == "ended":
+                subs = self._settle(rec, subs, out)
+            if (kind == "seat_held" and rec.data["holder"] != spare) or kind == "seat_released":
+                d = rec.data
+                seat, holder = d["seat"], d.get("holder")
+                provisional = (
+                    remote
+                    and kind == "seat_held"
+                    and "returned" not in d
+                    and holder.partition(".")[0] != self.instance
+                )
+                gone = []
+                for key, sub in subs:
+                    if sub.viewer != seat or key == holder or sub.pending is not None:
+                        continue
+                    if provisional:
+                        sub.pending, sub.since, sub.held = rec.seq, self._now, []
+                    else:
+                        gone.append(key)
                 for key in gone:
-                    reason = "resumed" if rec.type == "seat_held" else "released"
+                    reason = "resumed" if kind == "seat_held" else "released"
                     out.append(Send(key, DetachedPush(self.id, seat, reason)))
                     self._unsubscribe(key, out)
                 if gone:
@@ -1046,13 +1192,15 @@ class Table:
                         told[viewer] = self.text_push(msg, viewer)
                     msg = told[viewer]
                 if msg is not None:
-                    out.append(Send(key, msg))
+                    emit(key, sub, msg)
             presence = visible.presence(self.id, rec)
             if presence is not None:
-                out.extend(Send(key, presence) for key, _ in subs)
+                for key, sub in subs:
+                    emit(key, sub, presence)
             undo = self._undo_push(rec)
             if undo is not None:
-                out.extend(Send(key, undo) for key, _ in subs)
+                for key, sub in subs:
+                    emit(key, sub, undo)
         if any(s.views for _, s in subs) and not self.visible.game_off:
             views: dict[Viewer, ViewPush | None] = {}
             try:
@@ -1074,20 +1222,50 @@ class Table:
                             views[sub.viewer] = None
                     push = views[sub.viewer]
                     if push is not None:
-                        out.append(Send(key, push))
+                        emit(key, sub, push)
         if self.state.ended:
             end = self._ended_push()
             told_end = self._ended_push(text=True) if any(s.text for _, s in subs) else end
-            out.extend(Send(key, told_end if sub.text else end) for key, sub in subs)
+            for key, sub in subs:
+                emit(key, sub, told_end if sub.text else end)
             return
         try:
-            for key, sub in list(self.subs.items()):
+            for key, sub in list(all_subs.items()):
                 if sub.viewer is not None:
                     turn = self._turn(sub.viewer)
                     if turn is not None:
-                        out.append(Send(key, turn))
+                        emit(key, sub, turn)
         except GameFault:
             self._game_failed("turn")
+
+    def _settle(
+        self, rec: Record, subs: list[tuple[str, _Sub]], out: list[Effect]
+    ) -> list[tuple[str, _Sub]]:
+        """Settle the connections waiting on another host's takeover that ``rec`` decides
+        (see :meth:`_publish`): the record giving the seat back to one lets its held pushes
+        out; any other record of its seat, or the session's end, means the takeover stood.
+        Returns ``subs`` less those told ``detached``."""
+        stood = []
+        for key, sub in subs:
+            if sub.pending is None:
+                continue
+            if rec.type != "ended" and rec.data.get("seat") != sub.viewer:
+                continue
+            d = rec.data
+            if rec.type == "seat_held" and d.get("returned") == sub.pending and d["holder"] == key:
+                pushes, sub.pending, sub.held = sub.held, None, []
+                out.extend(Send(key, p) for p in pushes)
+            else:
+                self._stood(key, sub, out)
+                stood.append(key)
+        return [(k, s) for k, s in subs if k not in stood] if stood else subs
+
+    def _stood(self, key: str, sub: _Sub, out: list[Effect]) -> None:
+        """The takeover ``key`` waited on stands: it is told ``detached`` (its held pushes are
+        dropped: a replaced connection is pushed nothing after the takeover)."""
+        out.append(Send(key, DetachedPush(self.id, sub.viewer, "resumed")))
+        sub.held = []
+        self._unsubscribe(key, out)
 
     def _game_failed(self, step: str) -> None:
         """The game's code failed while the table showed a change (the records are durable):
@@ -1249,16 +1427,27 @@ class Table:
             out.append(Reply(conn, rid, Resumed(seat, self.snapshot(seat))))
             out.append(Send(conn, self._ended_push(cmd.text)))
             return Step(effects=out, conn=conn, rid=rid)
-        if closing:
-            raise _protocol(
-                ErrorCode.UNAVAILABLE,
-                "this connection is closing: the seat stays with whoever holds it",
-            )
+        self._resume_rate(seat, now)
+        prev = self.holders[seat]
         rec = Record(seq + 1, "seat_held", {"seat": seat, "holder": conn})
         state = self.engine.apply(self.state, rec)
-        step = self._finish(Step(conn=conn, rid=rid, what="resume"), [rec], [state], now)
+        if closing:  # it takes nothing: the same records as a resumer gone before its reply
+            back = self._giving_back(rec, prev)
+            state2 = self.engine.apply(state, back)
+            step = self._finish(
+                Step(conn=conn, rid=rid, what="resume", prev=prev),
+                [rec, back],
+                [state, state2],
+                now,
+            )
+            step.then = lambda out: self._given_back(step.records, conn, rid, out)
+            return step
+        step = self._finish(Step(conn=conn, rid=rid, what="resume", prev=prev), [rec], [state], now)
 
         def then(out: list[Effect]) -> None:
+            if step.closed:  # gone before its reply: the driver gives the seat back next
+                self._publish(step.records, out, spare=conn)
+                return
             upto = self.state.seq
             self._publish(step.records, out, skip=conn)  # the seat's old holder is told
             self._catch_up(conn, seat, after, upto, out, cmd.text)
@@ -1273,6 +1462,65 @@ class Table:
 
         step.then = then
         return step
+
+    def _resume_rate(self, seat: Seat, now: float) -> None:
+        """Refuse a resume of ``seat`` past :data:`RESUME_BURST` of them within
+        :data:`RESUME_PERIOD` seconds (counted from the log's ``seat_held`` records).
+
+        Raises:
+            _Refuse: ``overloaded`` with ``retry_after`` (seconds, rounded up to 0.1).
+        """
+        recent = self.resumes[seat]
+        if len(recent) < RESUME_BURST:
+            return
+        wait = recent[0] + RESUME_PERIOD - now
+        if wait > 0:
+            raise _protocol(
+                ErrorCode.OVERLOADED,
+                f"seat {seat} was resumed {RESUME_BURST} times in {RESUME_PERIOD:g} s; retry"
+                f" in {wait:.1f} s",
+                retry_after=math.ceil(round(wait * 10, 6)) / 10,
+            )
+
+    def give_back(self, step: Step, now: float) -> Step | None:
+        """The step after a ``resume`` ``step`` whose connection went away before its reply
+        (:meth:`commit` with ``closed``): a record that gives the seat straight back to the
+        connection that held it before (a ``seat_held`` naming it, with ``returned``: the
+        resume's seq; its host keeps it there if that connection is still open, else releases
+        it by the usual rule), or, when nobody held it or that connection was this host's and
+        is gone, a ``seat_released`` (``gone``, ``returned``). The resumer is answered
+        ``unavailable``. None when there is nothing to give back (the session ended, or the
+        seat changed hands again meanwhile)."""
+        self._now = now
+        held = step.records[0]
+        seat, conn = held.data["seat"], held.data["holder"]
+        if self.state.ended or not self.live or self.holders[seat] != conn:
+            return None
+        back = self._giving_back(held, step.prev)
+        state = self.engine.apply(self.state, back)
+        out = self._finish(
+            Step(conn=step.conn, rid=step.rid, what="give_back"), [back], [state], now
+        )
+        out.then = lambda effects: self._given_back(out.records, conn, step.rid, effects)
+        return out
+
+    def _giving_back(self, held: Record, prev: str | None) -> Record:
+        """The record after ``held`` (a resume's ``seat_held``) that gives its seat back to
+        ``prev``: see :meth:`give_back`."""
+        seat = held.data["seat"]
+        seq = held.seq + 1
+        if prev is not None and (prev.partition(".")[0] != self.instance or prev in self.subs):
+            return Record(seq, "seat_held", {"seat": seat, "holder": prev, "returned": held.seq})
+        data = {"seat": seat, "reason": "gone", "returned": held.seq}
+        return Record(seq, "seat_released", data)
+
+    def _given_back(self, records: list[Record], conn: str, rid: Any, out: list[Effect]) -> None:
+        """The effects of a resume that took nothing (its records, the seat given back): the
+        pushes, the connection that held the seat keeping it; the resumer (if it still reads)
+        answered ``unavailable``."""
+        self._publish(records, out, spare=conn)
+        why = "this connection closed before the reply to its resume: the seat went back"
+        out.append(Reply(conn, rid, Refused(ErrorCode.UNAVAILABLE, why)))
 
     def _catch_up(
         self,
@@ -1387,8 +1635,9 @@ class Table:
 
     def _stale(self, seat: Seat, expected: int) -> str | None:
         """Why an act of ``seat`` naming seq ``expected`` (not the session's) is refused, or
-        None when it still holds (:mod:`host.table.freshness`), from the records and the
-        states after each cause of the last :data:`WINDOW` records.
+        None when it still holds (:mod:`host.table.freshness`), from the records since
+        ``expected`` (at most :data:`WINDOW` of them records of play: presence records do not
+        count) and the state after the cause that ends at ``expected``.
 
         Raises:
             GameFault: the game's ``redact``, ``to_act`` or ``legal_actions`` failed.
@@ -1396,15 +1645,17 @@ class Table:
         seq = self.state.seq
         if expected > seq:
             return "that seq is not reached yet"
-        if seq - expected > WINDOW:
-            return f"that seq is more than {WINDOW} records old"
+        tail = self._tail
+        since = [r for r in tail if r.seq > expected]
+        played = sum(1 for r in since if r.type not in PRESENCE)
+        if played > WINDOW or not tail or tail[0].seq > expected + 1:
+            return f"that seq is more than {WINDOW} records of play old"
         then_state = next((s for s in self._bounds if s.seq == expected), None)
         if then_state is None:
             return "this seat had no turn at that seq (it is inside a cause)"
         then = None
         if seat in self.engine.to_act(then_state):
             then = self._legal_at(then_state, seat)
-        since = [r for r in self._tail if r.seq > expected]
         now_turn = self._turn(seat)
         return stale_reason(self.engine, seat, since, then, now_turn.legal if now_turn else [])
 
@@ -1483,14 +1734,18 @@ class Table:
             return math.inf, ""
         if self._orphans():
             return -math.inf, "release"
+        settle = min(
+            (s.since + SETTLE for s in self.subs.values() if s.pending is not None),
+            default=math.inf,
+        )
         if not self.driver:  # another host holds the lease: it runs bots and timers
-            return math.inf, ""
+            return (settle, "settle") if settle < math.inf else (math.inf, "")
         if self.faulted:
             return -math.inf, "fault"
         n = len(st.seats)
         if any(0 <= s < n and st.seats[s] is None for s in self._bots):
             return -math.inf, "seat_bots"
-        steps: list[tuple[float, str]] = [(math.inf, "")]
+        steps: list[tuple[float, str]] = [(math.inf, ""), (settle, "settle")]
         if st.undo_ask is not None and self.undo_at is not None:
             steps.append((self.undo_at + UNDO_EXPIRES, "undo_expire"))
         s = self.settings
@@ -1518,14 +1773,23 @@ class Table:
         with no connection holding them: the host plays those at once."""
         return [s for s in to_act if self.timeouts[s] >= ABSENT_AFTER and self.holders[s] is None]
 
-    def due(self, now: float) -> Step | None:
+    def due(self, now: float, caught_up: bool = False) -> Step | None:
         """The host-driven step due at ``now`` (None if none is). A fault in the game's code
         here ends the session: the step is then the ``ended`` record with ``aborted:
-        "game_error"``."""
+        "game_error"``. ``caught_up``: the driver has just read the log's end (a takeover
+        waiting to be settled is settled only after that: see :attr:`Step.follow_first`)."""
         when, what = self.next_due()
         if when > now:
             return None
         self._now = now
+        if what == "settle":
+            if self.shared and not caught_up:  # the seat may have been given back meanwhile
+                return Step(follow_first=True, what="settle")
+            out: list[Effect] = []
+            for key, sub in list(self.subs.items()):
+                if sub.pending is not None and sub.since + SETTLE <= now:
+                    self._stood(key, sub, out)
+            return Step(effects=out, what="settle")
         try:
             return self._host_step(what, now)
         except Exception:  # the game's code (GameFault), or what it broke: end the session

@@ -14,9 +14,12 @@ append, which the table core gives it):
                 seat a connection joined, ``holder`` (that connection's key)
 ``action``      ``seat`` and ``action`` (the wire form): an accepted action, followed by its events
 ``event``       ``v`` (event schema version) and ``event`` (the wire form)
-``seat_held``   ``seat`` and ``holder``: a connection resumed the seat (it holds it from here on)
+``seat_held``   ``seat`` and ``holder``: a connection resumed the seat (it holds it from here on);
+                with ``returned`` (the seq of a resume whose connection went away before its
+                reply) the seat goes straight back to ``holder``, which held it before that
 ``seat_released`` ``seat`` and ``reason`` (``left``, ``gone``, ``unresponsive``, ``host_gone``): no
-                connection holds the seat any more
+                connection holds the seat any more (``returned``: as for ``seat_held``, when
+                nobody held it before that resume)
 ``undo_asked``  ``seat``, ``action_seq`` (the seq of the ``action`` record it asks to take back),
                 ``action`` (that action's wire form) and ``waiting`` (the seats whose answer it
                 needs: every other human seat); with nobody to wait for, ``undo`` follows at once
@@ -35,7 +38,8 @@ append, which the table core gives it):
 
 ``seat_held`` and ``seat_released`` are *presence* records: who holds a seat is the log's to say,
 so every host (and a host after a restart) agrees on it. They change nothing of the game; each is
-a cause of its own, appended alone.
+a cause of its own, appended alone (or, for a resume from a connection already closing, its
+``seat_held`` and the record giving the seat back, together).
 
 **Undo by consent.** A game that has the optional ``undoable(state_before, seat, action,
 events)`` member lets a seat take back its last action when that action is still the session's
@@ -588,6 +592,9 @@ class Engine:
         info = seats[seat]
         if info is None or info.bot:
             raise BadRecord(seq, f"a {rec.type} record for seat {seat}, which no player took")
+        back = d.get("returned", 0)
+        if type(back) is not int or not 0 <= back < seq:
+            raise BadRecord(seq, f"a {rec.type} record giving back no resume ({back!r})")
         if rec.type == "seat_held":
             if not isinstance(d.get("holder"), str):
                 raise BadRecord(seq, "a seat_held record without its holder")
@@ -1143,10 +1150,11 @@ class Engine:
         return whole, state
 
     def load_tail(
-        self, records: list[Record], window: int
+        self, records: list[Record], window: int, most: int | None = None
     ) -> tuple[int, SessionState, list[SessionState]]:
         """:meth:`load`, also giving the state after each cause that ends within the last
-        ``window`` records (and the one before them), oldest first: what the freshness rule
+        ``window`` records *of play* (presence records between them do not count; at most
+        ``most`` records back), and the one before them, oldest first: what the freshness rule
         needs to judge an ``act`` naming an older seq. Still one fold of each record.
 
         Returns:
@@ -1159,10 +1167,14 @@ class Engine:
         state = self.rebuild(records[:1])
         n = len(records)
         starts: list[int] = []  # cause starts of the window (and the last cause), newest first
+        played = 0  # records of play from i on
         for i in range(n - 1, 0, -1):
-            if records[i].type in CAUSES:
+            kind = records[i].type
+            if kind not in PRESENCE:
+                played += 1
+            if kind in CAUSES:
                 starts.append(i)
-                if records[i].seq <= records[-1].seq - window:
+                if played > window or (most is not None and n - i >= most):
                     break
         starts.reverse()
         if not starts:

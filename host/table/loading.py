@@ -25,7 +25,7 @@ import attrs
 
 from host.errors import ActionError, UndoRefused
 from host.plugins.faults import GameFault
-from host.table.core import TAIL, Presence
+from host.table.core import TAIL_MAX, Presence
 from host.table.engine import (
     CAUSES,
     PRESENCE,
@@ -53,7 +53,8 @@ class Loaded:
         state: the state after them.
         states: the state after each cause of the freshness window (and the one before
             them), oldest first, as :meth:`Engine.load_tail` gives them.
-        tail: the last :data:`host.table.core.TAIL` whole records, oldest first.
+        tail: the last :data:`host.table.core.TAIL_MAX` whole records, oldest first (the
+            table keeps what its freshness window needs of them).
         presence: seat holders, timed-out counts and timer starts over the whole records.
     """
 
@@ -114,7 +115,9 @@ def load_steps(
     skim: bool = False,
 ) -> Generator[int, None, Loaded]:
     """Load a whole log (header first; ``last`` is the seq of its last record): yields the
-    seq folded so far after every stretch, returns the :class:`Loaded`.
+    seq folded so far after every stretch, returns the :class:`Loaded`. The window's states
+    are those :meth:`Engine.load_tail` gives for ``window`` records of play (presence records
+    between them do not count; at most :data:`host.table.core.TAIL_MAX` records back).
 
     ``recheck``: re-run the last cause on the current code to find a half-written one, as
     :meth:`Engine.load_tail` does (a log that ends ``ended`` needs none). ``skim``: run no game
@@ -132,9 +135,11 @@ def load_steps(
     fold = (lambda s, rs: skim_all(engine, s, rs)) if skim else engine.apply_all
     presence = Presence.of(len(state.seats))
     presence.feed((first,))
-    tail: deque[Record] = deque((first,), maxlen=TAIL)
-    threshold = last - window
-    bounds: list[SessionState] = []  # the state before each cause start of the window
+    tail: deque[Record] = deque((first,), maxlen=TAIL_MAX)
+    threshold = last + 1 - TAIL_MAX  # a cause start this far back is before the window anyway
+    played = 0  # records of play (not presence records) after the header, so far
+    # the state before each cause start of the window, with the records of play before it
+    bounds: deque[tuple[int, SessionState]] = deque()
     cause: list[Record] = []  # the records of the newest cause seen (not folded yet)
     start: Record | None = None  # its first record (None before the first cause)
     done = 0
@@ -151,11 +156,17 @@ def load_steps(
                     tail.extend(cause)
                 if rec.seq <= threshold:
                     bounds.clear()  # only the newest cause start at or before the window
-                bounds.append(state)
+                bounds.append((played, state))
                 cause = [rec]
                 start = rec
             else:
                 cause.append(rec)
+            if rec.type not in PRESENCE:
+                played += 1
+                # a cause start with more than `window` records of play from it on is at or
+                # before the window's start: only the newest such one is kept
+                while len(bounds) > 1 and played - bounds[1][0] > window:
+                    bounds.popleft()
         done = stretch[-1].seq
         yield done
     if start is None:  # no cause at all: every record folds as one
@@ -168,11 +179,12 @@ def load_steps(
     whole = after.seq + 1
     if recheck and not skim and not after.ended and _cut_short(engine, first, before, cause):
         whole = start.seq
+    states = [s for _, s in bounds]
     if whole == after.seq + 1:
         presence.feed(cause)
         tail.extend(cause)
-        return Loaded(whole, after, [*bounds, after], list(tail), presence)
-    return Loaded(whole, before, bounds, list(tail), presence)
+        return Loaded(whole, after, [*states, after], list(tail), presence)
+    return Loaded(whole, before, states, list(tail), presence)
 
 
 def _cut_short(engine: Engine, header: Record, before: SessionState, cause: list[Record]) -> bool:

@@ -1,5 +1,8 @@
-"""The lobby's decisions, with no I/O: what a ``create`` writes, who may create, and how many
-connections and HTTP requests one address may hold (:class:`AddressSlots`).
+"""The lobby's decisions, with no I/O: what a ``create`` writes (:func:`plan_create`), who may
+create now (:class:`Lobby`: the live-session cap, the unstarted sessions per connection and per
+address, the per-address rate of :class:`CreateLimiter`), what one ``sessions`` page holds
+(:class:`PageBuilder`), and how many connections and HTTP requests one address may hold
+(:class:`AddressSlots`).
 
 ``host.net.server.Host`` carries these out (the store's create, the reply); the rules live here
 so they are tested without a socket and read in one place.
@@ -10,27 +13,39 @@ from __future__ import annotations
 import ipaddress
 import math
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 import attrs
+import orjson
 import structlog
 
 from host.plugins.faults import game_error
 from host.table.core import format_ts
 from host.table.engine import Engine, Record, SessionState
+from protocol.framing import MAX_LINE
 from protocol.messages import ErrorCode, ProtocolError
+from protocol.replies import SessionsPage, SessionSummary
 
 __all__ = [
+    "PAGE_BYTES",
     "AddressSlots",
     "CreateLimiter",
+    "Lobby",
     "NewSession",
+    "PageBuilder",
     "address_key",
     "is_loopback",
     "plan_create",
+    "sessions_page",
 ]
 
 log = structlog.get_logger("gamehost.server")
+
+PAGE_BYTES = MAX_LINE - 4096
+"""The most bytes the summaries of one ``sessions`` reply take (the rest of the line is left
+for the reply around them): past it the page ends early and ``next`` goes on from there, so
+long player names never push the reply past the line limit."""
 
 
 @attrs.frozen
@@ -243,3 +258,144 @@ class AddressSlots:
         self._count -= 1
         if not mine:
             del self._held[address]
+
+
+class Lobby:
+    """Who may create a session now, and the per-address bookkeeping that says it (no I/O).
+
+    Args:
+        max_sessions: live sessions a host holds at most (an ended one that lingers does not
+            count once the host is full: see :meth:`check_room`).
+        max_unstarted: sessions one connection, and (unless loopback, see ``limit_loopback``)
+            one peer address, may have created that are live and not started.
+        limiter: the per-address ``create`` rate (:class:`CreateLimiter`).
+        limit_loopback: hold loopback addresses to the per-address unstarted cap too.
+
+    The host tells it of each session created (:meth:`created`) and of each that leaves memory
+    (:meth:`forget`), for every peer: nothing of a finished session stays here.
+    """
+
+    def __init__(
+        self,
+        max_sessions: int,
+        max_unstarted: int,
+        limiter: CreateLimiter,
+        limit_loopback: bool = False,
+    ) -> None:
+        self.max_sessions = max_sessions
+        self.max_unstarted = max_unstarted
+        self.limiter = limiter
+        self.limit_loopback = limit_loopback
+        # peer address -> ids of the live sessions created from it; live id -> that address
+        self._created_by: dict[str, set[str]] = {}
+        self._creator: dict[str, str] = {}
+
+    def check_room(self, live: int, running: Callable[[], int]) -> None:
+        """Refuse a new session when the host holds ``max_sessions`` live ones: ``live``
+        counts them, ``running()`` (asked only then) those not ended.
+
+        Raises:
+            ProtocolError: ``overloaded``.
+        """
+        if live >= self.max_sessions and running() >= self.max_sessions:
+            raise ProtocolError(
+                ErrorCode.OVERLOADED, f"this host holds {self.max_sessions} live sessions already"
+            )
+
+    def check_create(
+        self, created: set[str], address: str, now: float, unstarted: Callable[[str], bool]
+    ) -> set[str]:
+        """Refuse a ``create`` from a connection that created ``created`` (ids) and comes from
+        ``address``, at time ``now`` (seconds), past the per-connection or per-address
+        unstarted cap or the address's rate; ``unstarted(sid)``: whether a session is live and
+        has neither started nor ended. Returns ``created`` less the sessions that are no longer
+        waiting (the connection keeps that). A rate token is spent only when granted.
+
+        Raises:
+            ProtocolError: ``overloaded`` (with ``retry_after`` seconds for the address rate).
+        """
+        created = {sid for sid in created if unstarted(sid)}
+        cap = self.max_unstarted
+        if len(created) >= cap:
+            raise ProtocolError(
+                ErrorCode.OVERLOADED,
+                f"this connection has {len(created)} sessions waiting for players already"
+                f" (at most {cap}); create more once they start or end",
+            )
+        if self.limit_loopback or not is_loopback(address):
+            # the same cap per peer address, so reconnecting does not get round it
+            mine = {sid for sid in self._created_by.get(address, ()) if unstarted(sid)}
+            if len(mine) >= cap:
+                raise ProtocolError(
+                    ErrorCode.OVERLOADED,
+                    f"{len(mine)} sessions created from {address} are waiting for players"
+                    f" already (at most {cap}); create more once they start or end",
+                )
+        wait = self.limiter.take(address, now)
+        if wait:
+            lim = self.limiter
+            raise ProtocolError(
+                ErrorCode.OVERLOADED,
+                f"too many sessions created from {address} (at most {lim.burst} at once, then"
+                f" one per {1 / lim.rate if lim.rate else math.inf:g} s)",
+                retry_after=math.ceil(round(wait * 10, 6)) / 10 if math.isfinite(wait) else None,
+            )
+        return created
+
+    def created(self, address: str, sid: str) -> None:
+        """Session ``sid`` was created from ``address``."""
+        self._created_by.setdefault(address, set()).add(sid)
+        self._creator[sid] = address
+
+    def forget(self, sid: str) -> None:
+        """Session ``sid`` left the host's memory (whoever created it)."""
+        address = self._creator.pop(sid, None)
+        mine = self._created_by.get(address) if address is not None else None
+        if mine is not None:
+            mine.discard(sid)
+            if not mine:
+                del self._created_by[address]  # type: ignore[arg-type]
+
+    def created_from(self, address: str) -> set[str]:
+        """The live sessions created from ``address`` (a copy)."""
+        return set(self._created_by.get(address, ()))
+
+
+class PageBuilder:
+    """One ``sessions`` page, filled in id order: at most ``limit`` summaries whose wire form
+    takes at most ``max_bytes`` (the first always fits)."""
+
+    def __init__(self, limit: int, max_bytes: int = PAGE_BYTES) -> None:
+        self.limit = limit
+        self.max_bytes = max_bytes
+        self.entries: list[SessionSummary] = []
+        self._size = 0
+
+    def add(self, summary: SessionSummary) -> bool:
+        """Take ``summary``; False (not taken) when the page is full: it ends before it."""
+        self._size += len(orjson.dumps(summary.to_wire())) + 1  # with its comma
+        if len(self.entries) == self.limit or (self.entries and self._size > self.max_bytes):
+            return False
+        self.entries.append(summary)
+        return True
+
+    def full_page(self) -> SessionsPage:
+        """The page, more following: ``next`` is its last session."""
+        return SessionsPage(self.entries, self.entries[-1].session)
+
+    def page(self, next_cursor: str | None) -> SessionsPage:
+        """The page with ``next`` = ``next_cursor`` (None: the last page)."""
+        return SessionsPage(self.entries, next_cursor)
+
+
+def sessions_page(
+    summaries: Iterable[SessionSummary], limit: int, max_bytes: int = PAGE_BYTES
+) -> SessionsPage:
+    """One ``sessions`` page of ``summaries`` (already in id order, filtered by game and
+    ``after``; read lazily, one past the page at most): ``next`` is the last listed id when
+    more follow, else None."""
+    page = PageBuilder(limit, max_bytes)
+    for summary in summaries:
+        if not page.add(summary):
+            return page.full_page()
+    return page.page(None)

@@ -53,7 +53,7 @@ def render(view: dict[str, Any], viewer: int | None) -> str:
         f"  play goes {view.get('direction')}"
     )
     if view.get("penalty"):
-        lines.append(f"Pending draw-two penalty: {view['penalty']} cards")
+        lines.append(f"Pending draw-two penalty: {_n(view['penalty'], 'card')}")
     sizes = view.get("hand_sizes") or []
     scores = view.get("scores") or []
     numbers = view.get("numbers")
@@ -62,7 +62,7 @@ def render(view: dict[str, Any], viewer: int | None) -> str:
         mark = ">" if seat == view.get("turn") else " "
         you = " (you)" if seat == viewer else ""
         extra = f"number {numbers[seat]}, {wild[seat]}s wild" if numbers else f"{scores[seat]} pts"
-        lines.append(f"{mark} seat {seat}{you}: {size} cards, {extra}")
+        lines.append(f"{mark} seat {seat}{you}: {_n(size, 'card')}, {extra}")
     hand = view.get("hand")
     if hand is not None:
         lines.append("Your hand: " + " ".join(sorted(hand, key=_rank_key)))

@@ -141,27 +141,47 @@ def test_takeover_across_slots(tmp_path: Path, pg_store_url: str) -> None:
 RESUME_AND_CLOSE = Scenario(
     "resume and close at once",
     Table("crazy-eights", 2, 1, {"target": 30}),
-    slots=(0, 1),
+    slots=(0, 1, 0, 1, 1),
     steps=(
         Step("join", 0, 0),
-        Step("resume_close", 1, 0),  # L1: resume seat 0 + FIN in one segment
-        Step("act", 0),  # step 2: L0 still holds seat 0
+        Step("watch", 3),  # L3 watches from the other slot
+        Step("resume_close", 1, 0),  # step 2: L1, other slot: resume seat 0 + FIN at once
+        Step("act", 0),  # step 3: L0 still holds seat 0
+        Step("resume_close", 2, 0),  # step 4: L2, L0's own slot, the same
         Step("act", 0),
+        Step("leave", 0),  # step 6: nobody holds seat 0 now
+        Step("resume_close", 4, 0),  # step 7: a resume that closes leaves it so
         Step("bounce"),
         Step("act", 0),
-        Step("view", 1),
+        Step("view", 3),
     ),
 )
 
 
 def resume_and_close_promises(outcome: Outcome, name: str) -> list[str]:
-    l0 = outcome.conn(name, 0)
+    """Each resume that closes at once takes nothing: its ``seat_held`` is followed by the
+    record giving the seat back — to L0 while it holds it (L0 is never detached and plays on),
+    to nobody once it has left — as the watcher L3 is shown."""
+    l0, l3 = outcome.conn(name, 0), outcome.conn(name, 3)
     problems = []
-    if _code(_reply(outcome, name, 0, 2)) != "ok":
-        problems.append(f"L0's act after L1's resume + close: {_reply(outcome, name, 0, 2)}")
+    for step in (3, 5):
+        if _code(_reply(outcome, name, 0, step)) != "ok":
+            problems.append(f"L0's act at step {step}: {_reply(outcome, name, 0, step)}")
     detached = [p for _, p in l0.others if p.get("push") == "detached"]
     if detached:
         problems.append(f"L0 got {detached}")
+    presence = [
+        (p["seat"], p["connected"], p["reason"])
+        for step, p in l3.others
+        if p.get("push") == "presence" and step in (2, 4, 6, 7)
+    ]
+    want = [(0, True, "resumed")] * 4 + [(0, False, "left"), (0, True, "resumed")]
+    want.append((0, False, "gone"))
+    if presence != want:
+        problems.append(f"L3's presence pushes at the resumes: {presence}")
+    kinds = [kind for _, (step, kind, _) in sorted(l3.events.items()) if step in (2, 4, 7)]
+    if kinds != ["seat_held"] * 5 + ["seat_released"]:
+        problems.append(f"L3's event pushes at the resumes: {kinds}")
     return problems
 
 

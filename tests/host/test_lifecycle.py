@@ -728,17 +728,31 @@ async def test_a_session_whose_log_is_gone_for_good_stops_instead_of_retrying(
         running.host.request_shutdown()
 
 
-async def test_a_resume_whose_client_hangs_up_while_it_is_written_leaves_nobody_holding(
-    tmp_path, autojump_clock
+def the_key(host: Any, client: Any) -> str:
+    """The key of ``client``'s connection on ``host`` (found by its socket's address)."""
+    here = client.stream.socket.getsockname()
+    for conn in host.connections:
+        if conn.stream.socket.getpeername() == here:
+            return conn.key
+    raise AssertionError("no such connection")
+
+
+@pytest.mark.parametrize("holder_left", [False, True])
+async def test_a_resume_whose_client_hangs_up_while_it_is_written_takes_nothing(
+    tmp_path, autojump_clock, holder_left
 ):
     """A resume is written while its client hangs up (the store is slow): once written, the
-    gone connection does not hold the seat, its release is in the log, and the turn timer and
-    abandonment can run (breaker's finding: it was left "held" by a dead connection)."""
+    gone connection does not hold the seat — it goes straight back to the connection that held
+    it (never told ``detached``), or, if nobody did, is released — so the turn timer and
+    abandonment can run (breaker's findings: it was left "held" by a dead connection, then
+    taken from a live one)."""
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path, turn_timeout=None, abandon_after=None)
         a = await running.client()
         sid = (await create(a))["session"]
         joined = await a.call("join", session=sid)
+        if holder_left:
+            await a.call("leave", session=sid)
         store = running.host.store
         real = store.append
         entered, gate = trio.Event(), trio.Event()
@@ -758,9 +772,18 @@ async def test_a_resume_whose_client_hangs_up_while_it_is_written_leaves_nobody_
         store.append = real  # type: ignore[method-assign]
         gate.set()
         table = running.host.sessions[sid].table
+        back = "seat_released" if holder_left else "seat_held"
         with trio.fail_after(120):  # the table, not only the file: what decides later commands
-            while log_of(tmp_path, sid)[-1].type != "seat_released" or any(table.holders):
+            while "returned" not in (last := log_of(tmp_path, sid)[-1]).data or (
+                table.seq != last.seq
+            ):
                 await trio.sleep(0.1)
+        held = table.holders[0]
+        recs = log_of(tmp_path, sid)
+        assert held == (None if holder_left else the_key(running.host, a)), (held, recs[-3:])
+        if not holder_left:
+            assert (await a.call("view", session=sid))["connected"][0]
         running.host.request_shutdown()
-    kinds = [r.type for r in log_of(tmp_path, sid)]
-    assert kinds[-2:] == ["seat_held", "seat_released"]
+    recs = log_of(tmp_path, sid)
+    assert [r.type for r in recs[-2:]] == ["seat_held", back]
+    assert recs[-1].data["returned"] == recs[-2].seq

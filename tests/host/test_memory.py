@@ -4,6 +4,7 @@ end by bots, its resident memory read from /proc before and after."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -65,3 +66,45 @@ def test_finished_sessions_created_from_loopback_leave_the_hosts_memory_as_it_wa
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _alive(kind: type, ids: set[str]) -> int:
+    """How many objects of ``kind`` (Session, Table) of the sessions ``ids`` are alive."""
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o) is kind and o.id in ids)
+
+
+async def test_one_connection_finishing_300_sessions_holds_none_of_them(tmp_path):
+    """A long-lived connection that creates, watches and sees to their end 300 sessions keeps
+    none of them alive once they have left the host's memory (past ``linger``): only the few
+    ended sessions the host caches for ``resume``/``view`` remain, and the store holds nothing
+    per session either."""
+    from host.net.server import ENDED_CACHE
+    from host.net.session import Session
+    from host.table.core import Table
+    from host.testing.hosting import start_host
+
+    async with trio.open_nursery() as nursery:
+        running = await start_host(nursery, tmp_path, linger=0.05, fsync="never")
+        c = await running.client()
+        made_here: set[str] = set()
+        for _ in range(300):
+            made = await c.call("create", game="crazy-eights", seats=2, bots=2)
+            sid = made["session"]
+            made_here.add(sid)
+            watched = await c.call("watch", session=sid)
+            while not watched["ended"]:
+                push = await c.next_push()
+                if push.get("push") == "ended" and push.get("session") == sid:
+                    break
+        with trio.fail_after(30):
+            while running.host.sessions:  # each leaves memory once idle for `linger`
+                await trio.sleep(0.01)
+        (conn,) = running.host.connections
+        assert len(conn.sessions) <= ENDED_CACHE
+        assert _alive(Session, made_here) <= ENDED_CACHE
+        assert _alive(Table, made_here) <= ENDED_CACHE
+        store = running.host.store
+        assert not store._next and not store._opened and not store._fds
+        await c.aclose()
+        running.host.request_shutdown()

@@ -257,15 +257,23 @@ async def test_session_ids_lists_every_session_sorted(store):
     assert store.session_ids() == sorted(["b2", "a_1", "C-3", "a0"])
 
 
-async def test_release_then_append_again(store):
+async def test_release_forgets_the_session_until_it_is_loaded_again(store):
+    """A released session holds nothing in the store (a host that lets thousands of finished
+    sessions go keeps no entry for each); appending needs a load first, reading does not."""
     await store.create("s1", [rec(0)])
     await store.append("s1", 1, [rec(1)])
     assert store.statistics().sessions_open == 1
     store.release("s1")
     assert store.statistics().sessions_open == 0
+    assert not getattr(store, "_next", {}) and not getattr(store, "_opened", {})
+    with pytest.raises(Conflict):
+        await store.append("s1", 2, [rec(2)])
+    assert [r["seq"] for r in await store.read("s1")] == [0, 1]
+    store.load("s1")
     await store.append("s1", 2, [rec(2)])
     store.release("s1")
     store.release("s1")  # twice is fine
+    store.load("s1")
     await store.append("s1", 3, [rec(3)])
     assert [r["seq"] for r in await store.read("s1")] == [0, 1, 2, 3]
 
@@ -521,6 +529,7 @@ async def check_against_model(backing: Backing, ops: list[tuple[Any, ...]]) -> N
                 open_.add(sid)
         elif kind == "release":
             store.release(sid)
+            open_.discard(sid)
         else:
             await store.aclose()
             store = await backing.open()

@@ -213,6 +213,7 @@ async def test_release_between_batches_closes_the_file_and_a_later_append_reopen
         assert store.statistics().sessions_open == 1
         store.release(sid)
         assert store.statistics().sessions_open == 0
+        store.load(sid)  # a released session is opened again by a load
         await store.append(sid, 2, [rec(2)])
         await store.aclose()
     assert [r["seq"] for r in read_log(store.path(sid))] == [0, 1, 2]

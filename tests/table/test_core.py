@@ -12,7 +12,17 @@ from hypothesis import strategies as st
 
 from host.plugins.registry import load_registry
 from host.table.commands import Act, Join, Leave, Resume, Undo, UndoAnswer, View, Watch
-from host.table.core import ABSENT_AFTER, WINDOW, TableSettings, format_ts, parse_ts
+from host.table.core import (
+    ABSENT_AFTER,
+    RESUME_BURST,
+    RESUME_PERIOD,
+    SETTLE,
+    WINDOW,
+    Table,
+    TableSettings,
+    format_ts,
+    parse_ts,
+)
 from host.table.engine import Record
 from host.table.history import verify_log
 from protocol.messages import ErrorCode
@@ -109,16 +119,95 @@ def test_a_takeover_is_a_record_and_the_replaced_connection_is_told() -> None:
     assert len(a.events) == before  # nothing more reaches the old connection
 
 
-def test_a_resume_from_a_closing_connection_takes_nothing() -> None:
+def _pushes(c: Client) -> list:
+    """What a client was shown of the session: its events and presence pushes by seq, its
+    ``detached`` pushes."""
+    return [sorted(c.events.items()), sorted(c.presence.items()), list(c.detached)]
+
+
+@pytest.mark.parametrize("how", ["closing", "gone"])
+@pytest.mark.parametrize("hosts", [1, 2])
+def test_a_resume_whose_connection_closes_before_its_reply_takes_nothing(
+    how: str, hosts: int
+) -> None:
+    """A resume from a connection already closing when the table decides, or that goes away
+    once its record is durable (before its reply), takes nothing: its ``seat_held`` is
+    followed by one giving the seat straight back; the holder, on this host or another, is
+    not told ``detached``, keeps acting, and is shown the same pushes either way."""
+    e = engine("crazy-eights")
+    world = World(e, new_log(e, 2), hosts=hosts)
+    a, b = join_all(world, 2)
+    n = len(world.log)
+    late = world.client("late", host=hosts - 1)
+    reply = world.command(
+        late, Resume(a.token, after=0), closing=how == "closing", gone=how == "gone"
+    )
+    assert isinstance(reply, Refused) and reply.code is ErrorCode.UNAVAILABLE
+    held, back = world.records()[n:]
+    assert (held.type, held.data["holder"]) == ("seat_held", late.key)
+    assert (back.type, back.data) == (
+        "seat_held",
+        {"seat": 0, "holder": a.key, "returned": held.seq},
+    )
+    assert not a.detached and a.role == 0
+    for h in world.hosts:
+        assert h.table.holders[0] == a.key
+    assert [p.connected for p in (a.presence[held.seq], a.presence[back.seq])] == [True, True]
+    assert b.events[back.seq] == ("seat_held", {"seat": 0})
+    assert world.hosts[0].table.resumes[0] and len(world.hosts[0].table.resumes[0]) == 1
+    mover = a if a.turn is not None and a.turn.seq == a.last_seq else b
+    assert play_turn(world, [mover], random.Random(2))  # the holder still plays
+    assert verify_log(e, world.records()) is None
+
+
+def test_a_closing_resume_of_a_seat_nobody_holds_leaves_it_so() -> None:
     e = engine("crazy-eights")
     world = World(e, new_log(e, 2))
     a, _ = join_all(world, 2)
+    world.close(a)
     n = len(world.log)
     late = world.client("late")
-    reply = world.command(late, Resume(a.token, after=0), closing=True)
-    assert isinstance(reply, Refused) and reply.code is ErrorCode.UNAVAILABLE
-    assert len(world.log) == n and not a.detached
-    assert world.hosts[0].table.holders[0] == a.key
+    world.command(late, Resume(a.token), gone=True)
+    back = world.records()[n + 1]
+    assert (back.type, back.data["reason"], back.data["returned"]) == ("seat_released", "gone", n)
+    assert world.hosts[0].table.holders[0] is None
+
+
+def test_a_takeover_from_another_host_is_told_once_it_stands() -> None:
+    """Host 2's resume takes a seat held on host 1 and stands: host 1 holds its connection's
+    pushes back and answers its act ``not_seated`` (the log says so), then tells it
+    ``detached`` after :data:`SETTLE` seconds, or at once when it sends a command; either way
+    it is shown what a connection replaced on one host is: the ``detached`` push alone."""
+    e = engine("crazy-eights")
+    for by_command in (False, True):
+        world = World(e, new_log(e, 2), hosts=2)
+        a, b = join_all(world, 2)
+        seen = _pushes(a)
+        tab = world.client("tab", host=1)
+        assert isinstance(world.command(tab, Resume(a.token, after=a.last_seq)), Resumed)
+        assert world.hosts[0].table.holders[0] == tab.key and not a.detached
+        if by_command:
+            refused = world.command(a, Act({"type": "draw"}))
+            assert isinstance(refused, Refused) and refused.code is ErrorCode.NOT_SEATED
+        else:
+            world.advance(SETTLE - 0.01)
+            assert not a.detached
+            world.advance(0.02)
+        assert [(d.seat, d.reason) for d in a.detached] == [(0, "resumed")]
+        assert _pushes(a)[:2] == seen[:2] and a.role == "none"
+        assert not world.hosts[0].table.subs.get(a.key)
+
+
+def test_a_given_back_seat_shows_the_holder_the_same_on_one_host_and_across_two() -> None:
+    e = engine("crazy-eights")
+    shown = []
+    for hosts, how in ((1, "gone"), (2, "gone"), (2, "closing")):
+        world = World(e, new_log(e, 2), hosts=hosts)
+        a, _ = join_all(world, 2)
+        late = world.client("late", host=hosts - 1)
+        world.command(late, Resume(a.token), closing=how == "closing", gone=how == "gone")
+        shown.append(_pushes(a))
+    assert shown[0] == shown[1] == shown[2]
 
 
 def test_a_connection_that_goes_or_leaves_releases_its_seat_by_a_record() -> None:
@@ -148,6 +237,31 @@ def test_a_restarted_host_releases_the_seats_its_old_connections_held_in_seat_or
     assert verify_log(e, world.records()) is None
 
 
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_seat_resumed_too_often_is_refused_for_a_while_by_the_log(restart: bool) -> None:
+    """A reconnect storm: 20 resumes of one seat within 60 s, then one more is ``overloaded``
+    with ``retry_after`` and writes nothing; a restarted host counts the same from the log."""
+    e = engine("crazy-eights")
+    world = World(e, new_log(e, 2))
+    a, _ = join_all(world, 2)
+    for i in range(RESUME_BURST):
+        tab = world.client(f"tab{i}")
+        assert isinstance(world.command(tab, Resume(a.token)), Resumed)
+        world.close(tab)
+        world.now += 1.0
+    n = len(world.log)
+    if restart:
+        world.restart()
+        n = len(world.log)
+    late = world.client("late")
+    refused = world.command(late, Resume(a.token))
+    assert isinstance(refused, Refused) and refused.code is ErrorCode.OVERLOADED
+    assert refused.extra["retry_after"] == pytest.approx(RESUME_PERIOD - RESUME_BURST, abs=0.11)
+    assert len(world.log) == n
+    world.now += refused.extra["retry_after"]
+    assert isinstance(world.command(late, Resume(a.token)), Resumed)
+
+
 # -- timers count from the log ---------------------------------------------------------------------
 def test_a_turn_timer_counts_from_the_record_not_from_a_restart() -> None:
     e = engine("crazy-eights")
@@ -165,6 +279,23 @@ def test_a_turn_timer_counts_from_the_record_not_from_a_restart() -> None:
     world.advance(2.0)
     timed = [r for r in world.records() if r.type == "action" and r.data.get("timed_out")]
     assert timed and parse_ts(timed[0].ts) - last_play == pytest.approx(60.0, abs=0.01)
+
+
+def test_a_record_from_this_hosts_future_counts_from_now() -> None:
+    """Clock skew: a record whose ``ts`` is ahead of this host's clock (its writer's clock is
+    ahead) starts the timers now, not at that future time; one from the past counts as
+    written."""
+    e = engine("crazy-eights")
+    world = World(e, new_log(e, 2, turn_timeout=10.0))
+    join_all(world, 2)
+    records = world.records()
+    for shift, start in ((20.0, T0), (-5.0, T0 - 5.0)):
+        moved = [
+            Record(r.seq, r.type, r.data, ts=format_ts(parse_ts(r.ts) + shift)) for r in records
+        ]
+        table = Table(world.sid, e, moved, TableSettings(), now=T0, instance="x")
+        assert table.turn_started == pytest.approx(start, abs=0.01)
+        assert table.turn_deadline() == pytest.approx(start + 10.0, abs=0.01)
 
 
 def test_abandonment_counts_from_the_release_of_the_last_seat() -> None:
@@ -238,6 +369,33 @@ def test_simultaneous_gives_at_one_seq_are_both_accepted_across_a_restart(restar
         world.reconnect(second)
         resumed = world.command(second, Resume(second.token, after=second.last_seq))
         assert isinstance(resumed, Resumed)
+    reply = world.command(second, Act(give2, expected=seq))
+    assert isinstance(reply, Accepted), reply
+
+
+@pytest.mark.parametrize("bounce", ["none", "restart", "reconnect"])
+def test_presence_records_do_not_use_up_the_freshness_window(bounce: str) -> None:
+    """16 players of Around the World: a restart between two gives at one seq writes 16
+    releases and 16 resumes (so do 16 reconnects on one host), more than the window's 32
+    records; the second give, naming the older seq, is accepted all the same."""
+    e = engine("around-the-world")
+    world = World(e, new_log(e, 16, seed=b"\x00" * 32))
+    clients = join_all(world, 16)
+    seq = _round_two(world, clients, random.Random(5))
+    first, second = [c for c in clients if c.turn is not None and c.turn.seq == seq][:2]
+    give1, give2 = first.turn.legal[0], second.turn.legal[0]
+    assert isinstance(world.command(first, Act(give1, expected=seq)), Accepted)
+    before = world.hosts[0].table.seq
+    if bounce == "restart":
+        world.restart()
+    elif bounce == "reconnect":
+        for c in clients:
+            world.close(c)
+    if bounce != "none":
+        for c in clients:
+            world.reconnect(c)
+            assert isinstance(world.command(c, Resume(c.token, after=c.last_seq)), Resumed)
+        assert world.hosts[0].table.seq - before == 32  # 16 releases, 16 resumes
     reply = world.command(second, Act(give2, expected=seq))
     assert isinstance(reply, Accepted), reply
 

@@ -217,13 +217,18 @@ class World:
                 new = self.records()[h.table.seq + 1 :]
                 self._route(h, h.table.follow(new, self.now))
 
-    def run(self, host: Host, decide: Any) -> None:
-        """Carry out one step of ``host``'s table as a driver would."""
+    def run(self, host: Host, decide: Any, gone: bool = False) -> None:
+        """Carry out one step of ``host``'s table as a driver would. ``gone``: the requester
+        went away once its records were durable, before its reply (a resume then takes
+        nothing: the driver gives the seat back)."""
         caught_up = False
         for _ in range(3):
             step = decide(caught_up)
             if step is None:
                 return
+            if step.first:
+                self._route(host, step.first)
+                step.first = []
             if step.follow_first and not caught_up:
                 self._follow_all()
                 caught_up = True
@@ -235,13 +240,19 @@ class World:
                 self._follow_all()
                 caught_up = True
                 continue
-            self._route(host, host.table.commit(step))
+            self._route(host, host.table.commit(step, closed=gone))
             self._follow_all(except_host=host)
+            if gone and step.what == "resume":
+                self.run(host, lambda caught_up, s=step: host.table.give_back(s, self.now))
             return
         self._route(host, host.table.conflicted(step))
 
-    def command(self, client: Client, cmd: Command, closing: bool = False) -> Any:
-        """``client`` sends ``cmd`` to its host; the reply (then the due steps are run)."""
+    def command(
+        self, client: Client, cmd: Command, closing: bool = False, gone: bool = False
+    ) -> Any:
+        """``client`` sends ``cmd`` to its host; the reply (then the due steps are run).
+        ``closing``: its connection has closed its side when the table decides; ``gone``: it
+        goes away once the step's records are durable, before the reply (see :meth:`run`)."""
         host = self.hosts[client.host]
         before = len(client.replies)
         key = client.key
@@ -251,7 +262,9 @@ class World:
                 key, before, cmd, self.now, closing=closing, caught_up=caught_up
             )
 
-        self.run(host, decide)
+        self.run(host, decide, gone=gone)
+        if gone:
+            self.close(client)
         self.settle()
         return client.replies[before] if len(client.replies) > before else None
 
@@ -271,7 +284,7 @@ class World:
             for h in self.hosts:
                 when, _ = h.table.next_due()
                 if when <= self.now:
-                    self.run(h, lambda caught_up, h=h: h.table.due(self.now))
+                    self.run(h, lambda caught_up, h=h: h.table.due(self.now, caught_up))
                     break
             else:
                 return

@@ -98,6 +98,34 @@ def test_a_host_that_cannot_start_says_why_in_one_line(tmp_path, capsys, monkeyp
     )
 
 
+DUPLICATE = """
+from host.game import hookimpl
+from plugins.crazy_eights import CrazyEights
+
+
+@hookimpl
+def gamehost_register_games():
+    return [CrazyEights()]
+"""
+
+
+def test_a_plugin_whose_game_is_installed_is_one_error_line(tmp_path, capsys, monkeypatch):
+    """``--plugin`` adding a game id that is installed already, or naming an installed plugin
+    module, or one that does not import: one ``gamehost serve: error:`` line, exit status 2."""
+    monkeypatch.setattr("host.cli.logs.configure", lambda *args, **kw: None)
+    (tmp_path / "dup_c8_plugin.py").write_text(DUPLICATE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = str(tmp_path / "data")
+    for module, says in (
+        ("dup_c8_plugin", "game id 'crazy-eights' is registered twice"),
+        ("plugins.crazy_eights", "a plugin module is loaded twice"),
+        ("no_such_plugin_module", "No module named 'no_such_plugin_module'"),
+    ):
+        assert main(["serve", "--port", "0", "--data-dir", data, "--plugin", module]) == 2
+        (line,) = _errors(capsys.readouterr().err)
+        assert line.startswith("gamehost serve: error: --plugin: ") and says in line, line
+
+
 def _errors(err: str) -> list[str]:
     """The error lines among the host's output (its JSON log lines aside)."""
     return [line for line in err.splitlines() if not line.startswith("{")]

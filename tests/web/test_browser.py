@@ -556,9 +556,11 @@ def test_fork_here_starts_a_session_the_page_plays_on(host, browser):
     assert ann.data["token_hash"] != records[ann.seq].data["token_hash"]
 
 
-def test_a_page_whose_seat_is_resumed_elsewhere_says_so_and_stops_playing(host, browser):
-    """Last resume wins: a client that resumes the page's seat with its token takes it; the page
-    is told (the ``detached`` push), says so, shows no moves, and the log has the resume."""
+def test_a_page_whose_seat_is_resumed_elsewhere_watches_on_and_takes_it_back(host, browser):
+    """The last resume answered wins: a client that resumes the page's seat with its token takes
+    it; the page is told (the ``detached`` push), says so and shows no moves, but watches the
+    table on (it sends ``watch``: the other player's move reaches it) and offers the seat back;
+    taking it back detaches the other client in turn, and the page plays again."""
     d = browser
     d.get(host.base + "/#/")
     form = wait_for(d, lambda d: css(d, 'form[data-game="crazy-eights"]'), "the games")[0]
@@ -569,17 +571,39 @@ def test_a_page_whose_seat_is_resumed_elsewhere_says_so_and_stops_playing(host, 
         "token"
     ]
 
-    async def take(c: Client) -> dict:
-        return await c.call("resume", session=sid, token=token)
+    def page_seq(d: Any) -> int:
+        return int(css(d, "#info")[0].get_attribute("data-seq") or -1)
 
-    taken = host.run(take)
-    assert taken["seat"] == 0
-    wait_for(d, lambda d: "another connection" in css(d, "#role")[0].text, "the notice")
-    assert "you are watching" in css(d, "#role")[0].text
-    assert "another connection" in css(d, "#status")[0].text
-    assert css(d, "#controls button") == []
-    kinds = [r.type for r in host.records(sid)]
-    assert "seat_held" in kinds
+    async def take_play_and_lose_it(c: Client) -> tuple[dict, int, dict]:
+        taken = await c.call("resume", session=sid, token=token)
+        turn = None
+        while turn is None:  # the seat is to act: its turn push follows the reply
+            push = await c.next_push()
+            turn = push if push and push["push"] == "turn" else None
+        acted = await c.call("act", session=sid, action=turn["legal"][0], seq=turn["seq"])
+
+        def follows_then_takes_back() -> None:
+            wait_for(d, lambda d: "another connection" in css(d, "#role")[0].text, "the notice")
+            wait_for(d, lambda d: page_seq(d) >= acted["seq"], "the page to show the move")
+            wait_for(d, lambda d: css(d, "#take-back"), "the offer of the seat")[0].click()
+
+        await trio.to_thread.run_sync(follows_then_takes_back)
+        detached = None
+        while detached is None:
+            push = await c.next_push()
+            assert push is not None
+            detached = push if push["push"] == "detached" else None
+        return taken, acted["seq"], detached
+
+    taken, moved, detached = host.run(take_play_and_lose_it)
+    assert taken["seat"] == 0 and moved > taken["seq"]
+    assert detached == {"push": "detached", "session": sid, "seat": 0, "reason": "resumed"}
+    wait_for(d, lambda d: "seat 0" in css(d, "#role")[0].text, "the page to hold its seat again")
+    assert css(d, "#take-back") == []
+    wait_for(d, lambda d: css(d, "#controls button"), "seat 0's next turn on the page")
+    records = host.records(sid)
+    held = [r.seq for r in records if r.type == "seat_held" and r.data["seat"] == 0]
+    assert held[-1] > moved  # the page's resume, after the other client's move
 
 
 def test_a_table_resumes_its_seat_by_itself_after_the_host_restarts(browser, tmp_path):
