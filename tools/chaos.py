@@ -917,8 +917,10 @@ def _check_database(dsn: str) -> str | None:
 def read_database(dsn: str) -> dict[str, list[bytes]]:
     """Every session's records in a PostgreSQL store: session id -> its lines, in seq order
     (each the exact JSON line a file store would hold, with the stored checksum, without the
-    newline)."""
+    newline; a row whose checksum covers its session id and seq as well gets the line's own)."""
     import psycopg
+
+    from host.store.pg import ROW_CRC_V2
 
     out: dict[str, list[bytes]] = {}
     with psycopg.connect(dsn) as conn:
@@ -927,7 +929,9 @@ def read_database(dsn: str) -> dict[str, list[bytes]]:
         )
         for sid, line, crc in rows:
             body = line.encode()
-            out.setdefault(sid, []).append(body if crc is None else frame(body, crc)[:-1])
+            if crc is not None:
+                body = frame(body, None if crc >= ROW_CRC_V2 else crc)[:-1]
+            out.setdefault(sid, []).append(body)
     return out
 
 

@@ -7,12 +7,19 @@ header — and then folded with its game (a record that reads but does not fold 
 log whose game is not installed is only read. Nothing is changed: a torn last line (an append a
 crash cut short, which a host cuts off when it loads the log) is reported, not cut.
 
+A data dir's write-ahead log (``DIR/wal/*.seg``, ``host.store.wal``) is checked too: every line
+against its checksum, and what a host's start would replay onto the session files (records a
+crash left only in the log) is counted, changing nothing. A damaged segment (a line that does not
+match its checksum anywhere but at the newest segment's torn tail, a gap) is damage: a host
+refuses to start on it.
+
 While it runs it shows its progress on stdout (logs checked of all; :mod:`tools.progress`: a
 bar on a terminal, a plain line every 5 s otherwise). Output: one line per finding,
-``damaged: <session>: seq N: <what>`` or ``torn: <session>: ...``, then a summary with how many
-records carry no checksum (written before checksums: accepted unchecked). Exit status: 0 no log
-damaged (torn tails are no damage), 1 some damaged, 2 unusable arguments (no such data dir) or
-an unreachable database.
+``damaged: <session>: seq N: <what>``, ``damaged: wal/<segment>: byte N: <what>``, ``torn:
+<session>: ...`` or ``torn: wal/<segment>: ...``, then a summary with how many records carry no
+checksum (written before checksums: accepted unchecked) and, if the data dir has a write-ahead
+log left, a line about it. Exit status: 0 nothing damaged (torn tails are no damage), 1 some log
+or segment damaged, 2 unusable arguments (no such data dir) or an unreachable database.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from host.cli import store_spec
 from host.plugins.registry import Registry, load_registry
 from host.store.base import _SESSION_ID, CorruptLog
 from host.store.file import fold_log, scan_log
+from host.store.wal import WalDamaged, recover, scan_segment, segment_name, segment_numbers
 from host.table.engine import Record
 from tools.progress import Progress
 
@@ -46,6 +54,11 @@ class Report:
         damaged: ``(session, seq, what)`` per damaged log.
         torn: ``(session, byte offset)`` per log with a torn last line.
         unfolded: sessions whose game is not installed (read, not folded).
+        wal_segments: write-ahead log segments found (not yet retired).
+        wal_records: record lines in them.
+        wal_pending: records a host's start would append to session files from them.
+        wal_damaged: ``(segment file name, byte offset, what)``; at most one, the first.
+        wal_torn: ``(segment file name, byte offset)`` of the newest segment's torn tail.
     """
 
     sessions: int = 0
@@ -54,6 +67,11 @@ class Report:
     damaged: list[tuple[str, int, str]] = attrs.field(factory=list)
     torn: list[tuple[str, int]] = attrs.field(factory=list)
     unfolded: list[str] = attrs.field(factory=list)
+    wal_segments: int = 0
+    wal_records: int = 0
+    wal_pending: int = 0
+    wal_damaged: list[tuple[str, int, str]] = attrs.field(factory=list)
+    wal_torn: list[tuple[str, int]] = attrs.field(factory=list)
 
 
 def _fold(report: Report, registry: Registry, sid: str, where: Path, raw: list[Any]) -> None:
@@ -107,7 +125,29 @@ def check_data_dir(data_dir: Path, registry: Registry, progress: Progress | None
         except OSError as exc:
             report.damaged.append((sid, 0, f"cannot be read: {exc}"))
     _tick(progress, report)
+    if folder != data_dir:
+        _check_wal(report, data_dir / "wal", folder)
     return report
+
+
+def _check_wal(report: Report, wal_dir: Path, sessions: Path) -> None:
+    """Read every segment of a data dir's write-ahead log and count what a host's start would
+    replay (nothing is changed); findings go into ``report``."""
+    numbers = segment_numbers(wal_dir)
+    report.wal_segments = len(numbers)
+    try:
+        for i, number in enumerate(numbers):
+            path = wal_dir / segment_name(number)
+            scan = scan_segment(path, path.read_bytes(), newest=i == len(numbers) - 1)
+            report.wal_records += sum(1 for e in scan.entries if e.line is not None)
+            if scan.torn_at is not None:
+                report.wal_torn.append((path.name, scan.torn_at))
+        if numbers:
+            report.wal_pending = recover(wal_dir, sessions, apply=False).appended
+    except WalDamaged as exc:
+        report.wal_damaged.append((exc.path.name, exc.offset, exc.message))
+    except OSError as exc:
+        report.wal_damaged.append(("wal", 0, f"cannot be read: {exc}"))
 
 
 def check_database(url: str, registry: Registry, progress: Progress | None = None) -> Report:
@@ -132,7 +172,7 @@ def check_database(url: str, registry: Registry, progress: Progress | None = Non
             try:
                 rows = store.read_rows(sid)
                 report.unchecked += sum(1 for _, crc in rows if crc is None)
-                _fold(report, registry, sid, where, parse_rows(where, rows))
+                _fold(report, registry, sid, where, parse_rows(where, rows, session=sid))
             except CorruptLog as exc:
                 report.damaged.append((sid, exc.seq, exc.message))
             except LookupError:  # gone since it was listed
@@ -150,6 +190,14 @@ def render(report: Report) -> list[str]:
         f"torn: {sid}: a torn last line at byte {at} (never acknowledged; a host cuts it off)"
         for sid, at in report.torn
     ]
+    lines += [
+        f"damaged: wal/{name}: byte {at}: {what} (a host refuses to start)"
+        for name, at, what in report.wal_damaged
+    ]
+    lines += [
+        f"torn: wal/{name}: a torn last line at byte {at} (never acknowledged; a host drops it)"
+        for name, at in report.wal_torn
+    ]
     lines += [f"not folded: {sid}: its game is not installed" for sid in report.unfolded]
     s = "" if report.sessions == 1 else "s"
     lines.append(
@@ -157,12 +205,23 @@ def render(report: Report) -> list[str]:
         f"{len(report.damaged)} damaged, {len(report.torn)} with a torn tail; "
         f"{report.unchecked} records without a checksum (written before checksums)"
     )
+    if report.wal_segments:
+        s = "" if report.wal_segments == 1 else "s"
+        lines.append(
+            f"write-ahead log: {report.wal_segments} segment{s} not yet retired"
+            f" ({report.wal_records} records); a host's start would add {report.wal_pending}"
+            " records to session files"
+        )
     return lines
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the ``check`` sub-command."""
-    p = sub.add_parser("check", help="list the damaged session logs of a data dir or database")
+    p = sub.add_parser(
+        "check",
+        help="list the damaged session logs (and write-ahead log segments) of a data dir or"
+        " database",
+    )
     p.add_argument(
         "--data-dir", type=Path, default=Path("data"), help="the data dir to scan (default: data)"
     )
@@ -191,4 +250,4 @@ def main(args: argparse.Namespace) -> int:
         return 2
     for line in render(report):
         print(line)
-    return 1 if report.damaged else 0
+    return 1 if report.damaged or report.wal_damaged else 0

@@ -45,8 +45,8 @@ import orjson
 import trio
 
 from host.errors import BadSessionId, LogError
-from host.store.base import _SESSION_ID, CorruptLog, body_of, check_record, decode_line
-from host.store.file import FileStore, _open_log
+from host.store.base import _SESSION_ID, _SUMMED, CorruptLog, body_of, check_record, decode_line
+from host.store.file import FileStore, _open_log, torn_last_line
 from host.store.pg import (
     PostgresStore,
     StoreUnavailable,
@@ -199,7 +199,7 @@ async def export_sessions(
                     progress.start(f"{sid}.jsonl", 2 * n)
                     for i in range(0, n, step):  # it reads as a log (checksums), byte-exact
                         part = rows[i : i + step]
-                        records = parse_rows(source.path(sid), part, i)
+                        records = parse_rows(source.path(sid), part, i, session=sid)
                         _check_exact(f"session {sid}", records, [x.encode() for x, _ in part])
                         progress.update(i + len(part), i + len(part), " checked")
                     for i in range(0, n, step):
@@ -374,22 +374,40 @@ def _checked_batch(path: Path, raw: list[bytes], first: int) -> list[str]:
     return [body.decode(errors="surrogateescape") for body in bodies]
 
 
-def _read_batches(path: Path, size: int, progress: Progress) -> Iterator[list[str]]:
-    """A log file's checked lines, ``size`` at a time, read as they are asked for; the
-    progress is told after each batch has been taken (written). A torn last line (no newline,
-    or not JSON) is left out, as ``read_log`` leaves it.
+def _summed_after(path: Path, seq: int, line: bytes, summed: bool) -> bool:
+    """Whether the lines up to ``line`` (seq ``seq``) carry a checksum, given ``summed`` for
+    those before it (a log's unchecked lines, written before checksums, come first).
 
     Raises:
-        CorruptLog: as :func:`_checked_batch`; an empty file or no complete header; a link or
-            not a regular file. ValueError: see :func:`_checked_batch`. OSError: read failed.
+        CorruptLog: a line without a checksum after one with it (its checksum was removed).
+    """
+    if line.startswith(_SUMMED):
+        return True
+    if summed:
+        raise CorruptLog(path, seq, "the line carries no checksum, but the records before it do")
+    return False
+
+
+def _read_batches(path: Path, size: int, progress: Progress) -> Iterator[list[str]]:
+    """A log file's checked lines, ``size`` at a time, read as they are asked for; the
+    progress is told after each batch has been taken (written). A torn last line is left out,
+    as ``read_log`` leaves it (``host.store.file.torn_last_line``).
+
+    Raises:
+        CorruptLog: as :func:`_checked_batch`; an empty file or no complete header; a line
+            without a checksum after one with it; a last line whose newline is damaged; a
+            link or not a regular file. ValueError: see :func:`_checked_batch`. OSError: read
+            failed.
     """
     written = consumed = 0
     pending: list[bytes] = []
     pending_bytes = 0
+    summed = False  # a line read so far carries a checksum: every later one must too
     with open(_open_log(path, os.O_RDONLY), "rb") as f:
         last: bytes | None = None
         for line in f:
             if last is not None:
+                summed = _summed_after(path, written + len(pending), last, summed)
                 pending.append(last)
                 pending_bytes += len(last)
                 if len(pending) >= size:
@@ -400,15 +418,10 @@ def _read_batches(path: Path, size: int, progress: Progress) -> Iterator[list[st
                     pending, pending_bytes = [], 0
             last = line
     if last is not None:
-        torn = not last.endswith(b"\n")
-        if not torn:
-            try:
-                orjson.loads(last)
-            except orjson.JSONDecodeError:
-                torn = True
-        if torn:
+        if torn_last_line(path, written + len(pending), last, summed):
             progress.note(f"a torn last line ({len(last)} bytes) left out")
         else:
+            _summed_after(path, written + len(pending), last, summed)
             pending.append(last)
             pending_bytes += len(last)
     if not pending and not written:

@@ -143,7 +143,8 @@ def _read_db(url: str, session: str) -> tuple[Path, list[dict[str, Any]]]:
 
     store = PostgresStore(url)
     try:
-        return store.path(session), parse_rows(store.path(session), store.read_rows(session))
+        rows = store.read_rows(session)
+        return store.path(session), parse_rows(store.path(session), rows, session=session)
     finally:
         store.disconnect()
 

@@ -167,7 +167,7 @@ def _read(source: Source, sid: str, first: int, upto: int) -> list[Record]:
         if store is None:
             store = _stores[where] = PostgresStore(where)
         rows = store.read_rows(sid, first - 1)[: upto + 1 - first]
-        raw = parse_rows(store.path(sid), rows, first)
+        raw = parse_rows(store.path(sid), rows, first, session=sid)
     return [Record.from_json(r) for r in raw]
 
 

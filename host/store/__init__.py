@@ -5,6 +5,8 @@
   writer-thread life of the file and PostgreSQL stores;
 - ``host.store.file``: :class:`~host.store.file.FileStore`, the embedded default (one JSON-lines
   file per session), and reading and folding log files;
+- ``host.store.wal``: the file store's write-ahead log (one shared log of every session's appends,
+  synced once per batch), its checkpoints and its recovery;
 - ``host.store.memory``: :class:`~host.store.memory.MemoryStore`, the same rules in memory;
 - ``host.store.pg``: :class:`~host.store.pg.PostgresStore`, every log as rows of one database;
 - ``host.store.feed``: the feed of notices and leases for many hosts.

@@ -7,20 +7,35 @@ gapless ``seq`` from 0 (see ``host.table.engine`` for the record types).
 
 Durability: :meth:`FileStore.append` returns only once its records are written, flushed and (per
 ``fsync``) synced. One long-lived writer thread, started by :meth:`FileStore.run` and fed by a
-thread-safe queue, takes every append queued so far as one batch, writes them all, then fsyncs each
-touched file once (group commit) before acknowledging them all; the acknowledgements of a batch go
-back to trio in one ``TrioToken.run_sync_soon`` callback (no thread hand-off per batch or append):
+thread-safe queue, takes every append queued so far as one batch and writes it; the
+acknowledgements of a batch go back to trio in one ``TrioToken.run_sync_soon`` callback (no thread
+hand-off per batch or append).
 
-- ``always``: fsync each append on its own before acknowledging it;
-- ``batch`` (default): one fsync per file per batch covers every append queued meanwhile;
-- ``never``: write and flush only (survives a crash of the host, not of the machine).
+The store that holds the data dir (a host's, made with ``exclusive``; or a tool's that finds the
+data dir free when it starts running) writes every session's appends through one shared write-ahead
+log, ``<data-dir>/wal/`` (``host.store.wal``: its format, checkpoints and recovery): the batch's
+records go to the log, the log's sync begins (in its own thread), meanwhile each append is written
+to its session file (not synced: the log holds it), and once the sync returns the batch is
+acknowledged (a failed sync cuts the appends off their files again and fails them). The session
+files thus hold every acknowledged record as soon as it is acknowledged (readers see it), byte for
+byte as without the log; they are made durable off the critical path, when a full segment of the
+log (16 MiB) is checkpointed by a background thread (each session file it touched fsynced, 16 at
+once, then the segment deleted), and when the store closes (everything checkpointed, no segment
+left). Opening the data dir replays any segment left by a crash onto the session files first.
+``fsync``:
 
-Appends are synced with ``fdatasync`` where the OS has it (it flushes the data and the file size
-an append changes, which is all a later read needs; ``fsync`` elsewhere). The files a batch wrote
-are synced by up to :data:`SYNC_THREADS` threads at once (each takes its share of the files), not
-one after the other: the filesystem's journal then commits them together, so a batch of 100 logs
-costs about one sync (measured on the CI machine kind: ~2-5 ms instead of ~30-400 ms), which was
-most of an ``act``'s round trip.
+- ``always``: the log is synced after each append on its own, before it is acknowledged;
+- ``batch`` (default): one sync of the log per batch covers every append queued meanwhile, of
+  every session (group commit): one ``fdatasync`` per batch, however many sessions it touched;
+- ``never``: no log; each append is written and flushed only (survives a crash of the host, not
+  of the machine).
+
+A store that does not hold the data dir (a tool beside a running host; ``wal=False``) writes file
+by file instead: each touched file is fsynced once per batch (``always``: each append on its
+own). Those files are synced by up to :data:`SYNC_THREADS` threads at once (each takes its share),
+not one after the other: the filesystem's journal then commits them together. Syncs use
+``fdatasync`` where the OS has it (it flushes the data and the file size an append changes, which
+is all a later read needs; ``fsync`` elsewhere).
 
 Shutdown: :meth:`FileStore.aclose` refuses new appends, lets the thread write everything queued,
 and waits until it has closed its files and ended. If the task running :meth:`FileStore.run` is
@@ -31,21 +46,25 @@ Timestamps: every record's ``ts`` is the wall-clock time of its append to the mi
 string is made at most once per millisecond and shared by the appends within it.
 
 Descriptors: the writer keeps at most ``max_open`` log files open (least recently used closed
-first). A descriptor written in the current batch is fsynced before it is closed to make room, so
-every acknowledged append was synced on its own file, never on a reused descriptor number.
+first). Without the write-ahead log, a descriptor written in the current batch is fsynced before
+it is closed to make room, so every acknowledged append was synced on its own file, never on a
+reused descriptor number (with it, the log's sync covers the append; a checkpoint syncs the file
+by its name).
 :meth:`FileStore.release` never closes a file under the writer thread: while a batch is being
 written (the thread holds a lock on the open files) it is handed to the thread, which closes the
 file once its batch is done; while the thread waits for work, it is closed at once. When opening
 a log fails for want of descriptors (EMFILE/ENFILE), the writer closes its cached files and tries
 once more.
 
-Failed appends: an append that raises (a write, fsync or open error) leaves the session *not
-open*: the store forgets its next seq, so every later append of it raises :class:`Conflict` —
-including appends already queued behind the failed one (no record is ever written after a gap)
-— until :meth:`FileStore.load` re-reads the log. A write that fails half way is cut off again
-where possible; whatever is left (a torn last line) is truncated by that ``load``. Records of a
-failed append may still be in the log (e.g. written but not synced), so the caller must carry on
-from what ``load`` returns, not from what it meant to write.
+Failed appends: an append that raises (a write, fsync or open error; a failed write or sync of
+the write-ahead log fails every append of its batch) leaves the session *not open*: the store
+forgets its next seq, so every later append of it raises :class:`Conflict` — including appends
+already queued behind the failed one (no record is ever written after a gap) — until
+:meth:`FileStore.load` re-reads the log. A write that fails half way is cut off again where
+possible; whatever is left (a torn last line) is truncated by that ``load``. Records of a failed
+append may still be in the log (e.g. written but not synced, or in the write-ahead log, which a
+recovery after a crash replays), so the caller must carry on from what ``load`` returns, not from
+what it meant to write.
 
 Optimistic concurrency: an append names the seq it expects to write first; any other value is a
 :class:`Conflict`, never an overwrite.
@@ -55,14 +74,19 @@ canonical bytes, the CRC32C of which the digits are (see ``host.store.base``: on
 line still, ``crc`` always its first key). Every read checks it; a line that starts ``{"seq":``
 was written before checksums and is accepted unchecked.
 
-Damage: loading tells a torn tail from a damaged log. Only a torn *last* line — no newline at its
-end, or (as before checksums) a last line that is not JSON and does not start with a checksum —
-is dropped: truncated in place, with a warning, when repairing; it was never acknowledged.
-Anything else raises :class:`CorruptLog` naming the file and the seq: an empty file, a record
-that does not match its checksum, a line that starts with neither a checksum nor a seq, a first
-record that is not a valid header (its ``seed`` must hash to its ``seed_commitment``), a bad line
-before the last one, a seq out of order. :func:`fold_log` does the same for records that
-read but do not fold (an unknown card, an inconsistent record).
+Damage: loading tells a torn tail from a damaged log. Only a torn *last* line — an append a
+crash cut short: a prefix of its line with no newline at its end, or (in a log whose lines carry
+no checksum, as before checksums) a last line that is not JSON — is dropped: truncated in place,
+with a warning, when repairing; it was never acknowledged. Anything else raises
+:class:`CorruptLog` naming the file and the seq: an empty file, a record that does not match its
+checksum (the last one too, with its newline; or with its first bytes flipped, which its hex
+digits at bytes 8-17 still show), a whole last line followed by one byte in place of its newline
+(a flipped newline: a cut-short append is never the whole line and one byte more), a line
+without a checksum after one with it (a removed checksum), a line that starts with neither a
+checksum nor a seq, a first record that is not a valid header (its ``seed`` must hash to its
+``seed_commitment``), a bad line before the last one, a seq out of order. :func:`fold_log` does
+the same for records that read but do not fold (an unknown card, an inconsistent record). A
+record still in the write-ahead log is restored from it on the next start, before any load.
 
 Links: logs are opened without following symbolic links and must be regular files; anything else
 in ``sessions/`` is refused (:class:`CorruptLog`) and left untouched, and not listed by
@@ -76,6 +100,7 @@ import errno
 import fcntl
 import os
 import queue
+import re
 import secrets
 import stat
 import threading
@@ -111,6 +136,7 @@ from host.store.base import (
     decode_line,
     encode_lines,
 )
+from host.store.wal import SEGMENT_BYTES, Recovery, Wal, cut_line, wal_lines
 
 if TYPE_CHECKING:
     from host.table.engine import Engine, Record, SessionState
@@ -124,6 +150,7 @@ __all__ = [
     "read_log",
     "scan_bytes",
     "scan_log",
+    "torn_last_line",
 ]
 
 FsyncMode = Literal["always", "batch", "never"]
@@ -137,6 +164,7 @@ INDEX_ENTRIES = 4_000_000
 each: 32 MiB); past it the least recently read sessions' indexes are dropped."""
 INDEX_CHUNK = 8 << 20
 """Bytes read at a time while a log's line index is built or extended."""
+_HEX8 = re.compile(rb'[0-9a-f]{8}",')  # a checksum's digits and the comma after its quote
 log = structlog.get_logger("gamehost.store")
 
 
@@ -270,21 +298,32 @@ def scan_bytes(path: Path, data: bytes) -> LogScan:
     pos = 0
     torn = False
     unchecked = 0
+    summed = False  # a checksummed line was read: every later one must carry a checksum too
     size = len(data)
     while pos < size:
         seq = len(records)
         nl = data.find(b"\n", pos)
         if nl < 0:
+            _check_torn_tail(path, seq, data, pos)
             torn = True
             break
         try:
             rec = decode_line(path, seq, data, pos, nl)
         except CorruptLog as exc:
-            if nl == size - 1 and _torn_line(data[pos:nl]):
+            if nl == size - 1 and not summed and _torn_line(data[pos:nl]):
                 torn = True
                 break
             raise CorruptLog(path, seq, f"the line at byte {pos}: {exc.message}") from None
-        if not data.startswith(_SUMMED, pos, nl):
+        if data.startswith(_SUMMED, pos, nl):
+            summed = True
+        elif summed:
+            raise CorruptLog(
+                path,
+                seq,
+                f"the line at byte {pos} carries no checksum, but the records before it do"
+                " (its checksum was removed)",
+            )
+        else:
             unchecked += 1
         records.append(check_record(path, seq, rec))
         pos = nl + 1
@@ -295,11 +334,53 @@ def scan_bytes(path: Path, data: bytes) -> LogScan:
     return LogScan(records, pos if torn else None, unchecked)
 
 
+def _check_torn_tail(path: Path, seq: int, data: bytes, pos: int) -> None:
+    """Refuse a tail with no newline (``data[pos:]``, the line of ``seq``) that is a whole line
+    whose newline was damaged rather than an append a crash cut short: a cut-short append is a
+    prefix of its line, never the whole line and one byte more.
+
+    Raises:
+        CorruptLog: the tail is a line that reads, followed by one byte in place of its newline.
+    """
+    if len(data) - pos < 2:
+        return
+    try:
+        decode_line(path, seq, data, pos, len(data) - 1)
+    except CorruptLog:
+        return  # a prefix of a line: torn
+    raise CorruptLog(
+        path,
+        seq,
+        f"the line at byte {pos} ends with byte {data[-1]:#04x} where its newline belongs"
+        " (damaged, not torn)",
+    )
+
+
+def torn_last_line(path: Path, seq: int, line: bytes, summed: bool) -> bool:
+    """Whether a log's last line ``line`` (seq ``seq``, with its newline if it has one) is a
+    torn tail, as :func:`scan_bytes` tells it; ``summed``: a line before it carries a checksum.
+    False for a line that is no torn tail, whether it reads or not (reading it tells).
+
+    Raises:
+        CorruptLog: a whole line followed by one byte in place of its newline.
+    """
+    if not line.endswith(b"\n"):
+        _check_torn_tail(path, seq, line, 0)
+        return True
+    try:
+        decode_line(path, seq, line, 0, len(line) - 1)
+    except CorruptLog:
+        return not summed and _torn_line(line[:-1])
+    return False
+
+
 def _torn_line(line: bytes) -> bool:
-    """Whether a last line that ends with a newline but does not decode is a torn append (as
-    logs before checksums were told): it is not JSON and does not start as a checksummed line
-    (one that does is damage, as anywhere else)."""
-    if line.startswith(_SUMMED):
+    """Whether a last line that ends with a newline but does not decode is a torn append, in a
+    log whose lines carry no checksum (as logs before checksums were told: it is not JSON). A
+    line that starts as a checksummed line does — or did, before a flipped bit in its first
+    bytes: its 8 hex digits and ``",`` still stand at bytes 8-17 — is damage, as anywhere else
+    (so is any such line in a log that carries checksums; :func:`scan_bytes` asks only there)."""
+    if line.startswith(_SUMMED) or _HEX8.match(line, 8):
         return False
     try:
         orjson.loads(line)
@@ -311,12 +392,14 @@ def _torn_line(line: bytes) -> bool:
 def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
     """Read a session log, telling a torn tail from damage, checking every record's checksum.
 
-    Only a torn last line is dropped (an append the crash cut short, never acknowledged): one
-    with no newline at its end, or — as logs were read before checksums — a last line that is
-    not JSON and does not start with a checksum. With ``repair`` it is also truncated from the
-    file, durably. Every other line must decode (:func:`host.store.base.decode_line`): a
-    checksummed line must match its checksum, a line without one (written before checksums)
-    must start ``{"seq":``. Links are not followed.
+    Only a torn last line is dropped (an append the crash cut short, never acknowledged): a
+    prefix of its line with no newline at its end (not the whole line and a byte in place of
+    its newline), or — in a log without checksums, as such logs were read before — a last line
+    that is not JSON and does not start as a checksummed line. With ``repair`` it is also
+    truncated from the file, durably. Every other line must decode
+    (:func:`host.store.base.decode_line`): a checksummed line must match its checksum, a line
+    without one (written before checksums) must start ``{"seq":`` and come before the first
+    checksummed line. Links are not followed.
 
     Args:
         path: the ``.jsonl`` file.
@@ -329,7 +412,8 @@ def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
 
     Raises:
         CorruptLog: naming the file and seq: an empty file or one with no complete header, a
-            record that does not match its checksum, a first record that is not a valid
+            record that does not match its checksum, a line without a checksum after one with
+            it, a last line whose newline is damaged, a first record that is not a valid
             header, a bad line before the last one, a seq out of order, a second header; or
             ``path`` is a link or not a regular file.
         OSError: the file cannot be read.
@@ -378,6 +462,9 @@ class _Append:
     session: str
     data: bytes
     opened: int  # which opening (load or create) of the session the append belongs to
+    first: int  # the seq of its first record
+    lines: list[bytes]  # its log lines (``data`` is them joined)
+    start: int = -1  # where it was written in its session file (write-ahead log mode)
     done: trio.Event = attrs.field(factory=trio.Event)
     error: BaseException | None = None
 
@@ -434,10 +521,17 @@ class FileStore(WriterThreadStore):
         max_open: how many log files the writer keeps open at once (at least 1).
         logs_in_root: the logs go in ``root`` itself, not ``root/sessions`` (a folder of logs
             outside a data dir, as ``replay --fork-at --out`` writes); ``root`` is made with
-            mode 0700 if missing, an existing folder's mode is left alone.
+            mode 0700 if missing, an existing folder's mode is left alone. No write-ahead log.
+        exclusive: hold the data dir from now on, as a host does (its lock,
+            ``root/.gamehost.lock``), and recover its write-ahead log at once.
+        wal: write appends through the write-ahead log ``root/wal`` while this store holds the
+            data dir and ``fsync`` is not ``never`` (False: always file by file).
+        segment_bytes: the size past which the write-ahead log begins a new segment.
 
     Raises:
         ValueError: ``max_open`` below 1.
+        DataDirInUse: ``exclusive``, and another store or process holds the data dir.
+        WalDamaged: ``exclusive``, and the write-ahead log is damaged (see ``host.store.wal``).
     """
 
     def __init__(
@@ -448,6 +542,8 @@ class FileStore(WriterThreadStore):
         max_open: int = MAX_OPEN,
         logs_in_root: bool = False,
         exclusive: bool = False,
+        wal: bool = True,
+        segment_bytes: int = SEGMENT_BYTES,
     ) -> None:
         if max_open < 1:
             raise ValueError(f"max_open must be at least 1, not {max_open}")
@@ -466,6 +562,15 @@ class FileStore(WriterThreadStore):
                     tmp.unlink()
         self.fsync = fsync
         self.max_open = max_open
+        self._root = Path(root)
+        self._wal_wanted = wal and not logs_in_root
+        self._segment_bytes = segment_bytes
+        self.wal: Wal | None = None
+        """The write-ahead log appends go through, while this store holds the data dir (and
+        ``fsync`` is not ``never``); None: appends are written (and synced) file by file."""
+        self.recovery: Recovery | None = None
+        """What recovering the write-ahead log did when this store took the data dir."""
+        self._n_wal_syncs = 0  # of write-ahead logs this store held before
         # trio side: the next seq of each open session, its opening, its appends not yet done
         self._next: dict[str, int] = {}
         self._opened: dict[str, int] = {}
@@ -486,6 +591,38 @@ class FileStore(WriterThreadStore):
         # read_range: a line index per session read by range, least recently used first
         self._indexes: OrderedDict[str, _LineIndex] = OrderedDict()
         self._indexes_lock = threading.Lock()
+        if exclusive and not logs_in_root:
+            try:
+                self._hold()
+            except BaseException:
+                self._after_writer()  # the lock goes: the next host may try again
+                raise
+
+    def _hold(self) -> None:
+        """With the data dir's lock held: recover the write-ahead log onto the session files
+        and retire it, then write appends through a new one (unless ``fsync`` is ``never``)."""
+        wal, self.recovery = Wal.open(self._root / "wal", self.dir, self._segment_bytes)
+        if self._wal_wanted and self.fsync != "never":
+            self.wal = wal
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the writer thread until :meth:`aclose` (see ``WriterThreadStore.run``). A store
+        made without ``exclusive`` that would write through the write-ahead log takes the data
+        dir's lock now if it is free (recovering the log first, in a worker thread) and lets it
+        go when it ends; if a host holds it, appends are written file by file."""
+        if self._lock_fd is None and self._wal_wanted and self.fsync != "never":
+            try:
+                self._lock_fd = _lock_dir(self._root)
+            except DataDirInUse:
+                pass
+            else:
+                try:
+                    with trio.CancelScope(shield=True):  # cancelled, it still writes the queue
+                        await trio.to_thread.run_sync(self._hold)
+                except BaseException:
+                    self._after_writer()
+                    raise
+        await super().run(task_status=task_status)
 
     splices_encoded: ClassVar[bool] = True
     """Record values that are ``orjson.Fragment`` (JSON made already) are written as they are
@@ -519,13 +656,14 @@ class FileStore(WriterThreadStore):
         return sorted(ids)
 
     def statistics(self) -> StoreStatistics:
-        """The counters now."""
+        """The counters now (``fsyncs`` counts the write-ahead log's and its checkpoints')."""
+        wal = self.wal
         return StoreStatistics(
             len(self._fds),
             self._n_appends,
             self._n_records,
             self._n_batches,
-            self._n_fsyncs,
+            self._n_fsyncs + self._n_wal_syncs + (wal.syncs if wal is not None else 0),
             self._queue.qsize() - (self._stop_sent and not self._stop_taken),
         )
 
@@ -564,15 +702,17 @@ class FileStore(WriterThreadStore):
     async def open_end(self, session: str) -> int:
         """Make a session appendable after its last complete record *without reading its
         records*, as :meth:`load` does after reading them all: a torn tail (a last line with no
-        newline, or — as logs before checksums — one that is not JSON and carries no checksum)
-        is cut, durably, with a warning. For a log too long to read on the event loop, whose
-        records are folded elsewhere (a heavy-work process reads and checks every one). The
-        line index is made or extended in a worker thread. Returns the log's record count.
+        newline, or — in a log before checksums — one that is not JSON) is cut, durably, with
+        a warning; a whole last line whose newline is damaged is :class:`CorruptLog`. For a log
+        too long to read on the event loop, whose records are folded elsewhere (a heavy-work
+        process reads and checks every one). The line index is made or extended in a worker
+        thread. Returns the log's record count.
 
         Raises:
             Conflict: appends of the session are still queued or being written.
             UnknownSession: no log of that session.
-            CorruptLog: the log is empty (no complete header), a link or not a regular file.
+            CorruptLog: the log is empty (no complete header), its last line is damaged (its
+                newline, or it does not decode), it is a link or not a regular file.
             OSError: it cannot be read or cut. BadSessionId: a bad session id.
         """
         path = self._checked_path(session)
@@ -591,11 +731,20 @@ class FileStore(WriterThreadStore):
             idx = self._index(session, path, fd)
             size = os.fstat(fd).st_size
             count, end = idx.count, idx.starts[-1]
+            if size > end:  # no newline: a cut-short append, unless a whole line's is damaged
+                _check_torn_tail(path, count, os.pread(fd, size - end, end), 0)
             if count:
                 start = idx.starts[count - 1]
                 line = os.pread(fd, end - 1 - start, start)
-                if _torn_line(line):  # not JSON, no checksum: an append a crash cut short
-                    count, end = count - 1, start
+                try:
+                    decode_line(path, count - 1, line)
+                except CorruptLog as exc:
+                    before = idx.starts[count - 2] if count > 1 else start
+                    summed = count > 1 and os.pread(fd, len(_SUMMED), before) == _SUMMED
+                    if summed or not _torn_line(line):
+                        what = f"the line at byte {start}: {exc.message}"
+                        raise CorruptLog(path, count - 1, what) from None
+                    count, end = count - 1, start  # not JSON, in a log without checksums: torn
         finally:
             os.close(fd)
         if count == 0:
@@ -607,7 +756,8 @@ class FileStore(WriterThreadStore):
         return count
 
     def truncate(self, session: str, keep: int) -> None:
-        """Cut a (loaded, not yet appended-to) log after its first ``keep`` records, durably.
+        """Cut a (loaded, not yet appended-to) log after its first ``keep`` records, durably
+        (through the write-ahead log first, if the store writes one: a ``cut`` line).
 
         Raises:
             Conflict: appends of the session are in progress.
@@ -628,7 +778,16 @@ class FileStore(WriterThreadStore):
             if nl < 0:
                 raise CorruptLog(path, i, f"cannot keep {keep} records: the log ends here")
             end = nl + 1
-        _truncate(path, end)
+        wal = self.wal
+        if wal is None:
+            _truncate(path, end)
+        else:  # said in the log first (a recovery cuts the file again), and cut before a
+            # checkpoint can retire the segment holding that line
+            with self._fds_lock:
+                wal.write(cut_line(session, keep))
+                wal.sync()
+                wal.mark([session])
+                _truncate(path, end)
         self._open(session, keep)
 
     async def read(self, session: str, after: int | None = None) -> list[dict[str, Any]]:
@@ -838,9 +997,9 @@ class FileStore(WriterThreadStore):
         check_append(self._next.get(session), session, expected_seq, records)
         if not records:
             return
-        data = b"".join(encode_lines(records))
+        lines = encode_lines(records)
         self._next[session] = expected_seq + len(records)
-        job = _Append(session, data, self._opened[session])
+        job = _Append(session, b"".join(lines), self._opened[session], expected_seq, lines)
         self._pending[session] = self._pending.get(session, 0) + 1
         self._queue.put(job)
         self._n_records += len(records)
@@ -849,6 +1008,9 @@ class FileStore(WriterThreadStore):
             raise job.error
 
     def _after_writer(self) -> None:
+        if self.wal is not None:  # closed by the writer thread: appends go file by file now
+            self._n_wal_syncs += self.wal.syncs
+            self.wal = None
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # frees the data dir for the next host
             self._lock_fd = None
@@ -880,6 +1042,8 @@ class FileStore(WriterThreadStore):
                 for fd in self._fds.values():
                     os.close(fd)
                 self._fds.clear()
+                if self.wal is not None:  # fsync what it covers and retire every segment
+                    self.wal.close()
             if self._sync_pool is not None:
                 self._sync_pool.shutdown()
                 self._sync_pool = None
@@ -1007,6 +1171,110 @@ class FileStore(WriterThreadStore):
     def _write_batch(self, batch: list[_Append]) -> None:
         """Write (and sync) a batch; each failed append gets its ``error``, and its session
         (that opening of it) is marked failed: later appends of it are refused."""
+        if self.wal is not None:
+            self._write_batch_wal(self.wal, batch)
+        else:
+            self._write_batch_files(batch)
+        for job in batch:
+            if job.error is not None:
+                self._failed[job.session] = job.opened
+        self._n_batches += 1
+        self._n_appends += sum(1 for job in batch if job.error is None)
+
+    def _write_batch_wal(self, wal: Wal, batch: list[_Append]) -> None:
+        """A batch through the write-ahead log: its lines are written and synced (``batch``:
+        once for the whole batch; ``always``: once per append), then each append is written to
+        its session file (synced later by a checkpoint) and acknowledged."""
+        failed: dict[str, BaseException] = {}
+        live: list[_Append] = []
+        for job in batch:
+            if job.session in failed or self._failed.get(job.session) == job.opened:
+                job.error = _not_open(job.session)  # never write after a gap
+                continue
+            if self.fsync == "always":
+                try:
+                    wal.write(wal_lines(job.session, job.first, job.lines))
+                    began = time.perf_counter()
+                    wal.sync()
+                    if self.metrics is not None:
+                        self.metrics.observe_fsync(time.perf_counter() - began)
+                except OSError as exc:
+                    job.error = exc
+                    failed[job.session] = exc
+                    continue
+                self._write_file(job, failed)
+            live.append(job)
+        if self.fsync != "always" and live:
+            try:
+                wal.write(b"".join(wal_lines(job.session, job.first, job.lines) for job in live))
+                began = time.perf_counter()
+                pending = wal.sync_start()
+            except OSError as exc:
+                for job in live:
+                    job.error = exc
+                    failed[job.session] = exc
+            else:
+                for job in live:  # while the log syncs
+                    if job.session in failed:
+                        job.error = _not_open(job.session)
+                    else:
+                        self._write_file(job, failed)
+                try:
+                    wal.sync_wait(pending)
+                except OSError as exc:
+                    self._unwrite(live)
+                    for job in live:
+                        job.error = exc
+                        failed[job.session] = exc
+                else:
+                    if pending is not None and self.metrics is not None:  # the batch's one sync
+                        self.metrics.observe_fsync(time.perf_counter() - began)
+        wal.mark(job.session for job in live)
+        wal.rotate_if_full()
+
+    def _write_file(self, job: _Append, failed: dict[str, BaseException]) -> None:
+        """Write an append to its session file, not synced (the write-ahead log holds it); a
+        failure is the append's ``error`` and fails its session for the rest of the batch."""
+        try:
+            fd = self._fd(job.session, {}, failed)
+            job.start = start = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                view = memoryview(job.data)
+                while view:
+                    n = os.write(fd, view)
+                    if n <= 0:
+                        raise OSError(errno.EIO, "write wrote nothing")
+                    view = view[n:]
+            except OSError:
+                with contextlib.suppress(OSError):  # else load cuts the torn tail
+                    os.ftruncate(fd, start)
+                raise
+        except (OSError, CorruptLog) as exc:
+            job.error = exc
+            failed[job.session] = exc
+            self._close(job.session, {}, failed)  # a fresh open after the reload
+
+    def _unwrite(self, jobs: list[_Append]) -> None:
+        """Cut the appends of a batch whose log sync failed off their session files again (each
+        session from where its first append of the batch began); what cannot be cut stays, as
+        records of a failed append may."""
+        cut: dict[str, int] = {}
+        for job in jobs:
+            if job.error is None and job.start >= 0:
+                cut.setdefault(job.session, job.start)
+        for session, start in cut.items():
+            fd = self._fds.get(session)
+            try:
+                if fd is not None:
+                    os.ftruncate(fd, start)
+                else:
+                    _truncate(self.path(session), start)
+            except OSError as exc:
+                log.warning("store_append_not_cut", session=session, error=str(exc))
+
+    def _write_batch_files(self, batch: list[_Append]) -> None:
+        """A batch written file by file, each file synced (per ``fsync``) before the batch is
+        acknowledged (no write-ahead log: a store that does not hold the data dir)."""
         unsynced: dict[str, list[_Append]] = {}  # batch mode: written, fsync still owed
         failed: dict[str, BaseException] = {}
         for job in batch:
@@ -1044,11 +1312,6 @@ class FileStore(WriterThreadStore):
             self._sync_all(unsynced, failed)
             if self.metrics is not None:  # one round: every file the batch wrote, synced
                 self.metrics.observe_fsync(time.perf_counter() - began)
-        for job in batch:
-            if job.error is not None:
-                self._failed[job.session] = job.opened
-        self._n_batches += 1
-        self._n_appends += sum(1 for job in batch if job.error is None)
 
     def release(self, session: str) -> None:
         """Close a session's file when it will not be appended to again (it ended). While the

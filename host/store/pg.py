@@ -6,9 +6,14 @@ Schema (made and migrated by :func:`migrate`, i.e. ``gamehost db init --store UR
 - ``gamehost_records(session_id, seq, line, crc)``, primary key ``(session_id, seq)``: one row per
   record; ``line`` is the record's canonical bytes (``host.store.base.encode_bodies``: the JSON a
   :class:`~host.store.file.FileStore` line holds, without its checksum and newline) and ``crc``
-  their CRC32C, so a log exported to a file is byte-equal to one the file store wrote. Every read
-  checks it (a mismatch is :class:`~host.store.base.CorruptLog`, ``session_damaged``). ``crc`` came
-  with migration 2: rows written before it have none (null) and are read unchecked.
+  their checksum (:func:`row_checksum`: 2**32 plus the CRC32C of ``<session_id> <seq> `` and the
+  line, so a row whose seq or session id changed no longer matches; a log exported to a file is
+  byte-equal to one the file store wrote, its lines' checksums those of the canonical bytes).
+  Every read checks it, and that each row stands at the seq its place says with none missing
+  before the session row's ``last_seq`` (a mismatch is :class:`~host.store.base.CorruptLog`,
+  ``session_damaged``). ``crc`` came with migration 2: rows written before it have none (null)
+  and are read unchecked; rows written before the checksum covered session id and seq hold the
+  CRC32C of the line alone (below 2**32) and are checked against it.
 - ``gamehost_sessions(session_id, game, header, last_seq, ended, created_at, updated_at)``: one
   row per session, changed in the same transaction as its records. ``last_seq`` is the seq of
   its last record; ``ended`` is true once a record of type ``ended`` is in the log.
@@ -102,6 +107,7 @@ __all__ = [
     "is_postgres_url",
     "migrate",
     "parse_rows",
+    "row_checksum",
     "schema_version",
 ]
 
@@ -477,20 +483,87 @@ def _own(exc: BaseException) -> BaseException:
     return copy
 
 
+ROW_CRC_V2 = 1 << 32
+"""Set in a row's ``crc`` (a bigint) when the checksum covers the row's session id and seq as
+well as its line (:func:`row_checksum`); rows written before it hold the CRC32C of the line
+alone (below 2**32) and are still read so."""
+
+
+def row_checksum(session: str, seq: int, body: bytes) -> int:
+    """The ``crc`` of a row written now: :data:`ROW_CRC_V2` plus the CRC32C of
+    ``b"<session> <seq> " + body`` (body: the record's canonical bytes), so a row whose
+    ``session_id`` or ``seq`` changed no longer matches."""
+    return ROW_CRC_V2 | checksum(b"%b %d %b" % (session.encode(), seq, body))
+
+
 def parse_rows(
-    where: Path, rows: list[tuple[str, int | None]], first: int = 0
+    where: Path, rows: list[tuple[str, int | None]], first: int = 0, *, session: str
 ) -> list[dict[str, Any]]:
     """Records from a session's rows ``(line, crc)`` starting at seq ``first``, checked as a file
-    store checks a log (each against its checksum unless it has none, JSON objects, gapless
-    seqs, a valid header at seq 0, no second header).
+    store checks a log (each against its checksum unless it has none — a checksum of
+    :func:`row_checksum` against ``session`` and the row's seq, an older one against the line
+    alone —, JSON objects, gapless seqs, a valid header at seq 0, no second header).
 
     Raises:
         CorruptLog: naming the session and the first wrong seq.
     """
-    return [
-        check_record(where, seq, decode_row(where, seq, line, crc))
-        for seq, (line, crc) in enumerate(rows, first)
-    ]
+    out = []
+    for seq, (line, crc) in enumerate(rows, first):
+        if crc is not None and crc >= ROW_CRC_V2:
+            if row_checksum(session, seq, line.encode()) != crc:
+                raise CorruptLog(where, seq, "the record does not match its checksum")
+            crc = None  # checked
+        out.append(check_record(where, seq, decode_row(where, seq, line, crc)))
+    return out
+
+
+_ROWS = """
+SELECT r.seq, r.line, r.crc, s.last_seq,
+       EXISTS (SELECT 1 FROM gamehost_records WHERE session_id = %(s)s)
+FROM (SELECT (SELECT last_seq FROM gamehost_sessions WHERE session_id = %(s)s) AS last_seq) AS s
+LEFT JOIN gamehost_records AS r
+    ON r.session_id = %(s)s AND r.seq >= %(lo)s AND r.seq < %(hi)s
+ORDER BY r.seq
+"""
+"""A session's rows with ``lo <= seq < hi``, each with the session row's ``last_seq`` and
+whether the session has any row: one statement, so one snapshot (at least one result row)."""
+_NO_END = 1 << 62
+
+
+def _fetch_rows(
+    conn: psycopg.Connection[Any], session: str, lo: int, hi: int
+) -> list[tuple[Any, ...]]:
+    return conn.execute(_ROWS, {"s": session, "lo": lo, "hi": hi}).fetchall()
+
+
+def _checked_rows(
+    where: Path, fetched: list[tuple[Any, ...]], lo: int, hi: int
+) -> list[tuple[str, int | None]] | None:
+    """The ``(line, crc)`` of rows :data:`_ROWS` fetched, their stored seqs checked: each row
+    where its place says (``lo``, ``lo + 1``, ...), and none missing before the session row's
+    ``last_seq`` (a row whose seq or session id changed is not where it belongs). None: no such
+    session.
+
+    Raises:
+        CorruptLog: naming the first seq whose row is missing or stored at another seq.
+    """
+    last_seq, known = fetched[0][3], fetched[0][4]
+    rows = [] if fetched[0][0] is None else fetched
+    if not rows and not known:
+        return None
+    out: list[tuple[str, int | None]] = []
+    for want, (seq, line, crc, *_) in enumerate(rows, lo):
+        if seq != want:
+            raise CorruptLog(where, want, f"no row at seq {want}: the next row is at seq {seq}")
+        out.append((line, crc))
+    end = lo + len(out)
+    if last_seq is not None and end < min(hi, last_seq + 1):
+        raise CorruptLog(
+            where,
+            end,
+            f"no row at seq {end}, though the session's row says its log ends at seq {last_seq}",
+        )
+    return out
 
 
 class PostgresStore(WriterThreadStore):
@@ -601,36 +674,26 @@ class PostgresStore(WriterThreadStore):
     def read_rows(self, session: str, after: int = -1) -> list[tuple[str, int | None]]:
         """The stored rows ``(line, crc)`` of the session's records with a seq above ``after``
         (``line``: canonical JSON, no newline; ``crc``: its CRC32C, None for a row written before
-        checksums), in seq order, unchecked (see :func:`parse_rows`); blocking (for tools:
-        ``export``, ``replay``, ``check``).
+        checksums), in seq order, each stored at the seq its place says (their checksums are
+        checked by :func:`parse_rows`); blocking (for tools: ``export``, ``replay``, ``check``).
 
         Raises:
             UnknownSession: no such session. ValueError: a bad session id.
+            CorruptLog: a row missing or stored at another seq.
             StoreUnavailable: the database failed.
         """
         return self._lines(self._checked(session), after)
 
     def _lines(self, session: str, after: int) -> list[tuple[str, int | None]]:
-        """The rows ``(line, crc)`` of seq above ``after``, in seq order (blocking).
+        """The rows ``(line, crc)`` of seq above ``after``, in seq order (blocking); each row's
+        stored seq checked against its place, none missing before the session's ``last_seq``.
 
         Raises:
             UnknownSession: no such session. StoreUnavailable: the database failed.
+            CorruptLog: a row missing or stored at another seq.
         """
-
-        def fetch(conn: psycopg.Connection[Any]) -> list[tuple[str, int | None]] | None:
-            rows = conn.execute(
-                "SELECT line, crc FROM gamehost_records WHERE session_id = %s AND seq > %s"
-                " ORDER BY seq",
-                [session, after],
-            ).fetchall()
-            if rows:
-                return [(r[0], r[1]) for r in rows]
-            known = conn.execute(
-                "SELECT 1 FROM gamehost_records WHERE session_id = %s LIMIT 1", [session]
-            ).fetchone()
-            return [] if known else None
-
-        rows = self._conns.run(fetch)
+        fetched = self._conns.run(lambda conn: _fetch_rows(conn, session, after + 1, _NO_END))
+        rows = _checked_rows(self.path(session), fetched, after + 1, _NO_END)
         if rows is None:
             raise UnknownSession(f"no session {session}")
         return rows
@@ -656,7 +719,7 @@ class PostgresStore(WriterThreadStore):
         self._checked(session)
         self._check_idle(session)
         self._next.pop(session, None)
-        records = parse_rows(self.path(session), self._lines(session, -1), 0)
+        records = parse_rows(self.path(session), self._lines(session, -1), 0, session=session)
         self._open(session, len(records))
         return records
 
@@ -684,7 +747,7 @@ class PostgresStore(WriterThreadStore):
         self._checked(session)
         start = -1 if after is None else max(after, -1)
         rows = await trio.to_thread.run_sync(self._lines, session, start)
-        return parse_rows(self.path(session), rows, start + 1)
+        return parse_rows(self.path(session), rows, start + 1, session=session)
 
     async def record_count(self, session: str) -> int:
         """How many records the session holds (one look at the primary key's index).
@@ -717,23 +780,14 @@ class PostgresStore(WriterThreadStore):
         self._checked(session)
         first = max(first, 0)
 
-        def fetch(conn: psycopg.Connection[Any]) -> list[tuple[str, int | None]] | None:
-            rows = conn.execute(
-                "SELECT line, crc FROM gamehost_records WHERE session_id = %s AND seq >= %s"
-                " AND seq < %s ORDER BY seq",
-                [session, first, stop],
-            ).fetchall()
-            if rows:
-                return [(r[0], r[1]) for r in rows]
-            known = conn.execute(
-                "SELECT 1 FROM gamehost_records WHERE session_id = %s LIMIT 1", [session]
-            ).fetchone()
-            return [] if known else None
+        def fetch(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+            return _fetch_rows(conn, session, first, stop)
 
-        rows = await trio.to_thread.run_sync(self._conns.run, fetch)
+        fetched = await trio.to_thread.run_sync(self._conns.run, fetch)
+        rows = _checked_rows(self.path(session), fetched, first, stop)
         if rows is None:
             raise UnknownSession(f"no session {session}")
-        return parse_rows(self.path(session), rows, first)
+        return parse_rows(self.path(session), rows, first, session=session)
 
     def truncate(self, session: str, keep: int) -> None:
         """See :meth:`host.store.base.Store.truncate`: one transaction deletes the later records
@@ -859,7 +913,8 @@ class PostgresStore(WriterThreadStore):
         if self._pending.get(session):
             raise Conflict(f"session {session} is being created")
         ended = any(r.get("type") == "ended" for r in records)
-        lines, crcs = [b.decode() for b in bodies], [checksum(b) for b in bodies]
+        lines = [b.decode() for b in bodies]
+        crcs = [row_checksum(session, seq, b) for seq, b in enumerate(bodies)]
         await self._write(_Job(session, True, 0, lines, crcs, ended, 0))
         self._open(session, len(records))
         self._held.add(session)
@@ -882,7 +937,8 @@ class PostgresStore(WriterThreadStore):
         if not records:
             return
         bodies = encode_bodies(records)
-        lines, crcs = [b.decode() for b in bodies], [checksum(b) for b in bodies]
+        lines = [b.decode() for b in bodies]
+        crcs = [row_checksum(session, seq, b) for seq, b in enumerate(bodies, expected_seq)]
         ended = any(r.get("type") == "ended" for r in records)
         self._next[session] = expected_seq + len(records)
         self._held.add(session)
@@ -1138,7 +1194,9 @@ def import_log(
                     ) as copy,
                 ):
                     for line in lines:
-                        copy.write_row((session, seq, line, checksum(line.encode())))
+                        copy.write_row(
+                            (session, seq, line, row_checksum(session, seq, line.encode()))
+                        )
                         seq += 1
                         ended = ended or ('"type":"ended"' in line and _is_ended(line))
             if seq == 0:

@@ -17,11 +17,13 @@ from host.store.file import FileStore
 from host.store.pg import (
     LIVENESS,
     MIGRATIONS,
+    ROW_CRC_V2,
     SCHEMA_VERSION,
     PostgresStore,
     SchemaMismatch,
     StoreUnavailable,
     migrate,
+    row_checksum,
     schema_version,
 )
 from tests import pg
@@ -308,8 +310,10 @@ async def test_every_row_carries_the_crc32c_of_its_line_and_a_changed_line_is_da
     async with stores(pg_store_url, 1) as (store,):
         await store.create("s1", [rec(0), rec(1, x=1)])
         await store.append("s1", 2, [rec(2, x=2)])
-        got = rows(pg_store_url, "SELECT line, crc FROM gamehost_records ORDER BY seq")
-        assert [crc for _, crc in got] == [checksum(line.encode()) for line, _ in got]
+        got = rows(pg_store_url, "SELECT seq, line, crc FROM gamehost_records ORDER BY seq")
+        assert [crc for _, _, crc in got] == [
+            ROW_CRC_V2 | checksum(b"s1 %d %b" % (seq, line.encode())) for seq, line, _ in got
+        ]
         with psycopg.connect(pg_store_url) as conn:
             conn.execute(
                 "UPDATE gamehost_records SET line = replace(line, '\"x\":2', '\"x\":3')"
@@ -319,6 +323,64 @@ async def test_every_row_carries_the_crc32c_of_its_line_and_a_changed_line_is_da
             store.load("s1")
         with pytest.raises(CorruptLog, match="seq 2"):
             await store.read("s1", after=1)  # a follower's read is checked too
+
+
+async def test_a_last_row_whose_seq_or_session_id_changed_is_damage(pg_store_url):
+    """The row's checksum covers its session id and seq, and the rows must reach the session
+    row's ``last_seq``: a flipped bit in either column of the last row is seen."""
+    async with stores(pg_store_url, 1) as (store,):
+        await store.create("s1", [rec(0), rec(1, x=1)])
+        await store.append("s1", 2, [rec(2, x=2)])
+        await store.create("s2", [rec(0), rec(1, x=7)])
+        store.release("s1")
+        store.release("s2")
+
+        def change(sql: str) -> None:
+            with psycopg.connect(pg_store_url) as conn:
+                conn.execute(sql)
+
+        change("UPDATE gamehost_records SET seq = 3 WHERE session_id = 's1' AND seq = 2")
+        with pytest.raises(CorruptLog, match="seq 2: no row at seq 2: the next row is at seq 3"):
+            store.load("s1")
+        with pytest.raises(CorruptLog, match="seq 2"):
+            await store.read("s1", after=1)
+        with pytest.raises(CorruptLog, match="seq 2"):
+            await store.read_range("s1", 0, 10)
+        change("UPDATE gamehost_records SET seq = 2 WHERE session_id = 's1' AND seq = 3")
+        assert [r["seq"] for r in store.load("s1")] == [0, 1, 2]
+        store.release("s1")
+        change("UPDATE gamehost_records SET session_id = 's2' WHERE session_id = 's1' AND seq = 2")
+        with pytest.raises(CorruptLog, match="seq 2: no row at seq 2, though the session's row"):
+            store.load("s1")  # its last record gone
+        with pytest.raises(CorruptLog, match="seq 2"):
+            await store.read_range("s1", 1, 10)
+        with pytest.raises(CorruptLog, match="seq 2: the record does not match its checksum"):
+            store.load("s2")  # a record of another session, where s2's next one would be
+        assert [r["seq"] for r in await store.read_range("s1", 0, 2)] == [0, 1]
+
+
+async def test_rows_with_the_line_only_checksum_are_still_read_and_checked(pg_store_url):
+    """Rows written before the checksum covered session id and seq keep theirs (of the line)."""
+    async with stores(pg_store_url, 1) as (store,):
+        await store.create("s1", [rec(0), rec(1, x=1)])
+        store.release("s1")
+        with psycopg.connect(pg_store_url) as conn:
+            for seq, line in conn.execute(
+                "SELECT seq, line FROM gamehost_records WHERE session_id = 's1'"
+            ).fetchall():
+                conn.execute(
+                    "UPDATE gamehost_records SET crc = %s WHERE session_id = 's1' AND seq = %s",
+                    [checksum(line.encode()), seq],
+                )
+        assert [r.get("x") for r in store.load("s1")] == [None, 1]
+        store.release("s1")
+        with psycopg.connect(pg_store_url) as conn:
+            conn.execute(
+                "UPDATE gamehost_records SET line = replace(line, '\"x\":1', '\"x\":5')"
+                " WHERE session_id = 's1' AND seq = 1"
+            )
+        with pytest.raises(CorruptLog, match="seq 1: the record does not match its checksum"):
+            store.load("s1")
 
 
 async def test_a_version_1_database_is_migrated_its_rows_read_unchecked_new_ones_checked(pg_dsn):
@@ -345,7 +407,7 @@ async def test_a_version_1_database_is_migrated_its_rows_read_unchecked_new_ones
         await store.append("old", 2, [rec(2, x=2)])
         crcs = rows(url, "SELECT seq, crc, line FROM gamehost_records ORDER BY seq")
         assert [c for _, c, _ in crcs[:2]] == [None, None]
-        assert crcs[2][1] == checksum(crcs[2][2].encode())
+        assert crcs[2][1] == row_checksum("old", 2, crcs[2][2].encode())
         with psycopg.connect(url) as conn:  # an old row has nothing to be checked against
             conn.execute(
                 "UPDATE gamehost_records SET line = replace(line, ':1}', ':5}') WHERE seq = 1"

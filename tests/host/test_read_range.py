@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from host.store import file as file_store
-from host.store.base import CorruptLog, UnknownSession
+from host.store.base import CorruptLog, UnknownSession, body_of
 from host.store.file import FileStore, read_log
 from host.store.memory import MemoryStore
 from tests.host.test_store import rec
@@ -170,7 +170,7 @@ async def test_a_range_checks_each_record_against_its_checksum(tmp_path, pg_stor
     [
         b"",  # whole
         b'{"crc":"1234',  # no newline: a torn append
-        b"not json at all\n",  # a last line from before checksums, not JSON: torn
+        b"not json at all\n",  # a last line, in a log before checksums, not JSON: torn
     ],
 )
 def test_open_end_cuts_a_torn_tail_and_opens_the_log_without_reading_it(tmp_path, tail):
@@ -181,6 +181,8 @@ def test_open_end_cuts_a_torn_tail_and_opens_the_log_without_reading_it(tmp_path
             await filled(store, "s1", 20)
             path = tmp_path / "sessions" / "s1.jsonl"
             whole = path.read_bytes()
+            if tail.endswith(b"\n"):  # as before checksums (in a checksummed log: damage)
+                whole = b"".join(body_of(line) + b"\n" for line in whole.splitlines())
             path.write_bytes(whole + tail)
             store._indexes.clear()
             assert await store.open_end("s1") == 20
@@ -192,6 +194,24 @@ def test_open_end_cuts_a_torn_tail_and_opens_the_log_without_reading_it(tmp_path
             (tmp_path / "sessions" / "empty.jsonl").write_bytes(b"")
             with pytest.raises(CorruptLog):
                 await store.open_end("empty")
+            await store.aclose()
+
+    trio.run(main)
+
+
+def test_open_end_refuses_a_whole_last_line_that_does_not_read_in_a_checksummed_log(tmp_path):
+    async def main() -> None:
+        store = FileStore(tmp_path)
+        async with trio.open_nursery() as n:
+            await n.start(store.run)
+            await filled(store, "s1", 20)
+            path = tmp_path / "sessions" / "s1.jsonl"
+            bad = path.read_bytes() + b"not json at all\n"
+            path.write_bytes(bad)
+            store._indexes.clear()
+            with pytest.raises(CorruptLog, match="seq 20: .*neither a checksum nor a seq"):
+                await store.open_end("s1")
+            assert path.read_bytes() == bad  # damage, not a torn tail: nothing cut
             await store.aclose()
 
     trio.run(main)

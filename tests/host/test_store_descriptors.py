@@ -1,6 +1,8 @@
-"""The store's writer and its descriptors: every acknowledged append is fsynced on its own file,
-``release`` never closes a file under the writer, running out of descriptors is survived, and a
-failed append leaves the session not open until it is loaded again."""
+"""The store's writer and its descriptors: written file by file (a store without the write-ahead
+log, ``wal=False``, as one that does not hold the data dir writes), every acknowledged append is
+fsynced on its own file; ``release`` never closes a file under the writer, running out of
+descriptors is survived, and a failed append leaves the session not open until it is loaded
+again. ``tests/host/test_wal.py`` holds the same rules with the write-ahead log."""
 
 from __future__ import annotations
 
@@ -112,7 +114,7 @@ async def test_every_file_a_batch_wrote_gets_its_own_fsync_when_the_cache_evicts
     tmp_path, monkeypatch, sessions, max_open
 ):
     ids = await make_logs(tmp_path, sessions)
-    store = FileStore(tmp_path, "batch", max_open=max_open)
+    store = FileStore(tmp_path, "batch", max_open=max_open, wal=False)
     for sid in ids:
         store.load(sid)
     trace = Trace(monkeypatch)
@@ -136,7 +138,7 @@ async def test_the_files_of_one_batch_are_synced_at_once_not_one_after_another(
     """Each sync waits until another is under way: one after another, the first would wait
     forever (the barrier breaks after its timeout and the appends fail)."""
     ids = await make_logs(tmp_path, 4)
-    store = FileStore(tmp_path, "batch")
+    store = FileStore(tmp_path, "batch", wal=False)
     for sid in ids:
         store.load(sid)
     both = threading.Barrier(2, timeout=30)
@@ -161,7 +163,7 @@ async def test_the_files_of_one_batch_are_synced_at_once_not_one_after_another(
 
 async def test_the_open_file_cache_never_exceeds_max_open(tmp_path):
     ids = await make_logs(tmp_path, 6)
-    store = FileStore(tmp_path, "batch", max_open=2)
+    store = FileStore(tmp_path, "batch", max_open=2, wal=False)
     for sid in ids:
         store.load(sid)
     results: dict = {}
@@ -177,7 +179,7 @@ def test_max_open_must_be_positive(tmp_path):
 
 async def test_release_while_the_writer_works_waits_for_the_batch(tmp_path, monkeypatch):
     ids = await make_logs(tmp_path, 2)
-    store = FileStore(tmp_path, "batch")
+    store = FileStore(tmp_path, "batch", wal=False)
     for sid in ids:
         store.load(sid)
     trace = Trace(monkeypatch)
@@ -399,7 +401,7 @@ async def test_an_append_queued_while_the_failing_batch_is_written_is_refused(
 
 async def test_a_failed_fsync_fails_only_its_files_appends(tmp_path, monkeypatch):
     ids = await make_logs(tmp_path, 2)
-    store = FileStore(tmp_path, "batch")
+    store = FileStore(tmp_path, "batch", wal=False)
     for sid in ids:
         store.load(sid)
     bad = os.fspath(store.path(ids[0]))
@@ -449,12 +451,45 @@ def test_acknowledged_appends_are_synced_on_their_own_file_and_logs_stay_gapless
     log and was fsynced on its own file after it was written; a session whose append failed is
     loaded again and carries on; every log stays gapless."""
     with tempfile.TemporaryDirectory() as root, monkeypatch.context() as m:
-        trio.run(_faulty_rounds, Path(root), m, sessions, max_open, rounds)
+        trio.run(_faulty_rounds, Path(root), m, sessions, max_open, rounds, False)
 
 
-async def _faulty_rounds(root: Path, m: pytest.MonkeyPatch, sessions: int, max_open, rounds):
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    sessions=st.integers(min_value=1, max_value=5),
+    max_open=st.integers(min_value=1, max_value=3),
+    rounds=st.lists(
+        st.lists(st.tuples(st.integers(min_value=0, max_value=4), FAULTS), min_size=1, max_size=8),
+        min_size=1,
+        max_size=4,
+    ),
+    log_fault=st.sampled_from([None, None, "write", "half", "fsync"]),
+)
+def test_acknowledged_appends_are_in_the_synced_write_ahead_log_and_logs_stay_gapless(
+    monkeypatch, sessions, max_open, rounds, log_fault
+):
+    """The same with the write-ahead log (and faults of the log itself, in its first batch):
+    every acknowledged append was written to its session file and to the log, and the log
+    synced after that, before it was acknowledged; the rest as above."""
+    with tempfile.TemporaryDirectory() as root, monkeypatch.context() as m:
+        trio.run(_faulty_rounds, Path(root), m, sessions, max_open, rounds, True, log_fault)
+
+
+async def _faulty_rounds(
+    root: Path,
+    m: pytest.MonkeyPatch,
+    sessions: int,
+    max_open,
+    rounds,
+    wal: bool,
+    log_fault: str | None = None,
+):
     ids = await make_logs(root, sessions)
-    store = FileStore(root, "batch", max_open=max_open)
+    store = FileStore(root, "batch", max_open=max_open, wal=wal)
     nxt = {sid: len(store.load(sid)) for sid in ids}
     faults: dict[str, list[str]] = {}  # file -> faults still to happen, in order
     events: list[tuple] = []  # ("write", file, seq) / ("fsync", file), successful calls only
@@ -473,17 +508,28 @@ async def _faulty_rounds(root: Path, m: pytest.MonkeyPatch, sessions: int, max_o
 
     def fake_write(fd: int, data: bytes) -> int:
         path = target(fd)
+        if path is not None and path.endswith(".seg"):
+            path = "wal"
+        if path == "wal" and bytes(data).startswith(b"gamehost wal"):
+            return REAL_WRITE(fd, data)  # a segment's first line
         kind = fault(path, "write", "half")
         if kind == "half":
             REAL_WRITE(fd, bytes(data[: len(data) // 2]))
         if kind is not None:
             raise OSError(errno.ENOSPC, "No space left on device")
         n = REAL_WRITE(fd, data)
-        events.append(("write", path, orjson.loads(bytes(data).split(b"\n")[0])["seq"]))
+        if path == "wal":  # "<crc> <session> <seq> <line>" each
+            for line in bytes(data).splitlines():
+                _, sid, seq, _ = line.split(b" ", 3)
+                events.append(("wal", sid.decode(), int(seq)))
+        elif path is not None and path.endswith(".jsonl"):
+            events.append(("write", path, orjson.loads(bytes(data).split(b"\n")[0])["seq"]))
         return n
 
     def fake_fsync(fd: int) -> None:
         path = target(fd)
+        if path is not None and path.endswith(".seg"):
+            path = "wal"
         if fault(path, "fsync") is not None:
             raise OSError(errno.EIO, "Input/output error")
         REAL_FSYNC(fd)
@@ -494,8 +540,11 @@ async def _faulty_rounds(root: Path, m: pytest.MonkeyPatch, sessions: int, max_o
     m.setattr(os, "fsync", fake_fsync)
     m.setattr(os, "fdatasync", fake_fsync)  # the store syncs appends with it
     acked: set[tuple[str, int]] = set()
+    if log_fault is not None:
+        faults["wal"] = [log_fault]
     async with trio.open_nursery() as nursery:
         await nursery.start(store.run)
+        assert (store.wal is not None) is wal
         for batch in rounds:
             local, planned = dict(nxt), []
             for i, kind in batch:
@@ -511,6 +560,7 @@ async def _faulty_rounds(root: Path, m: pytest.MonkeyPatch, sessions: int, max_o
                 try:
                     await store.append(sid, seq, [rec(seq)])
                     results[sid, seq] = "ok"
+                    events.append(("ack", sid, seq))
                 except (OSError, Conflict) as exc:
                     results[sid, seq] = exc
 
@@ -542,7 +592,13 @@ async def _faulty_rounds(root: Path, m: pytest.MonkeyPatch, sessions: int, max_o
         path = os.fspath(store.path(sid))
         assert seq < nxt[sid]
         last_write = max(i for i, e in enumerate(events) if e == ("write", path, seq))
-        assert ("fsync", path) in events[last_write:]
+        if not wal:
+            assert ("fsync", path) in events[last_write:]
+            continue
+        logged = max(i for i, e in enumerate(events) if e == ("wal", sid, seq))
+        ack_at = events.index(("ack", sid, seq))
+        assert logged < ack_at and last_write < ack_at
+        assert ("fsync", "wal") in events[logged:ack_at]  # the log synced before the ack
 
 
 async def test_a_second_host_store_on_one_data_dir_is_refused_until_the_first_stops(tmp_path):

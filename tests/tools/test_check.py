@@ -68,6 +68,18 @@ async def test_check_of_a_database_names_the_damaged_row(pg_store_url, tmp_path,
     assert await cli("check", "--store", pg_store_url) == 1
     out = capsys.readouterr().out
     assert "damaged: odd: seq 2: the record does not match its checksum\n" in out
+    with psycopg.connect(pg_store_url) as conn:  # the last row of game1 moved to another session
+        last = conn.execute(
+            "UPDATE gamehost_records SET session_id = 'game3' WHERE session_id = 'game1'"
+            " AND seq = (SELECT last_seq FROM gamehost_sessions WHERE session_id = 'game1')"
+            " RETURNING seq"
+        ).fetchone()[0]
+    assert await cli("check", "--store", pg_store_url) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"damaged: game1: seq {last}: no row at seq {last}, though the session's row says its log"
+        f" ends at seq {last}\n" in out
+    )
 
 
 async def test_check_of_no_data_dir_is_status_2(tmp_path, capsys):
@@ -82,3 +94,58 @@ async def test_replay_verify_names_a_checksum_mismatch(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"error: {game}: seq 3: the line at byte ")
     assert err.endswith("the record does not match its checksum\n")
+
+
+async def test_check_reads_the_write_ahead_log_and_says_what_a_start_would_replay(tmp_path, capsys):
+    from host.store.wal import MAGIC
+    from tests.host.test_wal import _stage
+
+    data = tmp_path / "data"
+    segment = _stage(data, {"s1": [0]}, [("s1", 1), ("s1", 2)])  # as a crash left it
+    good = segment.read_bytes()
+    before = (data / "sessions" / "s1.jsonl").read_bytes()
+    assert await cli("check", "--data-dir", str(data)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == (
+        "write-ahead log: 1 segment not yet retired (2 records); a host's start would add 2"
+        " records to session files"
+    )
+    segment.write_bytes(good[:-9])  # a torn tail: no damage
+    assert await cli("check", "--data-dir", str(data)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = good.rindex(b"\n", 0, len(good) - 1) + 1
+    assert (
+        f"torn: wal/{segment.name}: a torn last line at byte {at} (never acknowledged; a host"
+        " drops it)" in lines
+    )
+    assert lines[-1].endswith("(1 records); a host's start would add 1 records to session files")
+    damaged = bytearray(good)
+    damaged[len(MAGIC) + 12] ^= 0x04
+    segment.write_bytes(bytes(damaged))
+    assert await cli("check", "--data-dir", str(data)) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        f"damaged: wal/{segment.name}: byte {len(MAGIC)}: a line that does not match its"
+        " checksum (a host refuses to start)"
+    )
+    assert segment.read_bytes() == bytes(damaged)  # nothing was changed
+    assert (data / "sessions" / "s1.jsonl").read_bytes() == before
+
+
+async def test_check_calls_a_last_line_with_a_damaged_newline_damage_not_torn(tmp_path, capsys):
+    """A flipped bit in the last record's newline once read as a torn tail ("never
+    acknowledged"): the record may well have been acknowledged, so it is damage."""
+    sessions = tmp_path / "data" / "sessions"
+    game, _ = await write_logs(sessions)
+    data = game.read_bytes()
+    last = data.rindex(b"\n", 0, len(data) - 1) + 1
+    game.write_bytes(data[:-1] + b"\x0b")  # the newline, one bit flipped
+    assert await cli("check", "--data-dir", str(tmp_path / "data")) == 1
+    lines = capsys.readouterr().out.splitlines()
+    seq = data.count(b"\n") - 1
+    assert lines[0] == (
+        f"damaged: game1: seq {seq}: the line at byte {last} ends with byte 0x0b where its"
+        " newline belongs (damaged, not torn)"
+    )
+    assert not any(line.startswith("torn:") for line in lines)
+    assert game.read_bytes() == data[:-1] + b"\x0b"  # nothing was changed

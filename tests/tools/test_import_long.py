@@ -12,6 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from host.store.base import body_of
 from host.store.pg import StoreUnavailable
 from tools import db
 from tools.cli import main
@@ -135,6 +136,30 @@ def test_a_torn_last_line_is_left_out_and_said(pg_store_url, long_log, tmp_path)
     assert db.import_files(pg_store_url, [torn], batch=1000, progress=progress) == (1, [])
     assert progress.out.getvalue().startswith("torn.jsonl: a torn last line (")
     assert rows(pg_store_url)[1] == len(data.splitlines())
+
+
+def test_a_last_line_with_a_damaged_newline_or_without_its_checksum_is_refused(
+    pg_store_url, long_log, tmp_path
+):
+    """Neither is a torn tail: the record may have been acknowledged (nothing is imported)."""
+    data = long_log.read_bytes()
+    lines = data.splitlines(keepends=True)
+    n = len(lines)
+    newline = tmp_path / "newline.jsonl"
+    newline.write_bytes(data[:-1] + b"\x2a")  # the last newline (0x0a), one bit flipped
+    stripped = tmp_path / "stripped.jsonl"
+    stripped.write_bytes(b"".join([*lines[:-2], body_of(lines[-2]) + b"\n", lines[-1]]))
+    created, refused = db.import_files(
+        pg_store_url, [newline, stripped], batch=1000, progress=Recorder()
+    )
+    assert created == 0
+    assert refused[0].startswith(f"{newline}: {newline}: seq {n - 1}: the line at byte ")
+    assert refused[0].endswith("ends with byte 0x2a where its newline belongs (damaged, not torn)")
+    assert refused[1] == (
+        f"{stripped}: {stripped}: seq {n - 2}: the line carries no checksum, but the records"
+        " before it do"
+    )
+    assert rows(pg_store_url) == ([], 0)
 
 
 def test_progress_is_plain_lines_off_a_terminal(pg_store_url, long_log):
