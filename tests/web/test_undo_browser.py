@@ -80,10 +80,19 @@ def open_table(d: Any, host: Any, sid: str, token: str) -> None:
 
 
 def drawn(d: Any, host: Any, sid: str, before: int) -> None:
-    """Wait until the log has grown past ``before`` records and the page shows its end."""
-    wait_for(d, lambda d: len(host.records(sid)) > before, "the draw in the log")
-    last = str(len(host.records(sid)) - 1)
-    wait_for(d, lambda d: css(d, "#info")[0].get_attribute("data-seq") == last, "the draw shown")
+    """Wait until the log holds an action after its first ``before`` records and the page shows
+    the log's end (looked up again each time: Bob's connection closing may append the release
+    of his seat at any moment, before or after the move)."""
+    wait_for(
+        d,
+        lambda d: any(r.type == "action" for r in host.records(sid)[before:]),
+        "the move in the log",
+    )
+    wait_for(
+        d,
+        lambda d: css(d, "#info")[0].get_attribute("data-seq") == str(len(host.records(sid)) - 1),
+        "the move shown",
+    )
 
 
 def click(d: Any, selector: str, what: str) -> None:
