@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import importlib
 import math
 import os
@@ -11,15 +12,19 @@ import signal
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import pluggy
+import structlog
 import trio
 
 from host import logs
-from host.net import workers
+from host.net import collector, workers
 from host.net.server import HostConfig, ListenError, run_host
-from host.plugins.registry import DuplicateGame, load_registry
+from host.plugins.registry import DuplicateGame, Registry, load_registry
 from host.store import open_store
+
+log = structlog.get_logger("gamehost.server")
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -380,6 +385,14 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         " (default 2)",
     )
     p.add_argument(
+        "--gc",
+        choices=["tuned", "default"],
+        default="tuned",
+        help="the cyclic garbage collector: tuned (higher thresholds, what start-up and loading"
+        " made frozen) or the interpreter's defaults; collections are timed either way and"
+        " logged at exit (gc_pauses)",
+    )
+    p.add_argument(
         "--plugin",
         action="append",
         default=[],
@@ -450,6 +463,8 @@ def serve_main(args: argparse.Namespace) -> int:
         admin_token=args.admin_token,
         worker=workers.worker_index(),
     )
+    if args.plugin and "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does: a module in this folder loads
     try:
         plugins = [(name, importlib.import_module(name)) for name in args.plugin]
     except ImportError as exc:
@@ -462,8 +477,18 @@ def serve_main(args: argparse.Namespace) -> int:
         # with a hook the host does not know): one line and exit status 2, as for a bad flag
         print(f"gamehost serve: error: --plugin: {_plugin_problem(exc)}", file=sys.stderr)
         return 2
+    hooked = {impl.plugin_name for impl in registry.pm.hook.gamehost_register_games.get_hookimpls()}
+    for name, _ in plugins:
+        if name not in hooked:  # a forgotten @hookimpl would start a host without the game
+            print(
+                f"gamehost serve: error: --plugin: {name} registers no games (it needs a"
+                " gamehost_register_games function marked @hookimpl; see PLUGINS.md)",
+                file=sys.stderr,
+            )
+            return 2
     try:
-        trio.run(run_host, config, registry)
+        collector.tune(args.gc)
+        trio.run(_serve, config, registry, args.gc == "tuned")
         if worker is not None:  # stopped: a second SIGTERM must not cut the exit short
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except (OSError, BaseExceptionGroup) as exc:
@@ -475,6 +500,29 @@ def serve_main(args: argparse.Namespace) -> int:
         print(f"gamehost serve: error: {_describe(cause, args)}", file=sys.stderr)
         return 2
     return 0
+
+
+async def _serve(config: HostConfig, registry: Registry, tuned: bool) -> None:
+    """:func:`run_host` until it stops. With ``tuned`` (:func:`host.net.collector.tune` was
+    called), once the sessions in the store are loaded what loading made is frozen, and the
+    collector's full collections are looked after (:class:`host.net.collector.Collector`).
+    Logs the collector's pauses (``gc_pauses``) at the end."""
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def host_then_stop(task_status: trio.TaskStatus[Any]) -> None:
+                await run_host(config, registry, task_status=task_status)
+                nursery.cancel_scope.cancel()
+
+            host, _ = await nursery.start(host_then_stop)
+            if tuned:
+                full = collector.watch(lambda: len(host.sessions) + len(host.connections))
+                await host.loaded.wait()
+                took = collector.freeze()
+                log.info("gc_frozen", objects=gc.get_freeze_count(), seconds=round(took, 4))
+                await full.run()
+    finally:
+        log.info("gc_pauses", **collector.pauses.summary())
 
 
 def _serve_workers(args: argparse.Namespace) -> int:

@@ -61,6 +61,11 @@ def colors() -> bool:
     return sys.stderr.isatty()
 
 
+CACHE = True
+"""Whether loggers are bound once, on first use (fast); tests turn it off so that
+``structlog.testing.capture_logs`` sees every logger, whatever configured logging before."""
+
+
 def configure(
     json: bool | None = None, level: str = "info", fields: dict[str, Any] | None = None
 ) -> None:
@@ -101,5 +106,5 @@ def configure(
             logging.getLevelNamesMapping()[level.upper()]
         ),
         logger_factory=_stderr_logger,
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=CACHE,
     )

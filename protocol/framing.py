@@ -10,10 +10,21 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["MAX_LINE", "LineBuffer", "LineTooLong"]
+__all__ = ["MAX_LINE", "LineBuffer", "LineTooLong", "kept"]
 
 MAX_LINE = 64 * 1024
 """The longest line accepted, in bytes, excluding the line terminator."""
+
+
+def kept(data: bytes) -> bytes:
+    """A copy of ``data`` that holds only its own bytes, for encoded JSON that is kept.
+
+    ``orjson.dumps`` (3.13) returns its output in the buffer it wrote it into, at least 4 KiB
+    whatever the length: a 120-byte line held in memory (a cached push, an event's encoding in
+    a table's tail, a connection's last line) costs 4 KiB of resident memory. The copy costs
+    about 0.3 µs and holds ``len(data)`` bytes and the object's header.
+    """
+    return memoryview(data).tobytes()
 
 
 @attrs.frozen

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 import attrs
 import orjson
 
+from protocol.framing import kept
 from protocol.messages import ErrorCode, Id, ProtocolError, WireError, error_object
 
 __all__ = [
@@ -995,8 +996,8 @@ class _Push:
     def line(self) -> bytes:
         """This push as one ``\\n``-terminated line (encoded once, then kept)."""
         line: bytes | None = self._line  # type: ignore[attr-defined]
-        if line is None:
-            line = _dumps(self.to_wire())  # type: ignore[attr-defined]
+        if line is None:  # kept (a table keeps its turn pushes): only its own bytes
+            line = kept(_dumps(self.to_wire()))  # type: ignore[attr-defined]
             object.__setattr__(self, "_line", line)
         return line
 

@@ -23,6 +23,7 @@ from host.testing import hosting as testing
 from protocol import messages
 from tests.toy import Plugin
 
+logs.CACHE = False  # capture_logs must see loggers used before a test reconfigured logging
 logs.configure(json=True, level="warning")
 
 pytest_plugins = ["host.testing.pytest_plugin"]  # the kit's game_host fixture (serves the toy)

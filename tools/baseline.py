@@ -17,6 +17,10 @@ Requests (one JSON object a line; anything else gets an ``{"ok": false}`` reply)
 - ``{"id": I, "op": "act", "table": T, ...}`` — the lines above; other fields (say a ``pad``
   making the request as large as the host's ``act``) are parsed and ignored.
 
+With ``--echo`` it is barer still (what ``gamehost bench --idle`` compares the host's idle
+connections with): one task per connection, which answers each line with
+``{"id": I, "ok": true}`` on the same connection itself (no writer task, no outbox, no tables).
+
 Run it as ``python -m tools.baseline --port 0 --lines 6.3 --line-bytes 120``; it logs
 ``{"event": "listening", "port": N}`` on stderr once it accepts connections, then runs until it
 is killed (SIGTERM or SIGINT).
@@ -25,6 +29,7 @@ is killed (SIGTERM or SIGINT).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from functools import partial
@@ -33,9 +38,9 @@ from typing import Any
 import orjson
 import trio
 
-from protocol.framing import MAX_LINE, LineBuffer, LineTooLong
+from protocol.framing import MAX_LINE, LineBuffer, LineTooLong, kept
 
-__all__ = ["Baseline", "main", "pad_for"]
+__all__ = ["Baseline", "echo", "main", "pad_for"]
 
 # the lines' shapes for sizing their pads (a reply's id varies: sized for a 4-digit one)
 _PUSH_SHAPE = {"push": "event", "table": "t0", "pad": ""}
@@ -159,11 +164,32 @@ class Baseline:
             await stream.aclose()
 
 
-async def _run(port: int, baseline: Baseline) -> None:
+async def echo(stream: trio.SocketStream) -> None:
+    """``--echo``: answer each line with ``{"id": I, "ok": true}`` from this one task."""
+    framer = LineBuffer(MAX_LINE)
+    try:
+        while data := await stream.receive_some(65536):
+            out = []
+            for item in framer.feed(data):
+                rid = None
+                if not isinstance(item, LineTooLong):
+                    with contextlib.suppress(orjson.JSONDecodeError, AttributeError):
+                        rid = orjson.loads(item).get("id")
+                # kept: the last reply stays referenced while the task waits, and orjson's
+                # output holds 4 KiB whatever its length (see protocol.framing.kept)
+                out.append(kept(orjson.dumps({"id": rid, "ok": True}) + b"\n"))
+            if out:
+                await stream.send_all(b"".join(out))
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    finally:
+        await stream.aclose()
+
+
+async def _run(port: int, baseline: Baseline | None) -> None:
+    handler = baseline.serve if baseline is not None else echo
     async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(
-            partial(trio.serve_tcp, baseline.serve, port, host="127.0.0.1")
-        )
+        listeners = await nursery.start(partial(trio.serve_tcp, handler, port, host="127.0.0.1"))
         bound = listeners[0].socket.getsockname()[1]
         sys.stderr.write(orjson.dumps({"event": "listening", "port": bound}).decode() + "\n")
         sys.stderr.flush()
@@ -175,9 +201,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--lines", type=float, default=1.0, help="lines per request, on average")
     p.add_argument("--line-bytes", type=int, default=100, help="bytes per line, newline included")
+    p.add_argument(
+        "--echo",
+        action="store_true",
+        help="one task per connection answering each line itself (for bench --idle)",
+    )
     args = p.parse_args(argv)
     try:
-        trio.run(_run, args.port, Baseline(args.lines, args.line_bytes))
+        trio.run(_run, args.port, None if args.echo else Baseline(args.lines, args.line_bytes))
     except KeyboardInterrupt:
         return 130
     return 0

@@ -242,17 +242,43 @@ def child_pids(pid: int) -> list[int]:
     return sorted(set(out))
 
 
+_KEPT_EVENTS = frozenset({"gc_pauses", "gc_frozen"})
+"""Log events of a server the bench keeps (the last of each), read by :func:`server_events`."""
+
+_drains: dict[int, tuple[threading.Thread, dict[str, dict[str, Any]]]] = {}
+
+
 def _drain_in_thread(proc: subprocess.Popen[bytes], seen: _Seen | None = None) -> None:
-    """Read and drop the rest of the process's stderr in a thread (counting its
-    ``hosts_seen`` lines in ``seen``, if given)."""
+    """Read the rest of the process's stderr in a thread, keeping only the JSON lines of
+    :data:`_KEPT_EVENTS` (and counting its ``hosts_seen`` lines in ``seen``, if given)."""
+    kept: dict[str, dict[str, Any]] = {}
 
     def drain() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
             if seen is not None:
                 seen.line(line)
+            if b'"gc_' not in line:
+                continue
+            try:
+                msg = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(msg, dict) and msg.get("event") in _KEPT_EVENTS:
+                kept[msg["event"]] = msg
 
-    threading.Thread(target=drain, daemon=True).start()
+    thread = threading.Thread(target=drain, daemon=True)
+    thread.start()
+    _drains[proc.pid] = (thread, kept)
+
+
+def server_events(proc: subprocess.Popen[bytes]) -> dict[str, dict[str, Any]]:
+    """The kept log events (:data:`_KEPT_EVENTS`) of a server stopped by :func:`_stop`, by
+    event name (its last line of each); empty if it logged none."""
+    thread, kept = _drains.pop(proc.pid, (None, {}))
+    if thread is not None:
+        thread.join(timeout=10)
+    return kept
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -788,6 +814,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="start the host as serve --workers N on the --store database (one port; the"
         " kernel spreads the connections); the CPU of every process is summed",
     )
+    p.add_argument(
+        "--idle",
+        type=int,
+        metavar="N",
+        help="measure idle connections instead: the host's resident memory growth per"
+        " connection for N connections that sent hello and stay silent, beside a bare trio"
+        " server's",
+    )
     p.add_argument("--json", action="store_true", help="print only one JSON object")
     from tools import stall
 
@@ -803,6 +837,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """
     if args.restart is not None:
         return run_restart(args)
+    if getattr(args, "idle", None) is not None:
+        from tools import idle
+
+        return idle.run(args)
     if args.sessions < 1 or args.seats < 1:
         raise ValueError("--sessions and --seats must be at least 1")
     if args.seconds is not None and not args.seconds > 0:
@@ -870,6 +908,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             for proc in procs:
                 _stop(proc)
+        events = [server_events(p) for p in procs]
+        if events:  # the collector of the first host started (each host logs its own)
+            result.update(_gc_figures(events[0]))
     if args.baseline:
         lines = result["lines_per_action"] or 1.0
         line_bytes = round(result["bytes_per_line"] or 100)
@@ -898,6 +939,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _gc_figures(events: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The host's collector figures from its ``gc_pauses`` line (see
+    :mod:`host.net.collector`): ``gc_collections`` and ``gc_longest_ms`` by generation,
+    ``gc_max_ms`` (the longest pause of any), ``gc_total_ms`` (all pauses added up), the same
+    in the collecting thread's CPU time (``gc_cpu_longest_ms``, ``gc_cpu_max_ms``,
+    ``gc_cpu_total_ms``: what the collector itself cost, without the waits for a core),
+    ``gc_slow`` and ``gc_cpu_slow`` (collections over 10 ms, wall clock and CPU), ``gc_full_ms``
+    (each full collection a tuned host made because frozen objects piled up),
+    ``gc_thresholds``, ``gc_frozen`` (objects frozen after loading); empty without the line."""
+    p = events.get("gc_pauses")
+    if p is None:
+        return {}
+    return {
+        "gc_collections": p.get("collections"),
+        "gc_longest_ms": p.get("longest_ms"),
+        "gc_max_ms": p.get("max_ms"),
+        "gc_total_ms": round(sum(p.get("total_ms") or []), 3),
+        "gc_cpu_longest_ms": p.get("cpu_longest_ms"),
+        "gc_cpu_max_ms": p.get("cpu_max_ms"),
+        "gc_cpu_total_ms": round(sum(p.get("cpu_total_ms") or []), 3),
+        "gc_slow": sum(p.get("slow") or []),
+        "gc_cpu_slow": sum(p.get("cpu_slow") or []),
+        "gc_full_ms": p.get("full_ms"),
+        "gc_thresholds": p.get("thresholds"),
+        "gc_frozen": p.get("frozen"),
+    }
+
+
 def _ms(v: float | None) -> str:
     return "?" if v is None else f"{v:.2f} ms"
 
@@ -905,6 +974,10 @@ def _ms(v: float | None) -> str:
 def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
     if "restart_sessions" in r:
         return _restart_summary(r)
+    if "idle_connections" in r:
+        from tools import idle
+
+        return idle.summary(r)
     clients = r["clients_per_table"]
     lines = [
         f"{args.sessions} concurrent {args.game} sessions ({args.seats} seats,"
@@ -926,6 +999,15 @@ def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
             f"host CPU {r['host_cpu_s']:.2f} s = {_ms(r['host_cpu_per_action_ms'])} per action"
             f" (load generator CPU {r['load_cpu_s']:.2f} s);"
             f" act round trip p99.9 {_ms(r['rtt_p999_ms'])}"
+        )
+    if r.get("gc_max_ms") is not None:
+        n = r["gc_collections"]
+        lines.append(
+            f"host garbage collector (thresholds {r['gc_thresholds']}): {n[0]} / {n[1]} / {n[2]}"
+            f" collections of generations 0 / 1 / 2, longest pause {r['gc_max_ms']:.1f} ms"
+            f" ({r['gc_cpu_max_ms']:.1f} ms of CPU), {r['gc_total_ms']:.0f} ms in all"
+            f" ({r['gc_cpu_total_ms']:.0f} ms of CPU); {r['gc_slow']} over 10 ms"
+            f" ({r['gc_cpu_slow']} by CPU)"
         )
     if r.get("hosts_cpu_s"):
         shares = ", ".join(

@@ -524,7 +524,8 @@ async def _play(args: argparse.Namespace, interrupts: _Interrupts) -> int:
             )
             sid = created["session"]
             args.created = sid
-            print(f"created session {sid} ({args.game}, {seats} seats, {args.bots} bots)")
+            bots = f"{args.bots} bot" + ("" if args.bots == 1 else "s")
+            print(f"created session {sid} ({args.game}, {seats} seats, {bots})")
         interrupts.guarding = True  # a Ctrl-C now waits for the seat's token
         joined = await c.call("join", session=sid, name=args.name, text=True)
         seat = joined["seat"]

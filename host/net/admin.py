@@ -185,12 +185,14 @@ def describe(host: Host, s: Session) -> dict[str, Any]:
     """One session as the admin view lists it: ``session``, ``game``, ``state`` (``waiting``
     for players, ``playing`` or ``ended``), ``seq``, ``driven`` (this host runs its bots and
     timers), ``seats`` (each ``{"seat", "name", "bot", "held", "peer"}`` or ``{"seat",
-    "free": true}``; ``held``: a connection holds it, ``peer``: that connection's address when
-    it is this host's), ``spectators`` and ``connections`` (this host's, playing or watching)."""
+    "free": true}``; ``held``: a connection holds it, as snapshots' ``connected`` say;
+    ``peer``: that connection's address when it is this host's), ``spectators`` and
+    ``connections`` (this host's, playing or watching)."""
     table = s.table
     st = s.state
     subs = table.subs
     conns = getattr(s, "_conns", {})
+    held = table.connected(st)  # by the log, as snapshots say (nobody, once it has ended)
     seats: list[dict[str, Any]] = []
     for i, seat in enumerate(st.seats):
         if seat is None:
@@ -203,7 +205,7 @@ def describe(host: Host, s: Session) -> dict[str, Any]:
                 "seat": i,
                 "name": seat.name,
                 "bot": seat.bot,
-                "held": seat.bot or holder is not None,
+                "held": held[i],
                 "peer": None if conn is None else conn.peer,
             }
         )

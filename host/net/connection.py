@@ -1,4 +1,5 @@
-"""One client connection: a reader (lines to typed requests) and a writer (a bounded outbox).
+"""One client connection: one task reads lines into typed requests; its output is a bounded
+outbox the host's flusher writes.
 
 A :class:`Connection` serves TCP and WebSocket clients alike (``host.net.web`` hands it a
 stream that presents messages as lines). Lobby ops are answered by the host on the reader's
@@ -53,12 +54,20 @@ if TYPE_CHECKING:
     from host.net.session import Session
     from host.table import commands
 
-__all__ = ["KEEPALIVE_COUNT", "KEEPALIVE_INTERVAL", "LINGER_REASONS", "Connection", "set_keepalive"]
+__all__ = [
+    "KEEPALIVE_COUNT",
+    "KEEPALIVE_INTERVAL",
+    "LINGER_REASONS",
+    "Connection",
+    "set_keepalive",
+]
 
 log = structlog.get_logger("gamehost.server")
 
 LINGER_REASONS = frozenset({"idle", "line_timeout"})
 """``closed`` reasons after which the host drains the client's input briefly before closing."""
+
+_NONE: frozenset[Any] = frozenset()
 
 PING = PingPush()
 """The one ``ping`` push (its line is encoded once)."""
@@ -102,7 +111,48 @@ def set_keepalive(sock: Any, idle: float | None) -> bool:
 
 
 class Connection:
-    """One client connection. Implements :class:`host.net.session.Subscriber`."""
+    """One client connection. Implements :class:`host.net.session.Subscriber`.
+
+    One task serves it (:meth:`run`, which reads). What is queued to it (:meth:`send_nowait`)
+    is written by the host's flusher once the task that queued it yields
+    (:meth:`host.net.server.Host.flush_soon`): everything queued meanwhile in one write, so a
+    step that pushes several lines to a connection costs it one system call. Over TCP the
+    flusher writes to the socket without waiting; only what the socket does not take at once
+    (a client that reads slowly) is left to a writer task made for it, which ends once all is
+    written. Over another stream (a WebSocket) that writer task writes every batch. Nothing is
+    allocated for output until there is some: an idle connection is its socket, its task and
+    this object.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_answered",
+        "_cut",
+        "_drained",
+        "_lines",
+        "_mid_send",
+        "_out",
+        "_sock",
+        "_wait",
+        "_waiting",
+        "_writer",
+        "address",
+        "created",
+        "host",
+        "input_ended",
+        "dead",
+        "key",
+        "liveness",
+        "outbox",
+        "outbox_bytes",
+        "peer",
+        "queued",
+        "queued_peak",
+        "reason",
+        "roles",
+        "sessions",
+        "stream",
+    )
 
     def __init__(
         self,
@@ -118,23 +168,33 @@ class Connection:
         self.peer = peer
         self.key = key
         self.address = peer.rpartition(":")[0] or peer  # the IP, without the port
-        self._send, self._recv = trio.open_memory_channel[bytes](outbox)
+        self.outbox = outbox
         self.outbox_bytes = outbox_bytes
+        self._out: list[bytes] | None = None  # lines queued, not handed to a write yet
+        self._lines = 0  # how many (a chunk of send_many counts as one)
         self.queued = 0  # bytes queued and not yet written to the socket
         self.queued_peak = 0
-        self.created: set[str] = set()  # ids of sessions this connection created, not started
-        # the sessions it joined, watched or resumed (told when it goes); weak: a session that
-        # leaves the host's memory leaves this set too, so a long-lived connection holds none
-        self.sessions: weakref.WeakSet[Session] = weakref.WeakSet()
+        # the socket to write to without waiting (TCP); None: every write is the writer task's
+        self._sock: Any = (
+            getattr(stream.socket, "_sock", None) if type(stream) is trio.SocketStream else None
+        )
+        self._writer: trio.CancelScope | None = None  # the writer task's, while it runs
+        self._drained: trio.Event | None = None  # set when the writer task ends, if awaited
+        # ids of sessions this connection created, not started: a new set each time they
+        # change (rarely), none until then
+        self.created: frozenset[str] | set[str] = _NONE
+        # the sessions it joined, watched or resumed (told when it goes), made on the first
+        # (:meth:`joined`); weak: a session that leaves the host's memory leaves this set too,
+        # so a long-lived connection holds none
+        self.sessions: frozenset[Session] | weakref.WeakSet[Session] = _NONE
         self.roles: dict[str, int | None] = {}  # session id -> seat played (None: watched)
         self.input_ended = False  # the client closed its sending side
-        self.dead = False
+        self.dead = False  # takes nothing more to send (closing, or cut)
+        self._cut = False  # killed: nothing more is written
         self.reason: str | None = None
-        self.scope = trio.CancelScope()
-        self._mid_send = False
+        self._mid_send = False  # a write of part of a line is under way (or was cut)
         self._waiting = 0  # requests submitted to sessions and not answered yet
-        self._answered = trio.Event()
-        self._answered.set()
+        self._answered: trio.Event | None = None  # made while requests wait, set when answered
         self._wait: trio.CancelScope | None = None  # the reader's wait for input, while it waits
         if hasattr(stream, "on_pong"):  # a WebSocket: a Pong answers a ping as a line does
             stream.on_pong = self._rearm
@@ -148,24 +208,30 @@ class Connection:
     def __hash__(self) -> int:
         return id(self)
 
+    # -- output ---------------------------------------------------------------------------------
     def send_nowait(self, line: bytes) -> bool:
-        """Queue a line for the writer; past ``outbox`` lines or ``outbox_bytes`` bytes queued,
-        drop the connection as ``slow_consumer`` (False)."""
+        """Queue a line (written with the rest of the batch, see the class docstring); past
+        ``outbox`` lines or ``outbox_bytes`` bytes queued and not written, drop the connection
+        as ``slow_consumer`` (False)."""
         if self.dead:
             return False
-        try:
-            if self.queued + len(line) > self.outbox_bytes:
-                raise trio.WouldBlock
-            self._send.send_nowait(line)
-            self.queued += len(line)
-            self.queued_peak = max(self.queued_peak, self.queued)
-            return True
-        except trio.WouldBlock:
+        size = len(line)
+        if self.queued + size > self.outbox_bytes or self._lines >= self.outbox:
             log.warning("slow_consumer_dropped", peer=self.peer)
             self.kill("slow_consumer")
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            self.dead = True
-        return False
+            return False
+        out = self._out
+        if out is None:
+            self._out = [line]
+            if self._writer is None:
+                self.host.flush_soon(self)
+        else:
+            out.append(line)
+        self._lines += 1
+        self.queued += size
+        if self.queued > self.queued_peak:
+            self.queued_peak = self.queued
+        return True
 
     def send(self, push: Push) -> bool:
         """Queue a push (encoded here: the only place besides :meth:`answer` where host
@@ -176,6 +242,63 @@ class Connection:
         """Queue pushes as one chunk (one line of the ``outbox`` budget, all their bytes of
         ``outbox_bytes``); False as :meth:`send_nowait`."""
         return self.send_nowait(b"".join([p.line() for p in pushes]))
+
+    def flush(self) -> None:
+        """Write what is queued (the host's flusher calls this): over TCP straight to the
+        socket, without waiting; whatever it does not take, and everything over another
+        stream, goes to a writer task. A socket that fails closes the connection (``gone``)."""
+        out = self._out
+        if out is None or self._writer is not None or self._cut:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        self._out = None
+        self._lines = 0
+        sent = 0
+        if self._sock is not None:
+            try:
+                sent = self._sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                self.kill("gone")
+                return
+            self.queued -= sent
+            if sent == len(data):
+                return
+            data = data[sent:]
+            self._mid_send = sent > 0
+        self._writer = scope = trio.CancelScope()
+        self.host.nursery.start_soon(self._write, scope, data)
+
+    async def _write(self, scope: trio.CancelScope, data: bytes) -> None:
+        """The writer task: send ``data``, then whatever was queued meanwhile, until nothing is
+        left (or the connection is cut)."""
+        try:
+            with scope:
+                while True:
+                    self._mid_send = True
+                    await self.stream.send_all(data)
+                    self._mid_send = False
+                    self.queued -= len(data)
+                    out = self._out
+                    if out is None:
+                        break
+                    data = out[0] if len(out) == 1 else b"".join(out)
+                    self._out = None
+                    self._lines = 0
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            self.kill("gone")
+        finally:
+            self._writer = None
+            if self._drained is not None:
+                self._drained.set()
+
+    async def _drain(self) -> None:
+        """Wait until everything queued is written (within the caller's deadline)."""
+        self.flush()
+        if self._writer is not None:
+            self._drained = trio.Event()
+            await self._drained.wait()
 
     def answer(self, rid: Any, outcome: Outcome) -> None:
         """Queue the reply to request ``rid``: ``outcome``, a result or :class:`Refused`.
@@ -195,6 +318,14 @@ class Connection:
                 line = encode_reply(None, internal)
         self.send_nowait(line)
 
+    # -- requests ---------------------------------------------------------------------------------
+    def joined(self, session: Session) -> None:
+        """Remember ``session`` (this connection joined, watched or resumed it): it is told
+        when the connection goes (:meth:`Session.drop`)."""
+        if not isinstance(self.sessions, weakref.WeakSet):
+            self.sessions = weakref.WeakSet()
+        self.sessions.add(session)
+
     def submit(self, session: Session, rid: Any, command: commands.Command) -> None:
         """Hand a command to a session's driver, which answers it (see :meth:`Session.submit`).
 
@@ -203,45 +334,58 @@ class Connection:
         """
         session.submit(self, rid, command)
         if not self._waiting:
-            self._answered = trio.Event()
+            self._answered = None
         self._waiting += 1
 
     def settled(self) -> None:
         """A session answered one of this connection's requests."""
         self._waiting -= 1
-        if not self._waiting:
+        if not self._waiting and self._answered is not None:
             self._answered.set()
 
+    # -- the end ----------------------------------------------------------------------------------
     def kill(self, reason: str) -> None:
-        """Hang up now (the writer stops; a ``closed`` push is attempted)."""
+        """Hang up now (nothing queued is written; a ``closed`` push is attempted)."""
         self.dead = True
+        self._cut = True
         self.reason = reason
-        self.scope.cancel()
+        self._out = None
+        self._lines = 0
+        self.queued = 0
+        self._rearm()  # what the task waits for ends (a request being handled ends first)
+        if self._writer is not None:
+            self._writer.cancel()
 
     def close_gracefully(self, reason: str) -> None:
-        """Queue a ``closed`` push and let the writer drain, then hang up."""
+        """Queue a ``closed`` push, let everything queued be written, then hang up."""
         if not self.dead:
             self.send(ClosedPush(reason))
             self.dead = True
             self.reason = reason
-            self._send.close()
+            self._rearm()  # the reader stops; run() then waits for the output to go
 
     async def run(self) -> None:
         """Serve the connection until EOF, a kill, or shutdown."""
         structlog.contextvars.bind_contextvars(peer=self.peer)
         log.info("connected")
         try:
-            with self.scope:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._writer)
-                    await self._reader()
-                    if not self.dead:
-                        # the client closed its side: answer what it asked first (at most 5 s)
-                        with trio.move_on_after(5):
-                            await self._answered.wait()
-                        self._send.close()
-            if self.reason in LINGER_REASONS:
-                with trio.move_on_after(1):
+            await self._reader()
+            if not self.dead:
+                # the client closed its side: answer what it asked first (at most 5 s)
+                # (a session attaching or detaching it meanwhile only wakes the wait; a kill or
+                # a close ends it)
+                deadline = trio.current_time() + 5
+                while self._waiting and not self.dead and trio.current_time() < deadline:
+                    self._answered = self._answered or trio.Event()
+                    with trio.move_on_at(deadline) as self._wait:
+                        await self._answered.wait()
+                self.dead = True
+            if not self._cut:  # closed: what is queued is written first (at most 5 s: a
+                # client that does not read either must not hold the connection open)
+                with trio.move_on_after(5) as self._wait:
+                    await self._drain()
+            if self.reason in LINGER_REASONS and not self._cut:
+                with trio.move_on_after(1) as self._wait:
                     await self._linger()
             if self.reason == "slow_consumer" and not self._mid_send:
                 # best effort: a send cut off by the kill leaves the stream unusable
@@ -251,6 +395,10 @@ class Connection:
             pass
         finally:
             self.dead = True
+            if self._writer is not None:
+                self._writer.cancel()
+            if hasattr(self.stream, "on_pong"):
+                self.stream.on_pong = None  # no cycle left between the stream and this
             for session in list(self.sessions):
                 session.drop(self)
             self.host.forget(self)
@@ -271,31 +419,6 @@ class Connection:
         except (trio.BrokenResourceError, trio.ClosedResourceError, AttributeError, OSError):
             pass
 
-    async def _writer(self) -> None:
-        try:
-            async with self._recv:
-                async for line in self._recv:
-                    # coalesce what is queued already into one send (fewer syscalls)
-                    chunk = [line]
-                    size = len(line)
-                    while size < 256 * 1024:
-                        try:
-                            more = self._recv.receive_nowait()
-                        except (trio.WouldBlock, trio.EndOfChannel):
-                            break
-                        chunk.append(more)
-                        size += len(more)
-                    if self.scope.cancel_called:  # killed: what is queued is not sent
-                        break
-                    self._mid_send = True
-                    await self.stream.send_all(b"".join(chunk) if len(chunk) > 1 else line)
-                    self._mid_send = False
-                    self.queued -= size
-            if self.dead:  # closed gracefully: everything queued is sent, stop reading too
-                self.scope.cancel()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self.kill("gone")
-
     def attached(self, session: str, viewer: int | None) -> None:
         """A session took this connection as ``viewer`` (a seat, or None: a spectator)."""
         self.roles[session] = viewer
@@ -305,12 +428,6 @@ class Connection:
         """A session no longer counts this connection as playing or watching it."""
         self.roles.pop(session, None)
         self._rearm()
-
-    def _rearm(self) -> None:
-        """Have the reader work out its deadline again (its roles changed, and with them
-        whether silence is idleness or calls for a ping; or a Pong answered its ping)."""
-        if self._wait is not None:
-            self._wait.cancel()
 
     @property
     def closing(self) -> bool:
@@ -333,11 +450,46 @@ class Connection:
         its last Pong."""
         return max(last_line, getattr(self.stream, "last_pong", -math.inf))
 
+    def _rearm(self) -> None:
+        """End what the task waits for now: the reader then works out its deadline again (its
+        roles changed, and with them whether silence is idleness or calls for a ping; or a Pong
+        answered its ping), or sees that the connection is closing."""
+        if self._wait is not None:
+            self._wait.cancel()
+
     def _timed_out(self, reason: str) -> None:
         log.info("connection_timed_out", reason=reason)
         self.close_gracefully(reason)
-        # a client that does not read either must not hold the connection open
-        self.scope.deadline = min(self.scope.deadline, trio.current_time() + 5)
+
+    async def _receive(self) -> bytes:
+        """The next bytes from the client (empty at the end of its input). A TCP socket is read
+        directly, and a read that finds nothing waits until the socket is readable: a
+        connection waiting for input holds one short chain of frames (trio's ``receive_some``
+        holds three more).
+
+        Raises:
+            trio.BrokenResourceError: the socket failed. trio.ClosedResourceError: it was
+                closed meanwhile.
+        """
+        sock = self._sock
+        if sock is None:
+            return await self.stream.receive_some(65536)
+        while True:
+            try:
+                data = sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                data = None  # wait outside the handler: the exception is not kept while it waits
+            except OSError as exc:
+                if sock.fileno() < 0:
+                    raise trio.ClosedResourceError from None
+                raise trio.BrokenResourceError(exc) from exc
+            if data is None:
+                await trio.lowlevel.wait_readable(sock)
+                continue
+            # a read that found data at once still lets the other tasks run (a client sending
+            # without pause must not starve them), and is not undone by a cancellation
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return data
 
     async def _reader(self) -> None:
         framer = LineBuffer(MAX_LINE)
@@ -356,14 +508,14 @@ class Connection:
             with trio.move_on_at(deadline) as waited:
                 self._wait = waited  # attached/detached cancel it: the deadline is worked out anew
                 try:
-                    data = await self.stream.receive_some(65536)
+                    data = await self._receive()
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     self.input_ended = True  # reset: nothing more comes in
                     return
                 finally:
                     self._wait = None
             if waited.cancelled_caught:
-                if trio.current_time() < deadline:  # woken: roles changed, or a Pong came
+                if trio.current_time() < deadline:  # woken: roles changed, a Pong, a close
                     continue
                 if reason == "ping":
                     rules.pinged = trio.current_time()
@@ -384,7 +536,8 @@ class Connection:
                 data = b"\n" if framer.pending else b""
                 if not data:
                     return
-            for item in framer.feed(data):
+            items = framer.feed(data)
+            for item in items:
                 if self.dead:
                     return
                 if isinstance(item, LineTooLong):
@@ -396,7 +549,8 @@ class Connection:
                     )
                     continue
                 await self._handle(item)
-                await trio.lowlevel.checkpoint()  # one busy client must not starve the others
+                if len(items) > 1:
+                    await trio.lowlevel.checkpoint()  # one busy client must not starve others
             # timed from when the lines were handled, not from when they came
             now = trio.current_time()
             if ended:

@@ -30,7 +30,7 @@ Limits, so that no client can exhaust the host (all in :class:`HostConfig`):
   not hold its seat; every accepted socket has TCP keepalive (``keepalive``), which finds a dead
   network path (see :mod:`host.net.connection`).
 - memory: every connection's queued outbound bytes are counted from the moment a line is queued
-  until the writer has sent it; past ``outbox_bytes`` (or ``outbox`` lines) the connection is
+  until it is written to the socket; past ``outbox_bytes`` (or ``outbox`` lines) the connection is
   dropped as ``slow_consumer``. The budget is strict: a ``resume`` whose missed events alone pass
   it drops the connection too (a client resumes with a recent ``after``, or none: the snapshot).
 - ``create``: a token bucket per peer address (``create_burst`` tokens, ``create_rate`` more per
@@ -407,6 +407,10 @@ class Host:
         there when it leaves memory, whoever created it (see ``_run_session``)."""
         self.sessions: dict[str, Session] = {}
         self.connections: set[Connection] = set()
+        self._dirty: list[Connection] = []  # connections with output to write (flush_soon)
+        self._flusher: Any = None  # the flusher's task while it waits for work
+        self._flusher_started = False
+        self._flusher_stopped = False  # no connection is left: the flusher ends
         self.shutdown = trio.Event()
         self._games: GamesResult | None = None
         self._conns_changed = trio.Event()
@@ -456,6 +460,45 @@ class Host:
         ):
             return
         self.nursery.start_soon(self._live_session, sid)
+
+    def flush_soon(self, conn: Connection) -> None:
+        """``conn`` has output queued: the flusher writes it, with every other connection's,
+        once the running task yields, so a batch of pushes costs each connection one write
+        (:meth:`Connection.flush`)."""
+        self._dirty.append(conn)
+        if self._flusher is not None:
+            task, self._flusher = self._flusher, None
+            trio.lowlevel.reschedule(task)
+        elif not self._flusher_started:
+            self._flusher_started = True
+            self.nursery.start_soon(self._flush_loop)
+
+    async def _flush_loop(self) -> None:
+        """The flusher: writes the output of every connection :meth:`flush_soon` names, then
+        waits for more (without a timer or an event: :meth:`flush_soon` wakes it)."""
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            self._flusher = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        while True:
+            if not self._dirty:
+                if self._flusher_stopped:
+                    return
+                self._flusher = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(abort)
+            dirty, self._dirty = self._dirty, []
+            for conn in dirty:
+                conn.flush()
+            await trio.lowlevel.checkpoint()
+
+    def stop_flushing(self) -> None:
+        """Every connection has ended: the flusher ends once it has written what it holds
+        (so the session drivers' nursery does not wait for it)."""
+        self._flusher_stopped = True
+        if self._flusher is not None:
+            task, self._flusher = self._flusher, None
+            trio.lowlevel.reschedule(task)
 
     def now(self) -> float:
         """The host clock: seconds since the epoch (follows trio's clock, so a test's
@@ -806,7 +849,7 @@ class Host:
             made = await self.create(
                 conn, req.id, p.game, p.options, p.seats, p.bots, p.turn_timeout
             )
-            conn.created.add(made.id)
+            conn.created = {*conn.created, made.id}  # a new set: most connections share none
             self.lobby.created(conn.address, made.id)
             return None
         if req.op in replayops.OPS:  # log, replay, verify, fork: read the log, not the driver
@@ -829,7 +872,7 @@ class Host:
             return None
         command = _command(req)
         if isinstance(command, commands.Join | commands.Watch | commands.Resume):
-            conn.sessions.add(session)
+            conn.joined(session)
         conn.submit(session, req.id, command)
         return None
 
@@ -1469,6 +1512,7 @@ async def run_host(
                     with trio.move_on_after(1):
                         await host.wait_disconnected()
                     conns.cancel_scope.cancel()
+                host.stop_flushing()
                 for session in host.sessions.values():
                     session.close()
                 sessions.cancel_scope.deadline = trio.current_time() + config.grace

@@ -673,6 +673,7 @@ class Session:
                 if self.metrics is not None:
                     self.metrics.append_conflicts += 1
                 races += 1
+                step.then = None  # decided again below: its closure (which holds it) goes
                 try:
                     await self._follow(reopen=True)
                 except ProtocolError as exc:

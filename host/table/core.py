@@ -1020,9 +1020,12 @@ class Table:
         self._now = step.time if now is None else now
         self._apply(step.records, step.states, step.time)
         out: list[Effect] = []
+        # the closure refers to the step: unhooked first, so no cycle outlives the commit (the
+        # step, its records and states are then freed by reference counting, not the collector)
+        then, step.then = step.then, None
         try:
-            if step.then is not None:
-                step.then(out)
+            if then is not None:
+                then(out)
         except BudgetExceeded as exc:  # the records are durable: the effects made so far go
             log.error("game_budget_exceeded", session=self.id, fault=exc.what, step="publish")
             self.overran(exc.what)
@@ -1041,6 +1044,7 @@ class Table:
     def failed(self, step: Step) -> list[Effect]:
         """``step``'s append failed (the store could not write): the requester, if any, is
         answered ``unavailable``; nothing changes."""
+        step.then = None  # the closure refers to the step: no cycle left behind
         if step.conn is None:
             return []
         why = Refused(ErrorCode.UNAVAILABLE, "the session's log could not be written; retry")
@@ -1048,6 +1052,7 @@ class Table:
 
     def conflicted(self, step: Step) -> list[Effect]:
         """``step`` lost the race for its seq twice (other hosts keep appending)."""
+        step.then = None  # the closure refers to the step: no cycle left behind
         if step.conn is None:
             return []
         err = ProtocolError(

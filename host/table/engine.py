@@ -104,6 +104,7 @@ from host.game import (
 from host.plugins.budget import BudgetExceeded
 from host.plugins.codec import GameCodec
 from host.plugins.faults import GameFault, game_error
+from protocol.framing import kept
 
 LOG_FORMAT = 1
 PRESENCE = frozenset({"seat_held", "seat_released"})
@@ -354,7 +355,7 @@ class Engine:
         codec = self.codec
         try:
             wire = codec.event_to_wire(obj) if is_event else codec.action_to_wire(obj)
-            text = orjson.dumps(wire)
+            text = kept(orjson.dumps(wire))  # kept: in a table's tail and the checked set
         except BaseException as exc:
             raise self._fault(seq, f"writing the {kind} {tag_of(cls)!r} ({obj!r})", exc) from exc
         key: tuple[Any, bytes] | None = (obj, text)

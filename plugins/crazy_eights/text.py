@@ -42,7 +42,7 @@ def describe(action: dict[str, Any]) -> str:
 def render(view: dict[str, Any], viewer: int | None) -> str:
     """A multi-line table: match state, discard, hands, the viewer's hand and the last deal."""
     lines: list[str] = []
-    mode = "countdown" if view.get("countdown") else f"to {view.get('target')} points"
+    mode = "countdown" if view.get("countdown") else f"to {_n(view.get('target'), 'point')}"
     lines.append(
         f"Crazy Eights, deal {view.get('deal')} ({mode}), dealer seat {view.get('dealer')}"
     )

@@ -32,3 +32,23 @@ def test_over_long_line_arriving_whole_is_refused():
 def test_line_of_exactly_the_limit_is_kept():
     b = LineBuffer(max_line=10)
     assert b.feed(b"x" * 10 + b"\n") == [b"x" * 10]
+
+
+def test_a_kept_line_holds_only_its_own_bytes():
+    """orjson leaves its whole output buffer (4 KiB) behind each result; a kept copy does not."""
+    import tracemalloc
+
+    import orjson
+
+    from protocol.framing import kept
+
+    tracemalloc.start()
+    try:
+        line = orjson.dumps({"push": "turn", "session": "s", "seq": 1, "seat": 0, "legal": []})
+        made = tracemalloc.get_traced_memory()[0]
+        copy = kept(line)
+        grown = tracemalloc.get_traced_memory()[0] - made
+    finally:
+        tracemalloc.stop()
+    assert copy == line and copy is not line
+    assert grown < 256 <= made  # what orjson holds vs the copy's header and bytes

@@ -14,6 +14,7 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
+from host.net.collector import DEFAULT_THRESHOLDS, THRESHOLDS
 from host.plugins.registry import load_registry
 from tools.baseline import Baseline
 from tools.bench import CountingStream, Counts, _progress, cpu_seconds, percentile
@@ -58,6 +59,11 @@ def assert_host_figures(r: dict, sessions: int, seconds: float) -> None:
     assert r["lines_per_action"] >= 1
     assert r["bytes_per_line"] > len(b"{}\n")
     assert r["request_bytes"] > len(b'{"id":1,"op":"act"}\n')
+    # the host's collector, from its gc_pauses line at exit (tuned by default)
+    assert len(r["gc_collections"]) == len(r["gc_longest_ms"]) == 3
+    assert r["gc_max_ms"] == max(r["gc_longest_ms"]) and r["gc_cpu_max_ms"] >= 0
+    assert r["gc_total_ms"] >= r["gc_max_ms"]
+    assert r["gc_thresholds"] == list(THRESHOLDS) and r["gc_frozen"] > 0
 
 
 def assert_baseline_figures(r: dict) -> None:
@@ -106,6 +112,13 @@ def test_bench_all_clients_plays_every_seat_over_tcp():
     # an action is pushed to all four seats: at least four lines per action
     assert r["lines_per_action"] >= 4
     assert_baseline_figures(r)
+
+
+@needs_crazy_eights
+def test_bench_of_a_host_with_the_interpreters_collector_reports_its_pauses_too():
+    r = bench_json("--sessions", "2", "--seconds", "1", "--serve-arg=--gc=default")
+    assert r["gc_thresholds"] == list(DEFAULT_THRESHOLDS)
+    assert sum(r["gc_collections"]) > 0 and r["gc_max_ms"] == max(r["gc_longest_ms"])
 
 
 @needs_crazy_eights
@@ -305,3 +318,21 @@ def test_the_stall_bench_reports_its_figures_for_a_small_log():
     assert loaded["page_s"]["n"] >= 1  # pages answered while the rest ran
     assert set(loaded["broken_tables"]) <= {"stall-loop", "stall-hog"}
     assert r["workers"] >= 0 and r["peak_rss_mib"] > 0 and r["first_answer_s"] > 0
+
+
+def test_bench_idle_reports_the_memory_each_idle_connection_costs_host_and_bare_server():
+    r = bench_json("--idle", "50")
+    assert r["idle_connections"] == 50
+    for prefix in ("idle", "bare_idle"):
+        before, after = r[f"{prefix}_rss_before_mib"], r[f"{prefix}_rss_after_mib"]
+        assert before > 0 and after > 0
+        # the figure is the growth over the connections opened, in KiB
+        assert r[f"{prefix}_kib_per_connection"] == pytest.approx((after - before) * 1024 / 50)
+        assert r[f"{prefix}_open_s"] > 0
+
+
+def test_bench_idle_refuses_fewer_than_one_connection():
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.cli", "bench", "--idle", "0"], capture_output=True
+    )
+    assert done.returncode != 0 and b"--idle must be at least 1" in done.stderr

@@ -114,10 +114,12 @@ def test_a_plugin_whose_game_is_installed_is_one_error_line(tmp_path, capsys, mo
     module, or one that does not import: one ``gamehost serve: error:`` line, exit status 2."""
     monkeypatch.setattr("host.cli.logs.configure", lambda *args, **kw: None)
     (tmp_path / "dup_c8_plugin.py").write_text(DUPLICATE)
+    (tmp_path / "hookless_plugin.py").write_text("def gamehost_register_games():\n    return []\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     data = str(tmp_path / "data")
     for module, says in (
         ("dup_c8_plugin", "game id 'crazy-eights' is registered twice"),
+        ("hookless_plugin", "hookless_plugin registers no games"),
         ("plugins.crazy_eights", "a plugin module is loaded twice"),
         ("no_such_plugin_module", "No module named 'no_such_plugin_module'"),
     ):
@@ -162,8 +164,9 @@ def test_serve_starts_without_importing_the_tools():
 def test_the_liveness_flags_reach_the_host_config(argv, expected, tmp_path, monkeypatch):
     """``--keepalive``, ``--ping-after`` and ``--ping-timeout`` (0: off, None in the config)."""
     monkeypatch.setattr("host.cli.logs.configure", lambda *args, **kw: None)
+    monkeypatch.setattr("host.cli.collector.tune", lambda mode: None)  # not this process's
     ran = []
-    monkeypatch.setattr("host.cli.trio.run", lambda fn, config, registry: ran.append(config))
+    monkeypatch.setattr("host.cli.trio.run", lambda fn, config, *rest: ran.append(config))
     assert main(["serve", "--port", "0", "--data-dir", str(tmp_path), *argv]) == 0
     (config,) = ran
     assert (config.keepalive, config.ping_after, config.ping_timeout) == expected

@@ -162,7 +162,7 @@ async def test_by_default_every_seat_but_yours_is_a_bot(tmp_path, nursery, capsy
     assert await play.play(args) == 0
     out = capsys.readouterr().out
     seats, bots = want
-    assert f"(crazy-eights, {seats} seats, {bots} bots)" in out
+    assert f"(crazy-eights, {seats} seats, {bots} bot{'' if bots == 1 else 's'})" in out
     assert "=== Game over ===" in out
     running.host.request_shutdown()
 
