@@ -37,6 +37,8 @@ shape
                                                                  own code)
 ``OptionError``                             ``bad_option``       a session option value (with
                                                                  ``option``)
+``UndoRefused``                             ``cannot_undo``      an ``undo`` or ``undo_answer``
+                                                                 refused (with ``reason``)
 ==========================================  ===================
 ======================================
 
@@ -72,6 +74,7 @@ __all__ = [
     "OptionError",
     "SeatError",
     "SeatTaken",
+    "UndoRefused",
 ]
 
 NOT_YOUR_TURN = "not_your_turn"
@@ -199,3 +202,22 @@ class OptionError(GamehostError, ValueError):
     def reply(self) -> tuple[str, str, dict[str, Any]]:
         """``("bad_option", "<option>: <message>", {"option": option})``."""
         return self.code, str(self), {"option": self.option}
+
+
+# -- undo ----------------------------------------------------------------------------------------
+class UndoRefused(GamehostError):
+    """A request to take back an action (``undo``), or an answer to one (``undo_answer``), that
+    cannot be granted now. It changes nothing.
+
+    Args:
+        reason: a stable snake_case code (PROTOCOL.md, "Undo by consent"): ``nothing_to_undo``,
+            ``acted_since``, ``timed_out``, ``not_undoable``, ``pending``, ``no_request`` or
+            ``not_asked``.
+        message: a sentence for people.
+    """
+
+    code: ClassVar[str] = "cannot_undo"
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message, reason=reason)
+        self.reason = reason

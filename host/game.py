@@ -30,6 +30,12 @@ Optional members:
 ``check_options(options, seats)``  cross-field option rules; raises :class:`OptionError`
 ``upcast(event, version)``         turns an event dict written by an older event schema into the
                                    current shape
+``undoable(state, seat, action,    whether ``seat`` may take back ``action`` by consent (its last
+events) -> bool``                  action, taken in ``state``, which caused ``events``); default:
+                                   nothing may be. True only when the events showed nothing hidden
+                                   and drew nothing random (no card drawn, dealt or turned): the
+                                   host then restores ``state`` exactly, and what everyone saw of
+                                   the action itself stays seen
 ``render(view, viewer) -> str``    the terminal table for ``gamehost play`` and ``gamehost replay
                                    --at``: multi-line text of a view *in wire form* (the JSON the
                                    client received, not the attrs value), for ``viewer`` (a seat

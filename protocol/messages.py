@@ -85,6 +85,7 @@ class ErrorCode(enum.StrEnum):
     UNAVAILABLE = "unavailable"
     RECORDS_LOST = "records_lost"
     HIDDEN = "hidden"
+    CANNOT_UNDO = "cannot_undo"
     GAME_FAULTED = "game_faulted"
     INTERNAL = "internal"
 
@@ -211,6 +212,14 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
         "a replay op (`log`, `replay`, `verify`'s explanation, `fork`) asked for what its"
         " connection may not see: a seat's view without that seat's token, or the full truth"
         ' of a session that is still live or whose game keeps its seed (see "Replay ops")'
+    ),
+    ErrorCode.CANNOT_UNDO: ErrorSpec(
+        '`undo` or `undo_answer` refused; nothing changed (see "Undo by consent")',
+        {
+            "reason": "why: `nothing_to_undo`, `acted_since`, `timed_out`, `not_undoable`,"
+            " `pending` (for `undo`), `no_request` or `not_asked` (for `undo_answer`)"
+        },
+        types={"reason": str},
     ),
     ErrorCode.GAME_FAULTED: ErrorSpec(
         "the session's game faulted (its code raised, ran past its time or memory budget, or"
@@ -430,6 +439,22 @@ class Act:
 
 
 @attrs.frozen
+class Undo:
+    """Ask to take back the last action of the seat this connection holds (the other human
+    seats must agree; see PROTOCOL.md, "Undo by consent")."""
+
+    session: str = _p(_SESSION)
+
+
+@attrs.frozen
+class UndoAnswer:
+    """Answer the request to take back an action that waits for this connection's seat."""
+
+    session: str = _p(_SESSION)
+    accept: bool = _p("true: agree that it is taken back; false: refuse")
+
+
+@attrs.frozen
 class Leave:
     """Stop playing or watching the session (a seat held is released, and stays its token's)."""
 
@@ -498,6 +523,8 @@ REQUESTS: dict[str, type] = {
     "resume": Resume,
     "view": View,
     "act": Act,
+    "undo": Undo,
+    "undo_answer": UndoAnswer,
     "leave": Leave,
     "ping": Ping,
     "log": Log,

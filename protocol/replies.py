@@ -10,11 +10,13 @@ Messages:
 - :class:`Reply` ``{"id": ..., "ok": ..., ...}``: the answer to one request. Its ``outcome`` is a
   result (``ok: true``, one class per op: :class:`HelloResult`, :class:`GamesResult`,
   :class:`Created`, :class:`SessionsPage`, :class:`Joined`, :class:`Watching`,
-  :class:`Resumed`, :class:`ViewReply`, :class:`Accepted`, :class:`Left`, :class:`Pong`; the
+  :class:`Resumed`, :class:`ViewReply`, :class:`Accepted`, :class:`UndoResult`, :class:`Left`,
+  :class:`Pong`; the
   replay ops' :class:`LogPage`, :class:`ReplayState`, :class:`Verified`, :class:`Forked`) or
   :class:`Refused` (``ok: false``, an error code, its message and extra fields).
 - pushes ``{"push": ..., ...}``: :class:`EventPush`, :class:`TurnPush`, :class:`ViewPush`,
-  :class:`PresencePush`, :class:`EndedPush`, :class:`StalledPush`, :class:`DetachedPush`,
+  :class:`PresencePush`, :class:`UndoAskedPush`, :class:`UndoDonePush`,
+  :class:`UndoRefusedPush`, :class:`EndedPush`, :class:`StalledPush`, :class:`DetachedPush`,
   :class:`ClosedPush`, :class:`PingPush`.
 
 Every class is also the source of its JSON Schema (``protocol.schema``, ``gamehost schema
@@ -42,6 +44,14 @@ from protocol.messages import ErrorCode, Id, ProtocolError, WireError, error_obj
 __all__ = [
     "Accepted",
     "Deadline",
+    "Expiry",
+    "UNDO_REFUSALS",
+    "UNDO_STATUSES",
+    "UndoAskedPush",
+    "UndoDonePush",
+    "UndoRefusedPush",
+    "UndoRequest",
+    "UndoResult",
     "PresencePush",
     "RESULT_TYPES",
     "Timers",
@@ -198,13 +208,71 @@ class Timers:
 
 
 @attrs.frozen
+class Expiry:
+    """When a request to take back an action lapses unanswered (PROTOCOL.md, "Undo by
+    consent")."""
+
+    at: str = _f(
+        "the moment in UTC, to the millisecond (`2026-11-30T10:02:00.123Z`): the time of the"
+        " `undo_asked` record plus 30 seconds, read from the log, so every host gives the same"
+    )
+    seconds_left: float = _f(
+        "seconds from when the host made this message until `at` (0 once it has passed), to"
+        " the millisecond"
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"at": self.at, "seconds_left": self.seconds_left}
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> Expiry:
+        return cls(obj["at"], obj["seconds_left"])
+
+
+@attrs.frozen
+class UndoRequest:
+    """A request to take back an action that waits for answers."""
+
+    seat: int = _f("the seat that asked (it took the action)")
+    action_seq: int = _f("the seq of the `action` record to take back")
+    action: Any = _f("that action, as `act` took it")
+    waiting: list[int] = _f(
+        "the seats whose answer is still awaited (every other human seat at first; host bots"
+        " agree at once): each must accept for the action to be taken back"
+    )
+    expires: Expiry = _f("when the request lapses if some seat has not answered")
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "seat": self.seat,
+            "action_seq": self.action_seq,
+            "action": self.action,
+            "waiting": self.waiting,
+            "expires": self.expires.to_wire(),
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any] | None) -> UndoRequest | None:
+        if obj is None:
+            return None
+        return cls(
+            obj["seat"],
+            obj["action_seq"],
+            obj["action"],
+            obj["waiting"],
+            Expiry.from_wire(obj["expires"]),
+        )
+
+
+@attrs.frozen
 class Snapshot:
     """A session as one viewer sees it now (PROTOCOL.md, "snapshot").
 
     ``outcome``, ``seed`` (hex, or None when the game keeps it secret) and ``aborted`` (the
     host's reason, or None when the game ended it) are sent only once ``ended``; ``aborted``
     only when not None. ``view`` is the game's wire view for this viewer. ``deadline``,
-    ``connected``, ``options`` and ``timers`` come last (they were added after the others).
+    ``connected``, ``options``, ``timers`` and ``undo`` come last (they were added after the
+    others).
     """
 
     session: str = _f("the session id")
@@ -243,6 +311,10 @@ class Snapshot:
         factory=dict,
     )
     timers: Timers = _f("the session's timers", factory=Timers)
+    undo: UndoRequest | None = _f(
+        "the request to take back an action that waits for answers, or null when none does",
+        default=None,
+    )
 
     def to_wire(self) -> dict[str, Any]:
         out = {
@@ -265,6 +337,7 @@ class Snapshot:
         out["connected"] = self.connected
         out["options"] = self.options
         out["timers"] = self.timers.to_wire()
+        out["undo"] = None if self.undo is None else self.undo.to_wire()
         return out
 
     @classmethod
@@ -286,6 +359,7 @@ class Snapshot:
             obj.get("connected", []),
             obj.get("options", {}),
             Timers.from_wire(obj["timers"]) if "timers" in obj else Timers(),
+            UndoRequest.from_wire(obj.get("undo")),
         )
 
 
@@ -584,6 +658,31 @@ class Accepted:
         return cls(obj["seq"])
 
 
+UNDO_STATUSES = ("asked", "done", "refused")
+"""An ``undo`` or ``undo_answer`` result's ``status``."""
+
+
+@attrs.frozen
+class UndoResult:
+    """`undo` and `undo_answer`: the records are durable; where the request stands."""
+
+    seq: int = _f(
+        "the session's last seq after the request's records (their pushes come after this reply)"
+    )
+    status: str = _f(
+        "`asked`: the request waits for other seats' answers; `done`: the action is taken back"
+        " (nobody had to be asked, or this was the last agreement awaited); `refused`: this"
+        " answer refused it"
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"seq": self.seq, "status": self.status}
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> UndoResult:
+        return cls(obj["seq"], obj["status"])
+
+
 @attrs.frozen
 class Left:
     """`leave`: `{"left": true}`."""
@@ -820,6 +919,7 @@ Result = (
     | Resumed
     | ViewReply
     | Accepted
+    | UndoResult
     | Left
     | Pong
     | LogPage
@@ -840,6 +940,8 @@ RESULT_TYPES: dict[str, type[Any]] = {
     "resume": Resumed,
     "view": ViewReply,
     "act": Accepted,
+    "undo": UndoResult,
+    "undo_answer": UndoResult,
     "leave": Left,
     "ping": Pong,
     "log": LogPage,
@@ -917,13 +1019,16 @@ class EventPush(_Push):
     seq: int = _f("the record's seq")
     kind: str = _f(
         "the record's type: `event` (a game event), `action`, `seat_taken`, `seat_held`,"
-        " `seat_released` or `ended`"
+        " `seat_released`, `undo_asked`, `undo_answered`, `undo`, `undo_refused` or `ended`"
     )
     event: Any = _f(
         "the record's body as this viewer may see it: for `event` the game's event (its"
         " shape: `gamehost schema --game ID`, `event`), for `action` `seat` and `action`"
         " (and `timed_out`), for `seat_taken` `seat`, `name` and `bot`, for `seat_held` and"
-        " `seat_released` `seat`, for `ended` `outcome`, `seed` (and `aborted`, `fault`)"
+        " `seat_released` `seat`, for `undo_asked` `seat`, `action_seq`, `action` and"
+        " `waiting`, for `undo_answered` `seat`, `action_seq` and `accept`, for `undo`"
+        " `seat`, `action_seq` and `action`, for `undo_refused` `seat`, `action_seq` and"
+        " `reason`, for `ended` `outcome`, `seed` (and `aborted`, `fault`)"
     )
     text: str | None = _f(
         "the record in words for this viewer (empty: nothing to say); sent only to a"
@@ -1084,6 +1189,92 @@ class PresencePush(_Push):
 
 
 @attrs.frozen
+class UndoAskedPush(_Push):
+    """A seat asks to take back its last action: sent right after the `event` push of each
+    `undo_asked` record (live, and among the records a `resume` catches up on). A seat in
+    `waiting` answers with `undo_answer`."""
+
+    name: ClassVar[str] = "undo_asked"
+    session: str = _f(_SESSION)
+    seq: int = _f("the seq of the `undo_asked` record")
+    request: UndoRequest = _f("the request", flatten=True)
+    _line: bytes | None = _line_field()
+
+    def to_wire(self) -> dict[str, Any]:
+        head = {"push": "undo_asked", "session": self.session, "seq": self.seq}
+        return {**head, **self.request.to_wire()}
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> UndoAskedPush:
+        request = UndoRequest.from_wire(obj)
+        if request is None:  # pragma: no cover - a push always holds its request
+            raise KeyError("seat")
+        return cls(obj["session"], obj["seq"], request)
+
+
+@attrs.frozen
+class UndoDonePush(_Push):
+    """An action was taken back: sent right after the `event` push of each `undo` record. The
+    game state is again the one before that action (`view` and `turn` pushes follow)."""
+
+    name: ClassVar[str] = "undo_done"
+    session: str = _f(_SESSION)
+    seq: int = _f("the seq of the `undo` record")
+    seat: int = _f("the seat whose action was taken back")
+    action_seq: int = _f("the seq of the `action` record taken back")
+    _line: bytes | None = _line_field()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "push": "undo_done",
+            "session": self.session,
+            "seq": self.seq,
+            "seat": self.seat,
+            "action_seq": self.action_seq,
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> UndoDonePush:
+        return cls(obj["session"], obj["seq"], obj["seat"], obj["action_seq"])
+
+
+UNDO_REFUSALS = ("refused", "expired", "acted")
+"""The ``reason`` of an ``undo_refused`` push."""
+
+
+@attrs.frozen
+class UndoRefusedPush(_Push):
+    """A request to take back an action ended without it: sent right after the `event` push
+    of the `undo_answered` record that refused it, or of the `undo_refused` record that says it
+    lapsed."""
+
+    name: ClassVar[str] = "undo_refused"
+    session: str = _f(_SESSION)
+    seq: int = _f("the seq of that record")
+    action_seq: int = _f("the seq of the `action` record the request asked to take back")
+    reason: str = _f(
+        "`refused` (the seat `by` refused), `expired` (not every seat answered within 30"
+        " seconds) or `acted` (an action came first: it follows this record)"
+    )
+    by: int | None = _f("the seat that refused, or null", default=None)
+    _line: bytes | None = _line_field()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "push": "undo_refused",
+            "session": self.session,
+            "seq": self.seq,
+            "action_seq": self.action_seq,
+            "reason": self.reason,
+            "by": self.by,
+        }
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> UndoRefusedPush:
+        return cls(obj["session"], obj["seq"], obj["action_seq"], obj["reason"], obj["by"])
+
+
+@attrs.frozen
 class EndedPush(_Push):
     """The session is over."""
 
@@ -1208,6 +1399,9 @@ Push = (
     | TurnPush
     | ViewPush
     | PresencePush
+    | UndoAskedPush
+    | UndoDonePush
+    | UndoRefusedPush
     | EndedPush
     | StalledPush
     | DetachedPush
@@ -1223,6 +1417,9 @@ PUSHES: dict[str, type[Any]] = {
         TurnPush,
         ViewPush,
         PresencePush,
+        UndoAskedPush,
+        UndoDonePush,
+        UndoRefusedPush,
         EndedPush,
         StalledPush,
         DetachedPush,

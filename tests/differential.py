@@ -13,7 +13,9 @@ push with an action drawn by a seeded RNG from its ``legal``, naming its ``seq``
 (the same, but naming the seq of the turn push the connection held at an earlier step),
 ``resume`` a seat by its token with ``after`` = the last seq the connection saw (from another
 connection than the holder's: a takeover), ``resume_close`` (the same, sent together with the
-connection's FIN; then the connection is gone), ``leave``, ``watch``, ``view`` and ``bounce``.
+connection's FIN; then the connection is gone), ``leave``, ``watch``, ``view``, ``bounce``,
+``undo`` (ask to take back the seat's last action) and ``accept`` / ``refuse`` (answer the
+request that waits: ``undo_answer``).
 A scenario's steps are a fixed list, or made step by step by a *driver* that looks at what
 topology A has seen so far (then B and C run the steps A's driver chose, in lockstep).
 
@@ -55,14 +57,17 @@ reconnects (each seq once, in seq order; a record pushed twice must be pushed al
 ``legal``, ``to_act``, ``deadline``) when that is at the table's seq as the step begins, else
 null (which turn pushes a seat got for a state that did not last, bots moving on at once,
 depends on a host that follows another's appends: it pushes what it read in one go as one
-change); (4) its other pushes (``presence``, ``detached``, ``ended``, ...) in order, ``closed``
-excepted; and the harness's notes (waits that timed out). Replies carry snapshots, so their
-``connected`` flags and ``deadline`` are compared too. A spectator that watches again after a
-bounce was not shown the records between the last seq it saw before the bounce and its new
-``watch`` snapshot (``watch`` takes no ``after``): the event and presence pushes of that window
-are left out of (2) and (4) in every topology. A bounce releases the seats it cuts off as
-``gone`` in A and C (their connections closed) and as ``host_gone`` in B (the host died): each
-topology says what happened to it, so a presence push's ``host_gone`` is compared as ``gone``.
+change); (4) its other pushes (``presence``, ``undo_asked``, ``detached``, ``ended``, ...) in
+order, ``closed`` excepted; and the harness's notes (waits that timed out). An undo request's
+``expires`` (its record's time plus 30 s, so another moment in each topology) is compared as a
+placeholder; each topology's hosts must give one ``at`` per request (:attr:`Topology.expiries`).
+Replies carry snapshots, so their ``connected`` flags and ``deadline`` are compared too. A
+spectator that watches again after a bounce was not shown the records between the last seq it
+saw before the bounce and its new ``watch`` snapshot (``watch`` takes no ``after``): the event
+and presence pushes of that window are left out of (2) and (4) in every topology. A bounce
+releases the seats it cuts off as ``gone`` in A and C (their connections closed) and as
+``host_gone`` in B (the host died): each topology says what happened to it, so a presence push's
+``host_gone`` is compared as ``gone``.
 
 :func:`run_scenario` runs a scenario on the three topologies and returns an :class:`Outcome`;
 :meth:`Outcome.report` says where they first differ (the logical connection, the step, what
@@ -117,7 +122,20 @@ START_TIMEOUT = 60.0
 """Seconds a host has to print its ``listening`` line."""
 WATCH = "watch"
 """A logical connection's role while it watches the session."""
-OPS = ("join", "act", "stale", "resume", "resume_close", "leave", "watch", "view", "bounce")
+OPS = (
+    "join",
+    "act",
+    "stale",
+    "resume",
+    "resume_close",
+    "leave",
+    "watch",
+    "view",
+    "bounce",
+    "undo",
+    "accept",
+    "refuse",
+)
 """The step kinds."""
 TOPOLOGIES = {
     "A": "one host",
@@ -335,6 +353,28 @@ class Link:
             await self.stream.aclose()
 
 
+EXPIRES = "<30 s after its undo_asked record>"
+"""What an undo request's ``expires`` is compared as."""
+
+
+def _timeless(value: Any, seen: dict[int, set[str]] | None = None, seq: Any = None) -> Any:
+    """``value`` with each undo request's ``expires`` replaced by :data:`EXPIRES` (its ``at``
+    noted in ``seen`` under the request's seq, when known)."""
+    if isinstance(value, list):
+        return [_timeless(v, seen) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        if k == "expires" and isinstance(v, dict) and "at" in v:
+            if seen is not None and isinstance(seq, int):
+                seen.setdefault(seq, set()).add(v["at"])
+            out[k] = EXPIRES
+        else:
+            out[k] = _timeless(v, seen)
+    return out
+
+
 def _placeholders(value: Any, tokens: dict[str, str]) -> Any:
     """``value`` with every token string replaced by its placeholder."""
     if isinstance(value, str):
@@ -469,9 +509,11 @@ class Topology:
         self.tokens: dict[int, str] = {}  # seat -> its token (from the latest join)
         self.held: list[dict[int, list[Any] | None]] = []  # per step: L -> its held turn
         self.snaps: list[dict[str, Any]] = []  # per step: the table when it began
+        self.expiries: dict[int, set[str]] = {}  # undo_asked seq -> the expiry times pushed
         self.step = -1
         self.timeouts = 0
         self.stopped: str | None = None  # why it stopped playing, if it did
+        self.closing = False  # the play is over: what the teardown causes is not compared
         self._news = trio.Event()
         self.lines = 0  # lines received on every link, numbered in the order they came
 
@@ -542,6 +584,8 @@ class Topology:
         self._reply(conn, f"{label} hello", await conn.link.request("hello", protocol=1))
 
     def _push(self, conn: Logical, push: dict[str, Any]) -> None:
+        if self.closing:  # a seat released as the connections close one by one at the end
+            return
         kind = push.get("push")
         if kind == "closed":
             return
@@ -559,7 +603,7 @@ class Topology:
         elif kind == "turn":
             conn.turn = push
         else:
-            conn.others.append((self.step, push))
+            conn.others.append((self.step, _timeless(push, self.expiries, push.get("seq"))))
             if kind == "detached":
                 conn.role = None
             elif kind == "ended":
@@ -572,7 +616,7 @@ class Topology:
             if conn.connected:
                 self._timed_out(conn, f"no reply to {label}")
         else:
-            shown = {k: v for k, v in reply.items() if k != "id"}
+            shown = _timeless({k: v for k, v in reply.items() if k != "id"})
             shown = _placeholders(
                 shown, {t: f"<token of seat {s}>" for s, t in self.tokens.items()}
             )
@@ -683,6 +727,15 @@ class Topology:
 
     async def _view(self, conn: Logical, step: Step) -> None:
         await self._request(conn, "view", "view", session=self.sid)
+
+    async def _undo(self, conn: Logical, step: Step) -> None:
+        await self._request(conn, "undo", "undo", session=self.sid)
+
+    async def _accept(self, conn: Logical, step: Step) -> None:
+        await self._request(conn, "accept", "undo_answer", session=self.sid, accept=True)
+
+    async def _refuse(self, conn: Logical, step: Step) -> None:
+        await self._request(conn, "refuse", "undo_answer", session=self.sid, accept=False)
 
     # -- bounce -----------------------------------------------------------------------------
     def bounce_order(self) -> list[Logical]:
@@ -815,7 +868,10 @@ class Topology:
         return False
 
     async def stop(self) -> None:
-        """Close every connection and stop the hosts (SIGTERM)."""
+        """Close every connection and stop the hosts (SIGTERM). Pushes that come meanwhile (the
+        release of a seat whose connection closed first, to those not closed yet) are not
+        recorded: they depend on how fast each host notices each close."""
+        self.closing = True
         for link in [c.link for c in self.conns] + list(self.monitors):
             if link is not None:
                 await link.aclose()

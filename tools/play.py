@@ -27,15 +27,22 @@ own way; any other as JSON. A move the host played for a seat whose turn timer r
 (``Time ran out for you: the host played draw``); if that happens while the player is still
 choosing, the prompt is dropped at once with a note, and the next turn is shown (a line typed
 later goes to the new prompt, none is lost).
+
+Undo by consent: ``undo``, typed at any time (at the move prompt or between turns), asks the
+host to take back your last action; the others are asked and the history says what they
+answered. When another player asks, the client asks you ``agree? (y/n)`` and answers
+(``--auto`` agrees at once). Stdin is read line by line by one thread for the whole run, so a
+line typed between prompts waits for the next one (``undo`` is done at once).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import math
 import os
 import random
-import select
 import shlex
 import signal
 import sys
@@ -274,37 +281,82 @@ def menu(choices: list[Form], labels: Sequence[str], width: int = 100) -> str:
     return "\n".join(lines)
 
 
-def _read_stdin(stop: threading.Event) -> str | None:
-    """One line from stdin, read byte by byte so nothing is buffered past it; None once ``stop``
-    is set (checked every 0.1 s while nothing is typed).
+class _Stdin:
+    """The lines typed on stdin, read by one thread for the whole run and handed over through a
+    channel, so a read that is cancelled (the table moved on) loses nothing: the line waits for
+    the next read. ``ahead`` holds lines read between prompts that were not commands: the next
+    prompt takes them first."""
+
+    def __init__(self) -> None:
+        self.send, self.recv = trio.open_memory_channel[str](math.inf)
+        self.ahead: collections.deque[str] = collections.deque()
+        self.started = False
+
+    def _put(self, line: str | None) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            if line is None:
+                self.send.close()
+            else:
+                self.send.send_nowait(line)
+
+    def _pump(self, token: trio.lowlevel.TrioToken) -> None:
+        try:
+            for raw in iter(sys.stdin.readline, ""):
+                token.run_sync_soon(self._put, raw.rstrip("\r\n"))
+        except Exception:  # noqa: BLE001, S110 - stdin unreadable (closed, captured): its end
+            pass
+        with contextlib.suppress(trio.RunFinishedError):
+            token.run_sync_soon(self._put, None)
+
+    async def line(self) -> str:
+        """The next line typed.
+
+        Raises:
+            EOFError: stdin is closed.
+        """
+        if not self.started:
+            self.started = True
+            token = trio.lowlevel.current_trio_token()
+            threading.Thread(target=self._pump, args=(token,), daemon=True).start()
+        try:
+            return await self.recv.receive()
+        except trio.EndOfChannel:
+            raise EOFError from None
+
+
+_stdin: _Stdin | None = None
+
+
+def _typed() -> _Stdin:
+    """This run's stdin reader (made on first use)."""
+    global _stdin
+    if _stdin is None:
+        _stdin = _Stdin()
+    return _stdin
+
+
+async def read_line(prompt: str) -> str:
+    """Show ``prompt`` and read a line typed on stdin (a line typed ahead first); cancellable:
+    a cancelled read takes nothing, the next line waits for the next read.
 
     Raises:
         EOFError: stdin is closed.
     """
-    fd = sys.stdin.fileno()
-    line = bytearray()
-    while not stop.is_set():
-        if not select.select([fd], [], [], 0.1)[0]:
-            continue
-        byte = os.read(fd, 1)
-        if not byte:
-            raise EOFError
-        if byte == b"\n":
-            return line.decode(errors="replace")
-        line += byte
-    return None
-
-
-async def read_line(prompt: str) -> str:
-    """Show ``prompt`` and read a line typed on stdin; cancellable: a cancelled read stops its
-    thread without taking the next line the player types."""
     print(prompt, end="", flush=True)
-    stop = threading.Event()
-    try:
-        line = await trio.to_thread.run_sync(_read_stdin, stop, abandon_on_cancel=True)
-    finally:
-        stop.set()
-    return line or ""
+    stdin = _typed()
+    if stdin.ahead:
+        line = stdin.ahead.popleft()
+        print(line)
+        return line
+    return await stdin.line()
+
+
+UNDO = object()
+"""What :func:`_choose` returns when the player typed ``undo``."""
+
+
+def _is_undo(text: str) -> bool:
+    return _plain(text) == "undo"
 
 
 async def _choose_unless_overtaken(
@@ -332,7 +384,9 @@ async def _choose_unless_overtaken(
             ev = (q or {}).get("event") or {}
             played = q and q.get("kind") == "action" and ev.get("seat") == seat
             newer = q and q["push"] == "turn" and q.get("seat") == seat and q["seq"] != turn["seq"]
-            if q is None or q["push"] in ("ended", "closed", "detached") or played or newer:
+            asked = q and q["push"] == "undo_asked" and seat in q.get("waiting", ())
+            ends = q is None or q["push"] in ("ended", "closed", "detached")
+            if ends or played or newer or asked:
                 if played and ev.get("timed_out"):
                     print("\nyour turn timer ran out: the host played for you")
                 elif q is not None:
@@ -359,6 +413,8 @@ async def _choose(legal: list[dict[str, Any]], r: Renderer, auto: bool, rng: ran
             text = await read_line(prompt)
         except EOFError:
             raise KeyboardInterrupt from None
+        if _is_undo(text):
+            return UNDO
         if pending is not None and text.strip().lstrip("-").isdigit():
             got = pending.pick(int(text))
         else:
@@ -451,7 +507,8 @@ async def _play(args: argparse.Namespace, interrupts: _Interrupts) -> int:
             if resumed.get("ended"):
                 print(_end_screen(r.outcome(resumed)))
                 return 0
-            return await _loop(c, args, sid, seat, r, rng)
+            waiting = resumed.get("undo")  # a request that waits for this seat's answer
+            return await _loop(c, args, sid, seat, r, rng, waiting)
         if sid is None:
             options = dict(args.option)
             bots = args.bots
@@ -483,13 +540,117 @@ async def _play(args: argparse.Namespace, interrupts: _Interrupts) -> int:
         return await _loop(c, args, sid, seat, r, rng)
 
 
+async def _ask_undo(c: Client, sid: str) -> bool:
+    """Ask to take back this seat's last action; say how it stands. Whether it was asked."""
+    reply = await c.request("undo", session=sid)
+    if reply.get("ok"):
+        status = reply["result"]["status"]
+        print("taken back" if status == "done" else "asked: waiting for the others to agree")
+        return True
+    error = reply.get("error") or {}
+    print(f"cannot undo: {error.get('message')}")
+    return False
+
+
+async def _push_or_command(c: Client, sid: str, idle: list[bool]) -> dict[str, Any] | None:
+    """The next push; meanwhile a line typed (between turns) is a command: ``undo`` is sent
+    at once, any other line is kept for the next prompt. ``idle[0]`` goes False once stdin
+    is closed."""
+    got: list[dict[str, Any] | None] = []
+
+    async def push() -> None:
+        got.append(await c.next_push())
+        n.cancel_scope.cancel()
+
+    async def typed() -> None:
+        stdin = _typed()
+        while True:
+            try:
+                line = await stdin.line()
+            except EOFError:
+                idle[0] = False
+                return
+            if _is_undo(line):
+                with trio.CancelScope(shield=True):  # a push meanwhile waits for the reply
+                    await _ask_undo(c, sid)
+            elif line.strip():
+                stdin.ahead.append(line)
+
+    async with trio.open_nursery() as n:
+        n.start_soon(push)
+        n.start_soon(typed)
+    return got[0]
+
+
+async def _answer_undo(
+    c: Client,
+    sid: str,
+    p: dict[str, Any],
+    r: Renderer,
+    auto: bool,
+    backlog: collections.deque,
+) -> None:
+    """Ask the player whether the action ``p`` (an ``undo_asked`` push) may be taken back, and
+    answer; the question is dropped when the request ends first."""
+    what = r.action(p.get("action") or {})
+    if auto:
+        accept: bool | None = True
+    else:
+        accept = None
+        print(f"seat {p['seat']} asks to take back {what}")
+
+        async def ask() -> None:
+            nonlocal accept
+            while accept is None:
+                text = _plain(await read_line("agree? (y/n)> "))
+                if text in ("y", "yes"):
+                    accept = True
+                elif text in ("n", "no"):
+                    accept = False
+            n.cancel_scope.cancel()
+
+        async def watch() -> None:
+            while True:
+                q = await c.next_push()
+                backlog.append(q)
+                over = q is None or q["push"] in ("undo_done", "undo_refused", "ended", "closed")
+                if over or (q.get("kind") == "action"):
+                    print()
+                    n.cancel_scope.cancel()
+                    return
+
+        async with trio.open_nursery() as n:
+            n.start_soon(ask)
+            n.start_soon(watch)
+    if accept is None:
+        return
+    reply = await c.request("undo_answer", session=sid, accept=accept)
+    if not reply.get("ok"):
+        print(f"too late: {(reply.get('error') or {}).get('message')}")
+
+
 async def _loop(
-    c: Client, args: argparse.Namespace, sid: str, seat: int, r: Renderer, rng: random.Random
+    c: Client,
+    args: argparse.Namespace,
+    sid: str,
+    seat: int,
+    r: Renderer,
+    rng: random.Random,
+    undo: dict[str, Any] | None = None,
 ) -> int:
-    """Print pushes and answer this seat's turns until the session ends or the host closes."""
+    """Print pushes and answer this seat's turns until the session ends or the host closes
+    (``undo``: the request a resume's snapshot shows waiting, asked first)."""
     backlog: collections.deque = collections.deque()
+    if undo is not None:
+        backlog.append({"push": "undo_asked", "session": sid, **undo})
+    idle = [not args.auto]  # read commands (undo) between turns
     while True:
-        p = backlog.popleft() if backlog else await c.next_push()
+        if backlog:
+            p = backlog.popleft()
+        elif idle[0]:
+            p = await _push_or_command(c, sid, idle)
+        else:
+            p = await c.next_push()
         if p is None:
             print("the host closed the connection")
             return 1
@@ -512,6 +673,10 @@ async def _loop(
                     action = await _choose_unless_overtaken(c, p, seat, r, rng, backlog)
                     if action is None:
                         break  # the table moved on: the backlog says how
+                if action is UNDO:
+                    if await _ask_undo(c, sid):
+                        break  # the table changes: a new turn push follows
+                    continue
                 reply = await c.request("act", session=sid, action=action, seq=p["seq"])
                 if reply.get("ok"):
                     break
@@ -519,6 +684,8 @@ async def _loop(
                 print(f"refused: {error.get('code')}: {error.get('message')}")
                 if error.get("code") in ("conflict", "not_your_turn"):
                     break  # the table moved on: a newer turn push follows
+        elif p["push"] == "undo_asked" and seat in p.get("waiting", ()):
+            await _answer_undo(c, sid, p, r, args.auto, backlog)
         elif p["push"] == "ended":
             snap = await c.call("view", session=sid)
             print(r.view(snap, seat))

@@ -1404,6 +1404,10 @@ def _command(req: Request) -> commands.Command:
         return commands.View()
     if req.op == "act":
         return commands.Act(p.action, p.seq)
+    if req.op == "undo":
+        return commands.Undo()
+    if req.op == "undo_answer":
+        return commands.UndoAnswer(p.accept)
     if req.op == "leave":
         return commands.Leave()
     raise AssertionError(f"not a session op: {req.op}")

@@ -2,6 +2,7 @@
 // Everything a client typed (names, options) is put in the page as text, never as HTML.
 import { Conn, HostError, clear, el, fmt, recent, seatName, tokens } from "./common.js";
 import { describeAction, outcomePanel, renderers } from "./tables.js";
+import { undoBox } from "./undo.js";
 
 const main = document.getElementById("main");
 const status = document.getElementById("status");
@@ -193,12 +194,13 @@ function tablePage(sid, watching) {
   };
   const board = el("div", { id: "board" });
   const controls = el("div", { id: "controls" });
+  const undoSlot = el("div", {}); // the undo box: redrawn on every snapshot, unlike the controls
   const info = el("div", { id: "info" });
   const eventsBox = el("ol", { id: "events", class: "events" });
   clear(main).append(
     el("p", {}, el("a", { href: "#/" }, "\u2190 lobby"), " \u00b7 ",
       el("a", { href: `debug.html#${sid}` }, "open in the replay debugger")),
-    info, board, controls, el("h3", {}, "What happened"), eventsBox);
+    info, board, controls, undoSlot, el("h3", {}, "What happened"), eventsBox);
 
   const c = connect(onPush, () => { if (!t.stopped) route(); });
   function onPush(p) {
@@ -416,6 +418,9 @@ function tablePage(sid, watching) {
       else if (lost) controls.append(el("button", { id: "take-back", type: "button", onclick: takeBack },
         `play seat ${held.seat} here again`));
     }
+    const undo = undoBox(s, me, (op, params) => c.call(op, params), say);
+    clear(undoSlot);
+    if (undo) undoSlot.append(undo);
   }
   // A record in words: the host's text (null when it has nothing to say); a host that sent
   // none gets the record's fields.

@@ -71,6 +71,10 @@ function summary(r) {
     case "action": return `seat ${r.seat}: ${describeAction(r.action)}${r.timed_out ? " (timed out)" : ""}`;
     case "event": return `${r.event.type} ${Object.entries(r.event).filter(([k]) => k !== "type").map(([k, v]) => `${k}=${fmt(v)}`).join(" ")}`;
     case "ended": return r.aborted ? `ended by the host: ${r.aborted}` : `ended: ${fmt(r.outcome)}`;
+    case "undo_asked": return `seat ${r.seat} asks to take back #${r.action_seq} (${describeAction(r.action)}); asked: ${r.waiting.join(", ") || "nobody"}`;
+    case "undo_answered": return `seat ${r.seat} ${r.accept ? "agrees" : "refuses"} to take back #${r.action_seq}`;
+    case "undo": return `#${r.action_seq} taken back: seat ${r.seat}'s ${describeAction(r.action)}`;
+    case "undo_refused": return `#${r.action_seq} stands: ${r.reason === "expired" ? "nobody answered in time" : "an action came first"}`;
     default: return r.type;
   }
 }
@@ -129,8 +133,16 @@ async function loadLog(fill) {
   $("seq").max = records.length - 1;
   $("last").textContent = String(records.length - 1);
   const tl = clear($("timeline"));
+  // an action taken back (and the events it caused) is struck through, pointing at its undo
+  const undone = new Map();
   for (const r of records) {
-    tl.append(el("div", { class: `t-${r.type}`, "data-seq": r.seq, onclick: () => go(r.seq), title: summary(r) },
+    if (r.type !== "undo") continue;
+    for (let s = r.action_seq; s < records.length && (s === r.action_seq || records[s].type === "event"); s++) undone.set(s, r.seq);
+  }
+  for (const r of records) {
+    const by = undone.get(r.seq);
+    tl.append(el("div", { class: `t-${r.type}${by === undefined ? "" : " undone"}`, "data-seq": r.seq, onclick: () => go(r.seq),
+      title: by === undefined ? summary(r) : `${summary(r)} (taken back at #${by})` },
       `${String(r.seq).padStart(4, "\u2007")} ${r.type.padEnd(10, "\u2007")} ${summary(r)}`));
   }
 }

@@ -12,7 +12,18 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Act", "Command", "End", "Join", "Leave", "Resume", "View", "Watch"]
+__all__ = [
+    "Act",
+    "Command",
+    "End",
+    "Join",
+    "Leave",
+    "Resume",
+    "Undo",
+    "UndoAnswer",
+    "View",
+    "Watch",
+]
 
 
 @attrs.frozen
@@ -63,6 +74,20 @@ class Act:
 
 
 @attrs.frozen
+class Undo:
+    """Ask to take back the last action of the seat held (the other human seats must agree).
+    Answered :class:`protocol.replies.UndoResult`."""
+
+
+@attrs.frozen
+class UndoAnswer:
+    """Answer the request to take back an action that waits for the seat held: ``accept`` it
+    or refuse it. Answered :class:`protocol.replies.UndoResult`."""
+
+    accept: bool
+
+
+@attrs.frozen
 class Leave:
     """Stop playing or watching. Answered :class:`protocol.replies.Left`."""
 
@@ -76,5 +101,5 @@ class End:
     reason: str = "admin"
 
 
-Command = Join | Watch | Resume | View | Act | Leave | End
+Command = Join | Watch | Resume | View | Act | Undo | UndoAnswer | Leave | End
 """Everything a session's mailbox carries (with the requester and the request id)."""

@@ -4,8 +4,8 @@ Like h11's ``Connection``, which a trio server only drives, a :class:`Table` is 
 records of a session's log and takes one input at a time:
 
 - a client's command (:meth:`Table.command`: ``join``, ``watch``, ``resume``, ``view``,
-  ``act``, ``leave``; or the operator's ``End``) or a connection going away
-  (:meth:`Table.drop`);
+  ``act``, ``undo``, ``undo_answer``, ``leave``; or the operator's ``End``) or a connection
+  going away (:meth:`Table.drop`);
 - a host-driven step that is due (:meth:`Table.due`, :meth:`Table.next_due`): a host bot's
   move, a turn timer, a seat whose player is absent, abandonment, the end of a session whose
   game faulted, bots a ``create`` cut short did not seat, seats held by connections that are
@@ -35,15 +35,24 @@ after a restart and several hosts on one database answer alike:
   each cause among them, kept from folding them (or rebuilt from the log on load), and the
   legal actions computed from those states.
 - *Timers*: every record has its time (``ts``, from the host clock of the append). A turn timer
-  and a bot's delay count from the last record of play (a seat taken, an action and its events;
-  presence records do not reset them, so a player cannot stall a table by reconnecting, except
-  ``seat_released`` for ``host_gone``: its players could not act meanwhile); abandonment counts
+  and a bot's delay count from the last record of play (a seat taken, an action and its events,
+  an ``undo``; presence records and the other undo records do not reset them, so a player
+  cannot stall a table by reconnecting or asking, except ``seat_released`` for ``host_gone``:
+  its players could not act meanwhile); abandonment counts
   from the record after which no player held a human seat; a seat is *absent* after
   :data:`ABSENT_AFTER` timed-out turns in a row while nobody held it. The turn ``deadline``
   every snapshot, ``turn`` and ``view`` push shows is that timer's end (:meth:`Table.deadline`).
 - *Presence*: a seat is ``connected`` while the log says a connection holds it (or a host bot
   plays it); each ``seat_taken``, ``seat_held`` and ``seat_released`` record is followed by a
   ``presence`` push wherever its ``event`` push goes (:meth:`Visibility.presence`).
+- *Undo by consent* (``undo``, ``undo_answer``): the request waiting for answers is the
+  engine's fold of the undo records (:class:`~host.table.engine.UndoAsk`); it lapses
+  :data:`UNDO_EXPIRES` seconds after its ``undo_asked`` record's ``ts`` (an ``undo_refused``
+  record, ``expired``, appended by the host that drives the session) or as soon as any action
+  is appended (``undo_refused``, ``acted``, in the same append, just before it). An ``undo``
+  record is a record of play: the turn timer counts from it. Every undo record's ``event`` push
+  is followed by its ``undo_asked``, ``undo_done`` or ``undo_refused`` push
+  (:meth:`Visibility.undo`).
 
 Time comes in with every input (``now``, the host clock in seconds since the epoch): what a
 message says of the time left is counted from it, never read from a clock here.
@@ -68,8 +77,27 @@ from host.errors import GamehostError
 from host.game import Seat, Viewer
 from host.plugins.budget import BudgetExceeded
 from host.plugins.faults import GameFault, game_error, refusal
-from host.table.commands import Act, Command, End, Join, Leave, Resume, View, Watch
-from host.table.engine import CAUSES, PRESENCE, BadRecord, Engine, Record, SessionState
+from host.table.commands import (
+    Act,
+    Command,
+    End,
+    Join,
+    Leave,
+    Resume,
+    Undo,
+    UndoAnswer,
+    View,
+    Watch,
+)
+from host.table.engine import (
+    CAUSES,
+    PRESENCE,
+    UNDO_RECORDS,
+    BadRecord,
+    Engine,
+    Record,
+    SessionState,
+)
 from host.table.freshness import stale_reason
 from host.table.visibility import Visibility
 from host.table.words import Words, display_names
@@ -80,6 +108,7 @@ from protocol.replies import (
     DetachedPush,
     EndedPush,
     EventPush,
+    Expiry,
     Joined,
     Left,
     Outcome,
@@ -90,6 +119,8 @@ from protocol.replies import (
     Snapshot,
     Timers,
     TurnPush,
+    UndoRequest,
+    UndoResult,
     ViewPush,
     ViewReply,
     Watching,
@@ -104,6 +135,7 @@ __all__ = [
     "SETTLE",
     "TAIL",
     "TAIL_MAX",
+    "UNDO_EXPIRES",
     "Presence",
     "WINDOW",
     "Attach",
@@ -155,6 +187,9 @@ TAIL_MAX = 256
 """The most records a table keeps in memory however many presence records come between its
 records of play (a reconnect storm): past it the oldest go, and an ``act`` naming a seq before
 what is kept is ``conflict`` (too old to check)."""
+UNDO_EXPIRES = 30.0
+"""Seconds a request to take back an action waits for its answers, from its ``undo_asked``
+record's time; then the host that drives the session appends ``undo_refused`` (``expired``)."""
 
 
 GAME_FAULTED_NOW = (
@@ -363,14 +398,16 @@ class Presence:
     """What a log says beyond the game, folded a record at a time (:meth:`feed`): who holds
     each seat (a connection's key), each seat's timed-out turns in a row, the ``ts`` of the
     last record of play (the turn timer and a bot's delay count from it) and of the record
-    after which nobody held a seat (abandonment counts from it), and whether anyone holds one
-    now. Only the two timestamps that matter are kept (as text: parsed once, by the table)."""
+    after which nobody held a seat (abandonment counts from it), of the last ``undo_asked``
+    record (a waiting request lapses from it), and whether anyone holds one now. Only the
+    timestamps that matter are kept (as text: parsed once, by the table)."""
 
     holders: list[str | None]
     timeouts: list[int]
     play_ts: str | None = None
     since_ts: str | None = None
     attended: bool = False
+    ask_ts: str | None = None
     resumes: list[deque[str | None]] = attrs.Factory(list)
     """Per seat, the ``ts`` of its latest :data:`RESUME_BURST` resumes (``seat_held`` records
     that do not give a seat back)."""
@@ -388,6 +425,7 @@ class Presence:
         """Fold records in order (each looked at once; events cost nothing)."""
         holders, timeouts = self.holders, self.timeouts
         play_ts, since_ts, attended = self.play_ts, self.since_ts, self.attended
+        ask_ts = self.ask_ts
         for rec in records:
             kind = rec.type
             if kind == "event" or kind == "ended":
@@ -403,6 +441,12 @@ class Presence:
                 continue
             if kind == "header":
                 play_ts = since_ts = rec.ts
+                continue
+            if kind in UNDO_RECORDS:
+                if kind == "undo":
+                    play_ts = rec.ts
+                elif kind == "undo_asked":
+                    ask_ts = rec.ts
                 continue
             if kind == "seat_taken":
                 if not d.get("bot"):
@@ -422,6 +466,7 @@ class Presence:
                 since_ts = rec.ts
             attended = now_attended
         self.play_ts, self.since_ts, self.attended = play_ts, since_ts, attended
+        self.ask_ts = ask_ts
 
 
 class Table:
@@ -518,6 +563,8 @@ class Table:
         if presence is None:
             presence = Presence.of(n)
             presence.feed(records)
+        self.undo_at: float | None = None
+        """The time of the waiting request's ``undo_asked`` record (None: none waits)."""
         self._fold_presence(presence, now)
         self._game_off()
 
@@ -537,6 +584,8 @@ class Table:
             deque((min(parse_ts(ts, default), default) for ts in times), maxlen=RESUME_BURST)
             for times in presence.resumes
         ]
+        waits = self.state.undo_ask is not None
+        self.undo_at = min(parse_ts(presence.ask_ts, default), default) if waits else None
 
     def _presence(self, rec: Record, at: float) -> None:
         """Fold one new record (of time ``at``) into holders, counts and timers, as
@@ -553,6 +602,12 @@ class Table:
             else:
                 self.timeouts[seat] = 0
             self.turn_started = at
+            return
+        if kind in UNDO_RECORDS:
+            if kind == "undo":  # a record of play: the seat to act has its time again
+                self.turn_started = at
+            elif kind == "undo_asked":
+                self.undo_at = at
             return
         was = self._attended()
         if kind == "seat_taken":
@@ -719,7 +774,41 @@ class Table:
             connected=self.connected(st),
             options=st.header.get("options", {}),
             timers=self.timers,
+            undo=self._undo_request(st),
         )
+
+    def _expiry(self, asked: float) -> Expiry:
+        """When a request asked at ``asked`` (host time) lapses, as the wire shows it."""
+        when = asked + UNDO_EXPIRES
+        return Expiry(format_ts(when), max(0.0, round(when - self._now, 3)))
+
+    def _asked_at(self, seq: int, ts: str | None) -> float:
+        """The time of the ``undo_asked`` record of ``seq`` (its ``ts``; for one appended here,
+        the time the table folded it; one not committed yet: now)."""
+        if ts is not None:
+            return parse_ts(ts, self._now)
+        ask = self.state.undo_ask
+        if ask is not None and ask.seq == seq and self.undo_at is not None:
+            return self.undo_at
+        return self._now
+
+    def _undo_request(self, st: SessionState) -> UndoRequest | None:
+        """The request waiting in ``st`` as snapshots show it, or None (none waits, or the
+        session ended: nothing is taken back after its end)."""
+        ask = st.undo_ask
+        if ask is None or st.ended:
+            return None
+        expires = self._expiry(self._asked_at(ask.seq, None))
+        return UndoRequest(ask.seat, ask.action_seq, ask.action, list(ask.waiting), expires)
+
+    def _undo_push(self, rec: Record) -> Push | None:
+        """The undo push that follows ``rec``'s event push, or None."""
+        if rec.type not in UNDO_RECORDS:
+            return None
+        expires = None
+        if rec.type == "undo_asked":
+            expires = self._expiry(self._asked_at(rec.seq, rec.ts))
+        return self.visible.undo(self.id, rec, expires)
 
     def _ended_data(self, state: SessionState | None = None) -> dict[str, Any]:
         for rec in reversed(self._tail):
@@ -775,6 +864,9 @@ class Table:
                 presence = visible.presence(self.id, rec)
                 if presence is not None:
                     out.append(presence)
+                undo = self._undo_push(rec)
+                if undo is not None:
+                    out.append(undo)
         return out
 
     def holder_of(self, conn: str) -> Seat | None:
@@ -827,6 +919,10 @@ class Table:
         try:
             if isinstance(cmd, Act):
                 return self._act(conn, rid, cmd, now, caught_up)
+            if isinstance(cmd, Undo):
+                return self._undo(conn, rid, now, caught_up)
+            if isinstance(cmd, UndoAnswer):
+                return self._undo_answer(conn, rid, cmd, now, caught_up)
             if isinstance(cmd, Join):
                 return self._join(conn, rid, cmd, now, closing)
             if isinstance(cmd, Resume):
@@ -1107,6 +1203,10 @@ class Table:
             if presence is not None:
                 for key, sub in subs:
                     emit(key, sub, presence)
+            undo = self._undo_push(rec)
+            if undo is not None:
+                for key, sub in subs:
+                    emit(key, sub, undo)
         if any(s.views for _, s in subs) and not self.visible.game_off:
             views: dict[Viewer, ViewPush | None] = {}
             try:
@@ -1470,11 +1570,70 @@ class Table:
         if self.state.ended:
             raise _protocol(ErrorCode.SESSION_ENDED, "the session is over")
         parsed = self.engine.codec.action_from_wire(action)  # BadAction, an ActionError
-        new, after = self.engine.step(self.state, seat, parsed)  # ActionError: the game refuses
-        step = self._finish(Step(conn=conn, rid=rid, what="act"), new, [after], now)
+        lapse, state = self.engine.lapse_undo(self.state, "acted")  # a waiting request ends
+        new, after = self.engine.step(state, seat, parsed)  # ActionError: the game refuses
+        states = [state, after] if lapse else [after]
+        step = self._finish(Step(conn=conn, rid=rid, what="act"), [*lapse, *new], states, now)
 
         def then(out: list[Effect]) -> None:
             out.append(Reply(conn, rid, Accepted(self.state.seq)))
+            self._publish(step.records, out)
+
+        step.then = then
+        return step
+
+    def _undo(self, conn: str, rid: Any, now: float, caught_up: bool) -> Step:
+        """The seat held asks to take back its last action (:meth:`Engine.ask_undo`): the
+        ``undo_asked`` record, and ``undo`` at once when no other human seat is to be asked.
+        On a shared store the log's end is read first (the last action may be newer)."""
+        seat = self.holder_of(conn)
+        if seat is None:
+            raise _protocol(ErrorCode.NOT_SEATED, "join or resume a seat first")
+        if self.shared and not caught_up and self.live:
+            return Step(follow_first=True, conn=conn, rid=rid, what="undo")
+        if self.state.ended:
+            raise _protocol(ErrorCode.SESSION_ENDED, "the session is over")
+        new, after = self.engine.ask_undo(self.state, seat)  # UndoRefused: cannot_undo
+        log.info("undo_asked", session=self.id, seat=seat, action_seq=new[0].data["action_seq"])
+        return self._undo_step(conn, rid, "undo", new, after, now)
+
+    def _undo_answer(
+        self, conn: str, rid: Any, cmd: UndoAnswer, now: float, caught_up: bool
+    ) -> Step:
+        """The seat held answers the waiting request (:meth:`Engine.answer_undo`)."""
+        seat = self.holder_of(conn)
+        if seat is None:
+            raise _protocol(ErrorCode.NOT_SEATED, "join or resume a seat first")
+        if self.shared and not caught_up and self.live:
+            return Step(follow_first=True, conn=conn, rid=rid, what="undo_answer")
+        if self.state.ended:
+            raise _protocol(ErrorCode.SESSION_ENDED, "the session is over")
+        new, after = self.engine.answer_undo(self.state, seat, cmd.accept)  # UndoRefused
+        return self._undo_step(conn, rid, "undo_answer", new, after, now)
+
+    def _undo_step(
+        self,
+        conn: str,
+        rid: Any,
+        what: str,
+        new: list[Record],
+        after: SessionState,
+        now: float,
+    ) -> Step:
+        """The step of an undo request or answer: its records, answered with where the request
+        stands (:class:`UndoResult`), then their pushes."""
+        last = new[-1]
+        if last.type == "undo":
+            status = "done"
+            log.info("undo_done", session=self.id, action_seq=last.data["action_seq"])
+        elif last.type == "undo_answered" and not last.data["accept"]:
+            status = "refused"
+        else:
+            status = "asked"
+        step = self._finish(Step(conn=conn, rid=rid, what=what), new, [after], now)
+
+        def then(out: list[Effect]) -> None:
+            out.append(Reply(conn, rid, UndoResult(self.state.seq, status)))
             self._publish(step.records, out)
 
         step.then = then
@@ -1593,6 +1752,8 @@ class Table:
         if any(0 <= s < n and st.seats[s] is None for s in self._bots):
             return -math.inf, "seat_bots"
         steps: list[tuple[float, str]] = [(math.inf, ""), (settle, "settle")]
+        if st.undo_ask is not None and self.undo_at is not None:
+            steps.append((self.undo_at + UNDO_EXPIRES, "undo_expire"))
         s = self.settings
         if s.abandon_after and self._humans and self.unattended_since is not None:
             steps.append((self.unattended_since + s.abandon_after, "abandon"))
@@ -1658,6 +1819,12 @@ class Table:
             return step
         if what == "fault":
             return self._abort("game_error", now)
+        if what == "undo_expire":
+            records, state = self.engine.lapse_undo(self.state, "expired")
+            if not records:
+                return None
+            log.info("undo_expired", session=self.id, action_seq=records[0].data["action_seq"])
+            return self._publishing(self._finish(Step(what="undo_expire"), records, [state], now))
         if what == "abandon":
             return self._abort("abandoned", now)
         if what == "seat_bots":
@@ -1702,6 +1869,10 @@ class Table:
             seat = self.engine.bot_seat(state)
             if seat is None:
                 break
+            if state.undo_ask is not None:  # the bot's move ends a waiting request
+                lapse, state = self.engine.lapse_undo(state, "acted")
+                batch += lapse
+                states.append(state)
             new, state = self.engine.bot_step(state, seat)
             batch += new
             states.append(state)
@@ -1720,6 +1891,10 @@ class Table:
         for seat in seats:
             if state.ended or seat not in self.engine.to_act(state):
                 continue
+            if state.undo_ask is not None:  # the host's move ends a waiting request
+                lapse, state = self.engine.lapse_undo(state, "acted")
+                records += lapse
+                states.append(state)
             new, state = self.engine.bot_step(state, seat, timed_out=True)
             records += new
             states.append(state)

@@ -20,6 +20,16 @@ append, which the table core gives it):
 ``seat_released`` ``seat`` and ``reason`` (``left``, ``gone``, ``unresponsive``, ``host_gone``): no
                 connection holds the seat any more (``returned``: as for ``seat_held``, when
                 nobody held it before that resume)
+``undo_asked``  ``seat``, ``action_seq`` (the seq of the ``action`` record it asks to take back),
+                ``action`` (that action's wire form) and ``waiting`` (the seats whose answer it
+                needs: every other human seat); with nobody to wait for, ``undo`` follows at once
+``undo_answered`` ``seat``, ``action_seq`` and ``accept`` (true or false): a seat's answer; a false
+                one refuses the request; the last true one is followed by ``undo``
+``undo``        ``seat``, ``action_seq`` and ``action``: the action is taken back, the game state
+                is again the one before it (never a cause of its own: it ends the cause of the
+                ``undo_asked`` or ``undo_answered`` that completed the consent)
+``undo_refused`` ``seat`` (who asked), ``action_seq`` and ``reason``: ``expired`` (nobody answered
+                in time) or ``acted`` (an action came first: it is appended just before it)
 ``ended``       ``outcome`` and ``seed`` (hex): the commit-reveal, always the last record; when the
                 host ended it, ``outcome`` null and ``aborted`` (why), and for a game that
                 faulted (``aborted: "game_error"``) ``fault``: ``time``, ``memory`` or
@@ -32,6 +42,16 @@ append, which the table core gives it):
 so every host (and a host after a restart) agrees on it. They change nothing of the game; each is
 a cause of its own, appended alone (or, for a resume from a connection already closing, its
 ``seat_held`` and the record giving the seat back, together).
+
+**Undo by consent.** A game that has the optional ``undoable(state_before, seat, action,
+events)`` member lets a seat take back its last action when that action is still the session's
+last one, its seat chose it (not a turn timer) and ``undoable`` says it revealed nothing (no
+draw, no deal, no card turned): :meth:`Engine.ask_undo`, :meth:`Engine.answer_undo` and
+:meth:`Engine.lapse_undo` make the records above. The engine keeps what an undo needs in the
+session state, from folding the log alone: the last action, the events it caused and the game
+state before it (:class:`UndoPoint`; only for a game with ``undoable``), and the request waiting
+for answers (:class:`UndoAsk`). Folding ``undo`` makes the game state the one before that
+action again (the very value, not a copy), so every view is what it was.
 
 A cause (a seat being taken, an action) yields the records it produces. ``start`` runs as soon as
 the last seat is taken; ``ended`` follows the first event after which ``outcome`` is not ``None``.
@@ -71,7 +91,7 @@ import attrs
 import orjson
 
 from host import __version__
-from host.errors import ActionError, LogError, SeatError, SeatTaken
+from host.errors import ActionError, LogError, SeatError, SeatTaken, UndoRefused
 from host.game import (
     NOT_YOUR_TURN,
     Emitter,
@@ -91,8 +111,14 @@ from protocol.framing import kept
 LOG_FORMAT = 1
 PRESENCE = frozenset({"seat_held", "seat_released"})
 """The record types that say who holds a seat (no game state changes)."""
-CAUSES = frozenset({"seat_taken", "action"}) | PRESENCE
+UNDO_CAUSES = frozenset({"undo_asked", "undo_answered", "undo_refused"})
+"""The undo record types that begin a cause (``undo`` ends the cause that completed consent)."""
+UNDO_RECORDS = UNDO_CAUSES | {"undo"}
+"""Every undo record type."""
+CAUSES = frozenset({"seat_taken", "action"}) | PRESENCE | UNDO_CAUSES
 """The record types that begin a cause (an ``ended`` the host appends is one too)."""
+LAPSE_REASONS = frozenset({"expired", "acted"})
+"""Why an ``undo_refused`` record ends a request (a seat's refusal is its ``undo_answered``)."""
 RELEASE_REASONS = frozenset({"left", "gone", "unresponsive", "host_gone"})
 VERIFY_STEP = 4096
 """Records between two calls of :meth:`Engine.verify`'s ``progress``."""
@@ -120,6 +146,8 @@ __all__ = [
     "Record",
     "SeatInfo",
     "SessionState",
+    "UndoAsk",
+    "UndoPoint",
 ]
 
 
@@ -198,6 +226,47 @@ class SeatInfo:
     token_hash: str | None
 
 
+@attrs.frozen
+class UndoPoint:
+    """The session's last action, as an undo needs it (kept only for a game with ``undoable``).
+
+    Attributes:
+        seq: the ``action`` record's seq.
+        seat: who acted.
+        action: the action: its structured value, or its wire form as the log holds it (not
+            compared: the seq names it).
+        timed_out: the host played it for the seat (its turn timer ran out).
+        before: the game state before the action.
+        events: the events it caused (structured), in order.
+    """
+
+    seq: int
+    seat: int
+    action: Any = attrs.field(eq=False)
+    timed_out: bool
+    before: Any
+    events: tuple[Any, ...]
+
+
+@attrs.frozen
+class UndoAsk:
+    """A request to take back an action, waiting for answers.
+
+    Attributes:
+        seq: the ``undo_asked`` record's seq.
+        seat: who asked.
+        action_seq: the seq of the action to take back.
+        waiting: the seats whose answer is still awaited (every one must accept).
+        action: the action's wire form (not compared).
+    """
+
+    seq: int
+    seat: int
+    action_seq: int
+    waiting: tuple[int, ...]
+    action: Any = attrs.field(default=None, eq=False)
+
+
 @functools.lru_cache(maxsize=1024)
 def _seed_bytes(text: str) -> bytes:
     """A header's hex seed as bytes (asked for on every action: remembered per seed)."""
@@ -215,6 +284,9 @@ class SessionState:
         seq: the last record's seq.
         started: ``start`` has run.
         ended: the ``ended`` record is written.
+        undo_point: the last action and the state before it (None: no action yet, it was
+            taken back, or the game has no ``undoable``).
+        undo_ask: the request to take back an action that waits for answers, or None.
     """
 
     header: dict[str, Any]
@@ -223,6 +295,8 @@ class SessionState:
     seq: int = 0
     started: bool = False
     ended: bool = False
+    undo_point: UndoPoint | None = None
+    undo_ask: UndoAsk | None = None
 
     @property
     def seed(self) -> bytes:
@@ -247,6 +321,7 @@ class Engine:
         self._event_types = frozenset(game.info.event_types)
         self._action_types = frozenset(game.info.action_types)
         self._known_good: set[tuple[Any, bytes]] = set()  # see _checked_wire
+        self._undoable: Callable[..., Any] | None = getattr(game, "undoable", None)
 
     def _fault(self, seq: int, what: str, exc: BaseException | None = None) -> GameFault:
         """A :class:`GameFault` naming the game, the seq and what failed (raise it ``from exc``)."""
@@ -383,6 +458,11 @@ class Engine:
         """
         header, game, seats = state.header, state.game, state.seats
         seq, started, ended = state.seq, state.started, state.ended
+        point, ask = state.undo_point, state.undo_ask
+        keep = self._undoable is not None
+        # the last action's undo point while its events are folded: [seq, seat, action,
+        # timed_out, state before, [events]] (made an UndoPoint once they are)
+        building: list[Any] | None = None
         evolve = self.game.evolve
         read = self.codec.event_from_wire
         folded = False
@@ -409,17 +489,77 @@ class Engine:
                         seq, f"the game's evolve raised {type(exc).__name__} on it: {exc}"
                     ) from exc
                 started = True
+                if building is not None:
+                    building[5].append(event)
+                elif point is not None:  # the action's events go on past a fold's boundary
+                    building = [*attrs.astuple(point, recurse=False)[:5], [*point.events, event]]
+                    point = None
+            elif kind == "action":
+                d = rec.data
+                ask = None  # an action ends any request (the host appends undo_refused first)
+                point = None
+                if keep:
+                    action = rec.obj if rec.obj is not None else d.get("action")
+                    building = [seq, d.get("seat"), action, bool(d.get("timed_out")), game, []]
             elif kind == "seat_taken":
                 seats = self._seat_taken(seats, seq, rec.data)
+                building = point = None
             elif kind in PRESENCE:
                 self._check_presence(seats, seq, rec)
+            elif kind in UNDO_RECORDS:
+                if building is not None:
+                    point, building = UndoPoint(*building[:5], tuple(building[5])), None
+                game, point, ask = self._fold_undo(rec, seq, game, point, ask)
             elif kind == "ended":
                 ended = True
             elif kind != "action":
                 raise BadRecord(seq, f"unknown record type {kind!r}")
         if not folded:
             return state
-        return SessionState(header, game, seats, seq, started, ended)
+        if building is not None:
+            point = UndoPoint(*building[:5], tuple(building[5]))
+        return SessionState(header, game, seats, seq, started, ended, point, ask)
+
+    @staticmethod
+    def _fold_undo(
+        rec: Record, seq: int, game: Any, point: UndoPoint | None, ask: UndoAsk | None
+    ) -> tuple[Any, UndoPoint | None, UndoAsk | None]:
+        """The game state, the undo point and the request after an undo record at ``seq``.
+
+        Raises:
+            BadRecord: the record does not fit: a request while another waits or for no action
+                its seat may take back, an answer from a seat not asked, an ``undo`` before
+                every answer, a lapse with an unknown reason, a missing field.
+        """
+        d, kind = rec.data, rec.type
+        if kind == "undo_asked":
+            waiting = d.get("waiting")
+            if ask is not None:
+                raise BadRecord(seq, "an undo_asked record while another request waits")
+            if point is None or d.get("action_seq") != point.seq or d.get("seat") != point.seat:
+                raise BadRecord(seq, "an undo_asked record for no action its seat may take back")
+            if not isinstance(waiting, list) or not all(type(s) is int for s in waiting):
+                raise BadRecord(seq, "an undo_asked record without its waiting seats")
+            return game, point, UndoAsk(seq, point.seat, point.seq, tuple(waiting), d.get("action"))
+        if ask is None:
+            raise BadRecord(seq, f"a {kind} record while no request to take back an action waits")
+        if d.get("action_seq") != ask.action_seq:
+            raise BadRecord(seq, f"a {kind} record for another action than the one asked for")
+        if kind == "undo_answered":
+            seat, accept = d.get("seat"), d.get("accept")
+            if seat not in ask.waiting or type(accept) is not bool:
+                raise BadRecord(seq, f"an undo_answered record from seat {seat!r}, not asked")
+            if not accept:
+                return game, point, None
+            left = tuple(s for s in ask.waiting if s != seat)
+            return game, point, attrs.evolve(ask, waiting=left)
+        if kind == "undo":
+            if ask.waiting or point is None or point.seq != ask.action_seq:
+                raise BadRecord(seq, "an undo record before every seat asked agreed")
+            return point.before, None, None
+        if d.get("reason") not in LAPSE_REASONS:
+            raise BadRecord(seq, f"an undo_refused record with reason {d.get('reason')!r}")
+        return game, point, None
 
     @staticmethod
     def _seat_taken(
@@ -589,7 +729,10 @@ class Engine:
         if timed_out:
             data["timed_out"] = True
         rec = Record(seq, "action", data, action)
-        out, end = self._events(state, events, seq)  # the events follow the action record
+        point = None
+        if self._undoable is not None:
+            point = UndoPoint(seq, seat, action, timed_out, state.game, tuple(events))
+        out, end = self._events(state, events, seq, point)  # the events follow the action record
         return [rec, *out], end
 
     def bot_seat(self, state: SessionState) -> Seat | None:
@@ -695,6 +838,135 @@ class Engine:
                 seq, f"decide refused the bot's action {action!r} for seat {seat}", exc
             ) from exc
 
+    # -- undo by consent -----------------------------------------------------------------------
+    def undo_refusal(self, state: SessionState, seat: Seat) -> UndoRefused | None:
+        """Why ``seat`` may not ask now to take back its last action (None: it may).
+
+        Reasons (:class:`~host.errors.UndoRefused`): ``nothing_to_undo`` (the session is not
+        running, no action was taken yet, or the last one was taken back already),
+        ``acted_since`` (the session's last action is another seat's: only the last action
+        may be taken back), ``timed_out`` (the host played it when the seat's turn timer ran
+        out), ``not_undoable`` (the game says it revealed something hidden or random, or the
+        game takes nothing back) and ``pending`` (a request waits for answers already).
+
+        Raises:
+            GameFault: the game's ``undoable`` raised.
+        """
+        if self._undoable is None:
+            return UndoRefused("not_undoable", f"{self.game.info.title} takes no action back")
+        if not state.started or state.ended:
+            return UndoRefused("nothing_to_undo", "the session is not running")
+        ask = state.undo_ask
+        if ask is not None:
+            return UndoRefused(
+                "pending",
+                f"seat {ask.seat}'s request to take back seq {ask.action_seq} waits for answers",
+            )
+        point = state.undo_point
+        if point is None:
+            return UndoRefused(
+                "nothing_to_undo", "no action to take back (none yet, or it was taken back)"
+            )
+        if point.seat != seat:
+            return UndoRefused(
+                "acted_since",
+                f"the last action is seat {point.seat}'s (seq {point.seq}): only the session's"
+                " last action may be taken back, by the seat that took it",
+            )
+        if point.timed_out:
+            return UndoRefused(
+                "timed_out", "the host played that action when this seat's turn timer ran out"
+            )
+        action = self._point_action(point)
+        try:
+            allowed = self._undoable(point.before, seat, action, list(point.events))
+        except Exception as exc:
+            raise self._fault(state.seq + 1, "undoable", exc) from exc
+        if not allowed:
+            return UndoRefused(
+                "not_undoable",
+                "that action revealed something hidden or random (a card drawn, dealt or"
+                " turned): it cannot be taken back",
+            )
+        return None
+
+    def _point_action(self, point: UndoPoint) -> Any:
+        """The undo point's action, structured (decoded from its wire form if need be)."""
+        if type(point.action) in self._action_types:
+            return point.action
+        return self.codec.action_from_wire(point.action)
+
+    def _point_wire(self, point: UndoPoint) -> Any:
+        """The undo point's action in wire form."""
+        if type(point.action) in self._action_types:
+            return self.codec.action_to_wire(point.action)
+        return point.action
+
+    def ask_undo(self, state: SessionState, seat: Seat) -> tuple[list[Record], SessionState]:
+        """``seat`` asks to take back its last action: the ``undo_asked`` record (naming the
+        other human seats as ``waiting``; host bots agree at once, so they are not asked) and,
+        when nobody is to be asked, the ``undo`` record; and the state after them.
+
+        Raises:
+            UndoRefused: see :meth:`undo_refusal`.
+            GameFault: the game's ``undoable`` raised.
+        """
+        refused = self.undo_refusal(state, seat)
+        if refused is not None:
+            raise refused
+        point = state.undo_point
+        assert point is not None
+        wire = self._point_wire(point)
+        seats = state.seats
+        waiting = [s for s, x in enumerate(seats) if s != seat and x is not None and not x.bot]
+        data = {"seat": seat, "action_seq": point.seq, "action": wire, "waiting": waiting}
+        records = [Record(state.seq + 1, "undo_asked", data)]
+        if not waiting:
+            done = {"seat": seat, "action_seq": point.seq, "action": wire}
+            records.append(Record(state.seq + 2, "undo", done))
+        return records, self.apply_all(state, records)
+
+    def answer_undo(
+        self, state: SessionState, seat: Seat, accept: bool
+    ) -> tuple[list[Record], SessionState]:
+        """``seat`` answers the request waiting for it: the ``undo_answered`` record (a refusal
+        ends the request), followed by ``undo`` when it was the last agreement awaited; and the
+        state after them.
+
+        Raises:
+            UndoRefused: ``no_request`` (none waits) or ``not_asked`` (this seat asked, has
+                answered already, or is not one the request waits for).
+        """
+        ask = state.undo_ask
+        if ask is None or state.ended:
+            raise UndoRefused("no_request", "no request to take back an action waits for answers")
+        if seat not in ask.waiting:
+            why = "this seat asked it" if seat == ask.seat else "it does not wait for this seat"
+            raise UndoRefused("not_asked", f"that request is not this seat's to answer: {why}")
+        data = {"seat": seat, "action_seq": ask.action_seq, "accept": bool(accept)}
+        records = [Record(state.seq + 1, "undo_answered", data)]
+        if accept and ask.waiting == (seat,):
+            done = {"seat": ask.seat, "action_seq": ask.action_seq, "action": ask.action}
+            records.append(Record(state.seq + 2, "undo", done))
+        return records, self.apply_all(state, records)
+
+    def lapse_undo(self, state: SessionState, reason: str) -> tuple[list[Record], SessionState]:
+        """The ``undo_refused`` record that ends the waiting request (``reason``: ``expired``,
+        nobody answered in time; ``acted``, an action is appended right after it) and the state
+        after it; none when no request waits.
+
+        Raises:
+            ValueError: ``reason`` is not one of :data:`LAPSE_REASONS`.
+        """
+        if reason not in LAPSE_REASONS:
+            raise ValueError(f"an undo request lapses as {sorted(LAPSE_REASONS)}, not {reason!r}")
+        ask = state.undo_ask
+        if ask is None:
+            return [], state
+        data = {"seat": ask.seat, "action_seq": ask.action_seq, "reason": reason}
+        records = [Record(state.seq + 1, "undo_refused", data)]
+        return records, self.apply_all(state, records)
+
     # -- what viewers see ----------------------------------------------------------------------
     def to_act(self, state: SessionState) -> tuple[Seat, ...]:
         """The seats whose input is awaited (``()`` unless the session is running).
@@ -771,11 +1043,16 @@ class Engine:
             raise self._fault(rec.seq, f"redact for viewer {viewer!r}", exc) from exc
 
     def _events(
-        self, state: SessionState, events: list[Any], seq: int | None = None
+        self,
+        state: SessionState,
+        events: list[Any],
+        seq: int | None = None,
+        point: UndoPoint | None = None,
     ) -> tuple[list[Record], SessionState]:
         """The records of a cause's events (``state`` is the state before the first; ``seq``,
         if given, the seq of the record before them instead of ``state.seq``), checked, with
-        ``ended`` after the first event that yields an outcome, and the state after them.
+        ``ended`` after the first event that yields an outcome, and the state after them
+        (whose undo point is ``point``: the action's, or None for the opening events).
 
         Each event is folded exactly once: by the game's :class:`Emitter` inside ``start`` or
         ``decide`` when ``events`` is one that folded them from ``state`` with the game's
@@ -821,14 +1098,15 @@ class Engine:
                     raise self._fault(seq, "the outcome is not JSON:", exc) from exc
                 seq += 1
                 out.append(Record(seq, "ended", {"outcome": result, "seed": state.header["seed"]}))
-                return out, SessionState(state.header, game_state, state.seats, seq, True, True)
+                end = SessionState(state.header, game_state, state.seats, seq, True, True, point)
+                return out, end
         try:
             waiting = tuple(game.to_act(game_state))
         except BaseException as exc:
             raise self._fault(seq, "to_act", exc) from exc
         if not waiting:
             raise self._fault(seq, "no seat is to act and the game has no outcome (stalled)")
-        return out, SessionState(state.header, game_state, state.seats, seq, True, False)
+        return out, SessionState(state.header, game_state, state.seats, seq, True, False, point)
 
     def abort(self, state: SessionState, reason: str, fault: str | None = None) -> list[Record]:
         """The ``ended`` record that stops a session the game did not end (a host limit).
@@ -930,10 +1208,12 @@ class Engine:
                         d.get("token_hash"),
                         d.get("holder"),
                     )[0]
+                elif rec.type in UNDO_CAUSES:
+                    want = self._undo_cause(before, rec)[0]
                 else:
                     action = self.codec.action_from_wire(d["action"])
                     want = self.act(before, d["seat"], action, d.get("timed_out", False))
-            except (ActionError, ValueError, GameFault):
+            except (ActionError, UndoRefused, ValueError, GameFault, KeyError):
                 want = []  # not for this check to judge: verify reports it
             if n - last_cause < len(want):
                 whole = last_cause
@@ -1115,4 +1395,27 @@ class Engine:
                 return (rec.seq, f"action refused on replay: {exc}"), [], state
         if rec.type == "ended" and "aborted" in d:
             return None, *self.abort_step(state, d["aborted"], d.get("fault"))
+        if rec.type in UNDO_CAUSES:
+            try:
+                return None, *self._undo_cause(state, rec)
+            except (KeyError, UndoRefused, ValueError) as exc:
+                return (rec.seq, f"{rec.type} refused on replay: {exc}"), [], state
         return (rec.seq, f"a {rec.type!r} record that no cause produced"), [], state
+
+    def _undo_cause(self, state: SessionState, rec: Record) -> tuple[list[Record], SessionState]:
+        """What the current code produces for the undo cause ``rec`` begins, and the state.
+
+        Raises:
+            KeyError: a field is missing. UndoRefused, ValueError: the code refuses it.
+            GameFault: the game's ``undoable`` raised.
+        """
+        d = rec.data
+        if rec.type == "undo_asked":
+            return self.ask_undo(state, d["seat"])
+        if rec.type == "undo_answered":
+            if type(d["accept"]) is not bool:
+                raise ValueError(f"accept must be true or false, not {d['accept']!r}")
+            return self.answer_undo(state, d["seat"], d["accept"])
+        if state.undo_ask is None:
+            raise ValueError("an undo_refused record while no request waits")
+        return self.lapse_undo(state, d["reason"])

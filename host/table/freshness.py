@@ -12,6 +12,9 @@ action is still *fresh* when all of these hold:
    that only it may see, such as a card it drew.
 3. **It has not answered already**: none of the records ``E+1 .. S`` is an action of this seat
    (a second ``act`` with the same ``seq`` is a resend, not a new decision).
+4. **Nothing was taken back**: none of the records ``E+1 .. S`` is an ``undo`` (the table went
+   back to an earlier state: an answer to a ``turn`` push from before it is not trusted, even
+   where the same choices are offered again).
 
 Public changes by other seats — another seat's give booked into the ledger in Around the
 World's round 2, another seat's vote in Seven Twenty-Seven's extra-card vote — do not make the
@@ -60,6 +63,8 @@ def stale_reason(
     for rec in since:
         if rec.type == "action" and rec.data.get("seat") == seat:
             return f"this seat acted since (seq {rec.seq})"
+        if rec.type == "undo":
+            return f"an action was taken back since (seq {rec.seq})"
     if list(legal_then) != list(legal_now):
         return "what this seat may do has changed since"
     for rec in since:

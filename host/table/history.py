@@ -97,7 +97,8 @@ def fork_records(records: list[Record], n: int, new_id: str) -> list[dict[str, A
 
     Raises:
         ValueError: ``n`` is not a seq of the log, or ends inside a cause (the next record is
-            not a ``seat_taken``, an ``action``, a ``seat_held`` or a ``seat_released``): the
+            not a ``seat_taken``, an ``action``, a ``seat_held``, a ``seat_released`` or an
+            undo record that begins a cause, :data:`~host.table.engine.CAUSES`): the
             message says where to fork instead.
     """
     last = records[-1].seq

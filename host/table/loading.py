@@ -23,10 +23,19 @@ from collections.abc import Generator, Iterable
 
 import attrs
 
-from host.errors import ActionError
+from host.errors import ActionError, UndoRefused
 from host.plugins.faults import GameFault
 from host.table.core import TAIL_MAX, Presence
-from host.table.engine import CAUSES, PRESENCE, BadRecord, Engine, Record, SessionState
+from host.table.engine import (
+    CAUSES,
+    PRESENCE,
+    UNDO_CAUSES,
+    UNDO_RECORDS,
+    BadRecord,
+    Engine,
+    Record,
+    SessionState,
+)
 
 __all__ = ["STRETCH", "Loaded", "load_steps", "skim_all"]
 
@@ -82,7 +91,7 @@ def skim_all(engine: Engine, state: SessionState, records: Iterable[Record]) -> 
             engine._check_presence(seats, seq, rec)
         elif kind == "ended":
             ended = True
-        elif kind != "action":
+        elif kind != "action" and kind not in UNDO_RECORDS:  # undo records change no seat
             raise BadRecord(seq, f"unknown record type {kind!r}")
     if not folded:
         return state
@@ -191,9 +200,11 @@ def _cut_short(engine: Engine, header: Record, before: SessionState, cause: list
             want = engine.seat_step(
                 before, d["seat"], d["name"], d["bot"], d.get("token_hash"), d.get("holder")
             )[0]
+        elif rec.type in UNDO_CAUSES:
+            want = engine._undo_cause(before, rec)[0]
         else:
             action = engine.codec.action_from_wire(d["action"])
             want = engine.act(before, d["seat"], action, d.get("timed_out", False))
-    except (ActionError, ValueError, GameFault, KeyError):
+    except (ActionError, UndoRefused, ValueError, GameFault, KeyError):
         return False  # not for this check to judge: verify reports it
     return len(cause) < len(want)

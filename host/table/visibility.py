@@ -13,6 +13,10 @@ The rule, per record type (a *viewer* is a seat number, or None for a spectator)
 ``event``          the game's ``redact(event, viewer)``: only what that viewer may see
 ``seat_held``      ``seat`` (who holds it is the host's business, not the players')
 ``seat_released``  ``seat``
+``undo_asked``     ``seat``, ``action_seq``, ``action`` and ``waiting`` (actions are public)
+``undo_answered``  ``seat``, ``action_seq`` and ``accept``
+``undo``           ``seat``, ``action_seq`` and ``action``
+``undo_refused``   ``seat``, ``action_seq`` and ``reason``
 ``ended``          ``outcome``, ``aborted`` when the host ended it, and ``seed`` only when the
                    game reveals it (``GameInfo.reveal_seed``)
 =================  ==========================================================================
@@ -25,6 +29,11 @@ record goes (live, or among the records a ``resume`` catches up on), a ``presenc
 it (:meth:`Visibility.presence`): the seat, whether a connection holds it after that record and
 why, all read from the record (never which connection).
 
+Undo: the ``event`` push of an ``undo_asked`` record is followed by an ``undo_asked`` push, of an
+``undo`` record by ``undo_done``, and of an ``undo_answered`` record that refuses or an
+``undo_refused`` record by ``undo_refused`` (:meth:`Visibility.undo`), likewise read from the
+record (the request's expiry from its time).
+
 Pure: no I/O. Game code (``redact``) runs through the engine's guards, so a game that raises
 here raises :class:`~host.plugins.faults.GameFault`.
 """
@@ -35,12 +44,30 @@ from typing import Any
 
 from host.game import Viewer
 from host.table.engine import BadRecord, Engine, Record
-from protocol.replies import EventPush, PresencePush
+from protocol.replies import (
+    EventPush,
+    Expiry,
+    PresencePush,
+    UndoAskedPush,
+    UndoDonePush,
+    UndoRefusedPush,
+    UndoRequest,
+)
 
-__all__ = ["NEVER_SHOWN", "Visibility"]
+__all__ = ["NEVER_SHOWN", "UNDO_FIELDS", "Visibility"]
 
 NEVER_SHOWN = ("token_hash", "holder")
 """Record fields no viewer is ever shown, ``truth`` included."""
+
+UNDO_FIELDS = {
+    "undo_asked": ("seat", "action_seq", "action", "waiting"),
+    "undo_answered": ("seat", "action_seq", "accept"),
+    "undo": ("seat", "action_seq", "action"),
+    "undo_refused": ("seat", "action_seq", "reason"),
+}
+"""The fields of each undo record, as every viewer is shown them."""
+
+UndoPush = UndoAskedPush | UndoDonePush | UndoRefusedPush
 
 
 class Visibility:
@@ -80,6 +107,8 @@ class Visibility:
             return {"seat": d["seat"], "name": d["name"], "bot": d["bot"]}
         if kind in ("seat_held", "seat_released"):
             return {"seat": d["seat"]}
+        if kind in UNDO_FIELDS:
+            return {k: d.get(k) for k in UNDO_FIELDS[kind]}
         if kind == "ended":
             out = {"outcome": d["outcome"], "seed": self.public_seed(header)}
             if "aborted" in d:
@@ -103,6 +132,27 @@ class Visibility:
             d = rec.data
             return PresencePush(session, rec.seq, d["seat"], False, d.get("reason") or "gone")
         return None
+
+    def undo(self, session: str, rec: Record, expires: Expiry | None = None) -> UndoPush | None:
+        """The undo push that follows ``rec``'s event push (None: it is followed by none), the
+        same for every viewer: ``undo_asked`` (``expires``: when that request lapses),
+        ``undo_done``, or ``undo_refused`` (a refusing ``undo_answered`` names its seat as
+        ``by``; an ``undo_refused`` record gives its reason)."""
+        kind = rec.type
+        if kind not in UNDO_FIELDS:
+            return None
+        d = rec.data
+        if kind == "undo_asked":
+            when = expires or Expiry("", 0.0)
+            request = UndoRequest(d["seat"], d["action_seq"], d.get("action"), d["waiting"], when)
+            return UndoAskedPush(session, rec.seq, request)
+        if kind == "undo":
+            return UndoDonePush(session, rec.seq, d["seat"], d["action_seq"])
+        if kind == "undo_answered":
+            if d.get("accept"):
+                return None
+            return UndoRefusedPush(session, rec.seq, d["action_seq"], "refused", d["seat"])
+        return UndoRefusedPush(session, rec.seq, d["action_seq"], d["reason"], None)
 
     def same_for_all(self, rec: Record) -> bool:
         """Whether every viewer is shown ``rec`` alike without asking the game (every record

@@ -17,6 +17,11 @@ received it*; the host writes the rest:
 ``seat_held``      ``"Ann is back"``
 ``seat_released``  ``"Ann left"`` (``"Ann lost the connection"`` when the reason is known to be
                    a lost connection)
+``undo_asked``     ``"Ann asked to take back play 8C (Bob to agree)"``
+``undo_answered``  ``"Bob agreed"`` / ``"Bob refused: the move stands"``
+``undo``           ``"Ann took back play 8C"``
+``undo_refused``   ``"Nobody answered in time: Ann's move stands"`` (``expired``) / ``"Ann's
+                   request lapsed: a move came first"`` (``acted``)
 ``ended``          the game's ``describe_outcome`` of the outcome, or why the host ended it
 ``header``         ``"A session of Crazy Eights (version 1) for 4 seats"`` (a log page's)
 =================  ==========================================================================
@@ -177,6 +182,23 @@ class Words:
             self.failed = True
         return outcome_fallback(outcome, names)
 
+    def _undo(self, kind: str, d: Mapping[str, Any], viewer: Viewer, names: Sequence[str]) -> str:
+        """An undo record in words (see the module docstring)."""
+        seat = d.get("seat")
+        name = who(seat, viewer, names, start=True)
+        whose = "your" if seat == viewer else f"{who(seat, viewer, names)}'s"
+        if kind == "undo_asked":
+            waiting = [who(w, viewer, names) for w in d.get("waiting") or []]
+            asked = f" ({_and(waiting)} to agree)" if waiting else ""
+            return f"{name} asked to take back {self.label(d.get('action'))}{asked}"
+        if kind == "undo_answered":
+            return f"{name} agreed" if d.get("accept") else f"{name} refused: the move stands"
+        if kind == "undo":
+            return f"{name} took back {self.label(d.get('action'))}"
+        if d.get("reason") == "expired":
+            return f"Nobody answered in time: {whose} move stands"
+        return f"{whose[0].upper()}{whose[1:]} request lapsed: a move came first"
+
     def record(self, kind: str, body: Any, viewer: Viewer, names: Sequence[str]) -> str:
         """The text of a record for ``viewer``: ``kind`` is its type (an ``event`` push's
         ``kind``) and ``body`` what the viewer was shown of it (the push's ``event``, already
@@ -200,6 +222,8 @@ class Words:
         if kind == "seat_released":
             went = "lost the connection" if d.get("reason") in LOST else "left"
             return f"{who(seat, viewer, names, start=True)} {went}"
+        if kind in ("undo_asked", "undo_answered", "undo", "undo_refused"):
+            return self._undo(kind, d, viewer, names)
         if kind == "ended":
             return self.outcome(d.get("outcome"), d.get("aborted"), names)
         if kind == "header":

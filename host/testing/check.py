@@ -47,6 +47,11 @@ name, then the game id, the seat count, the seed and the seq where it happened):
     one seat, in turn).
 ``invariant``
     the ``invariant`` hook raised ``AssertionError`` on the state after some event.
+``undo``
+    the game's ``undoable`` said an action of a playout may be taken back by consent although
+    one of the events it caused is not the same for every viewer (``redact`` hides part of it
+    from a seat or a spectator: a card drawn or dealt), or ``undoable`` raised, or taking it
+    back (the host's own records) did not give back the state before it.
 ``describe``
     a text member the game has raised or returned something else than a string: ``describe``
     of a logged action, ``describe_event`` of an event as a spectator and one seat (in turn)
@@ -702,6 +707,45 @@ def check_no_leak(
                 )
 
 
+def _check_undo(game: Any, playout: Playout) -> None:
+    """``undo`` (see the module docstring): at every action of the playout that the game's
+    ``undoable`` lets be taken back, each event it caused is the same for every viewer, and the
+    host's undo records give back the state before it. Nothing to check without ``undoable``."""
+    if getattr(game, "undoable", None) is None:
+        return
+    engine = Engine(game)
+    records = list(playout.records)
+    state = engine.initial(records[0])
+    viewers = (None, *range(playout.seats))
+    for cause in _causes(records):
+        before = state
+        state = engine.apply_all(state, cause)
+        if cause[0].type != "action" or state.ended:
+            continue
+        seq = cause[0].seq
+        seat = cause[0].data["seat"]
+        try:
+            refused = engine.undo_refusal(state, seat)
+        except GameFault as exc:
+            raise GameCheckFailed("undo", f"{exc} {playout.where(seq)}") from exc
+        if refused is not None:
+            continue
+        for rec in cause[1:]:
+            shown = {repr(v): engine.redacted_wire(rec, v) for v in viewers}
+            if any(x != rec.data["event"] for x in shown.values()):
+                raise GameCheckFailed(
+                    "undo",
+                    f"undoable lets {cause[0].data['action']!r} be taken back, but its event"
+                    f" {rec.data['event']!r} is shown otherwise to some viewers: {shown!r}"
+                    f" {playout.where(rec.seq)}",
+                )
+        undone = engine.ask_undo(state, seat)[1]
+        if undone.game != before.game:
+            raise GameCheckFailed(
+                "undo", f"taking back the action did not restore the state {playout.where(seq)}"
+            )
+
+
 def _show(value: bytes | tuple[bytes, ...]) -> str:
     text = value.decode() if isinstance(value, bytes) else b" ".join(value).decode()
     return text if len(text) < 600 else text[:600] + "..."
@@ -758,6 +802,7 @@ def check_game(
                 _check_log(playout, invariant, play(game, n, seed, bots, **run))  # type: ignore[arg-type]
                 _check_contract(playout, contract_samples)
                 _check_words(playout)
+                _check_undo(game, playout)
                 playouts.append(playout)
     if leak_examples > 0:
         _leak_property(playouts, revealed, leak_examples)

@@ -27,6 +27,9 @@ Actions (wire forms in ``plugins.around_the_world.model``):
   ``legal_actions`` lists: keep all, cancel all, cancel the holder's own drinks, and cancel all
   drinks of each single seat. With no round-2 drinks at all the phase is skipped.
 
+Undo by consent (``undoable``): a ``give`` (or a ``cancel``) may be taken back as long as no card
+was turned since: the session's last action, with no ``guessed`` or ``turned`` among its events.
+
 Ledger (``outcome``): per seat and round, ``taken`` (drinks the seat drinks: wrong guesses, take
 matches and drinks given to it), ``given`` (drinks it assigned to others) and ``cancelled``
 (drinks it was spared by ``poker_cancel``), plus totals.
@@ -164,6 +167,16 @@ class AroundTheWorld:
     def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list[Any]:
         """See :func:`plugins.around_the_world.rules.decide`."""
         return rules.decide(state, seat, action, rng, self.evolve)
+
+    def undoable(self, state: State, seat: int, action: Any, events: Sequence[Any]) -> bool:
+        """Whether ``seat`` may take back ``action`` (taken in ``state``, causing ``events``)
+        by consent: a ``give`` or a ``cancel`` whose events turned no card: ``given``,
+        ``cancelled`` and what follows them without a card shown (``columns_laid``: the
+        round-2 cards laid face down; ``best_hand``: read from the face-up rows). A ``guess``
+        deals a card face up and a ``flip`` turns one: never."""
+        return isinstance(action, Give | Cancel) and all(
+            isinstance(e, Given | Cancelled | ColumnsLaid | BestHand) for e in events
+        )
 
     # -- state ---------------------------------------------------------------------------------
     def evolve(self, state: State, event: Any) -> State:

@@ -57,6 +57,9 @@ Decisions where the spec is silent or ambiguous:
   better).
 - **Hidden information**: hands only to their owner, stock order to nobody, a drawn card only to
   its drawer; ``deal_scored`` reveals every hand and the view keeps it as ``last_deal``.
+- **Undo by consent** (``undoable``): a ``play`` or ``pass`` that drew nothing and did not end the
+  deal may be taken back (the card played goes back to the hand; everyone saw it, so it is known
+  to be there). A draw never: it showed the drawer a card from the stock.
 """
 
 from __future__ import annotations
@@ -155,6 +158,15 @@ class CrazyEights:
     def decide(self, state: State, seat: int, action: Any, rng: Rng) -> list[Any]:
         """See :func:`plugins.crazy_eights.rules.decide`."""
         return rules.decide(state, seat, action, rng, self.evolve)
+
+    def undoable(self, state: State, seat: int, action: Any, events: Sequence[Any]) -> bool:
+        """Whether ``seat`` may take back ``action`` (taken in ``state``, causing ``events``)
+        by consent: a ``play`` or a ``pass`` whose only events are ``played`` / ``passed``.
+        Not a draw (it showed the drawer a card), nor a play or pass that ended the deal (the
+        deal's score shows every hand and the next deal is dealt) or made someone draw."""
+        return isinstance(action, Play | Pass) and all(
+            isinstance(e, Played | Passed) for e in events
+        )
 
     # -- what people see -----------------------------------------------------------------------
     def view(self, state: State, viewer: Viewer) -> dict[str, Any]:

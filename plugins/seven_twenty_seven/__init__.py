@@ -46,6 +46,9 @@ Decisions where the spec is silent (also in the docs):
 - ``bust_over_27``: a hand whose lowest total passes 27 (on the deal, a draw or the extra card)
   is out at once like a fold: announced, never shown, its chips stay in the pot.
 - The outcome holds stacks and net results only: no cards at all.
+- Undo by consent (``undoable``): a stand, check, bet, call, raise, fold or vote may be taken back
+  while it is the session's last action and nothing was dealt or shown by it (the action that
+  closes a round and brings the next card, the showdown or the next hand: never); a draw never.
 """
 
 from __future__ import annotations
@@ -61,21 +64,48 @@ from plugins.seven_twenty_seven.model import (
     ACTIONS,
     EVENTS,
     Bet,
+    BetMade,
+    BetReturned,
     Call,
+    Called,
     Check,
+    Checked,
     Draw,
     Fold,
+    Folded,
     Options,
     Outcome,
+    PhaseStarted,
     Raise,
+    Raised,
     Stand,
     State,
+    StockRanOut,
+    Stood,
     View,
     Vote,
+    Voted,
+    VoteDecided,
 )
 from plugins.seven_twenty_seven.rules import evolve
 
 __all__ = ["SevenTwentySeven", "gamehost_register_games"]
+
+UNDOABLE_EVENTS = (
+    Stood,
+    Checked,
+    BetMade,
+    Called,
+    Raised,
+    Folded,
+    Voted,
+    BetReturned,
+    VoteDecided,
+    PhaseStarted,
+    StockRanOut,
+)
+"""The events an action taken back by consent may have caused: none deals, draws or shows a
+card, or pays a pot."""
 
 
 class SevenTwentySeven:
@@ -144,6 +174,15 @@ class SevenTwentySeven:
 
     def legal_actions(self, state: State, seat: int) -> list[Any]:
         return rules.legal_actions(state, seat)
+
+    def undoable(self, state: State, seat: int, action: Any, events: Sequence[Any]) -> bool:
+        """Whether ``seat`` may take back ``action`` (taken in ``state``, causing ``events``)
+        by consent: a ``stand``, ``check``, ``bet``, ``call``, ``raise``, ``fold`` or ``vote``
+        before the next card is dealt or any hand is shown: its events are only the betting,
+        standing and voting ones and the phase changes that deal nothing (``bet_returned``,
+        ``vote_decided``, ``phase_started``, ``stock_ran_out``). A ``draw``, an action whose
+        round ends in a deal, an extra card, a showdown or a pot paid: never."""
+        return not isinstance(action, Draw) and all(isinstance(e, UNDOABLE_EVENTS) for e in events)
 
     def view(self, state: State, viewer: Viewer) -> dict[str, Any]:
         return views.view(state, viewer)

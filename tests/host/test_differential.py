@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import trio
 
+from host.table.history import verify_log
 from tests.differential import (
     TOPOLOGIES,
     Logical,
@@ -30,6 +31,7 @@ from tests.differential import (
     compare,
     run_scenario,
 )
+from tools.replay import load
 
 Expect = Callable[[Outcome, str], list[str]]
 """What a hand-written case promises, checked on one topology: the problems found."""
@@ -374,3 +376,126 @@ def test_what_a_spectator_was_not_shown_across_a_bounce_is_left_out() -> None:
         watcher.events[seq] = (0, "seat_released", {"seat": seq})
     watcher.hidden.append((3, 5))  # it saw seq 3, closed, watched again at seq 5
     assert sorted(watcher.transcript()["events"]) == [3, 6]
+
+
+# -- 5. undo by consent, across a bounce --------------------------------------------------------
+class UndoDriver:
+    """Crazy Eights for two: L0 and L1 take seats 0 and 1, L2 watches; the seat to act plays
+    (the scenario's seeded draws). After the first draw its seat asks to take it back (refused:
+    it showed a card). After the first play that drew nothing, its seat asks, the other refuses,
+    it asks again, a bounce (the request waits in the log), the other accepts. After the next
+    such play its seat asks and the other plays on (the request lapses). Then a few more
+    moves."""
+
+    def __init__(self, max_steps: int = 120, after: int = 3) -> None:
+        self.max_steps = max_steps
+        self.after = after
+        self.plan: list[Step] = []
+        self.acted_at = -1
+        self.drew: int | None = None  # the step of the undo after a draw
+        self.first: int | None = None  # the step of the first undo of a play
+        self.second: int | None = None  # the step of the undo that lapses
+
+    @staticmethod
+    def last_action(t: Topology) -> tuple[int, str, bool] | None:
+        """The seat and type of the last action topology A's monitor saw, and whether its
+        events are plays only (nothing drawn, the deal not over)."""
+        events = t.monitor_events
+        seqs = [s for s in sorted(events) if events[s][0] == "action"]
+        if not seqs:
+            return None
+        at = seqs[-1]
+        kind, body = events[at]
+        after = [events[s] for s in sorted(events) if s > at]
+        clean = all(k == "event" and e.get("type") == "played" for k, e in after)
+        return body["seat"], body["action"]["type"], clean
+
+    def __call__(self, t: Topology, i: int) -> Step | None:
+        if i < 2:
+            return Step("join", i, i)
+        if i == 2:
+            return Step("watch", 2)
+        if self.plan:
+            return self.plan.pop(0)
+        snap = t.snap
+        if snap.get("ended") or i >= self.max_steps:
+            return None
+        if self.second is not None and self.drew is not None:
+            if not self.after:
+                return None
+            self.after -= 1
+        last = self.last_action(t) if self.acted_at == i - 1 else None
+        if last is not None:
+            seat, kind, clean = last
+            if kind == "draw" and self.drew is None:
+                self.drew = i
+                return Step("undo", seat)
+            if kind == "play" and clean and self.first is None:
+                self.first = i
+                other = 1 - seat
+                self.plan = [
+                    Step("refuse", other),
+                    Step("undo", seat),
+                    Step("bounce"),
+                    Step("accept", other),
+                ]
+                return Step("undo", seat)
+            if kind == "play" and clean and self.second is None and self.first is not None:
+                self.second = i
+                return Step("undo", seat)  # the other seat, to act, plays on next
+        to_act = snap.get("to_act", [])
+        if not to_act:
+            return None
+        self.acted_at = i
+        return Step("act", to_act[0])
+
+
+def undo_promises(outcome: Outcome, name: str) -> list[str]:
+    d: UndoDriver = outcome.scenario.driver  # type: ignore[assignment]
+    if d.drew is None or d.first is None or d.second is None:
+        return [f"the seeded play never made every undo case ({d.drew}, {d.first}, {d.second})"]
+    problems = []
+
+    def result(conn: int, step: int) -> Any:
+        return _reply(outcome, name, conn, step)
+
+    drew = result(outcome.steps[d.drew].conn, d.drew)  # type: ignore[arg-type]
+    if _code(drew) != "cannot_undo" or drew["error"]["reason"] != "not_undoable":
+        problems.append(f"an undo after a draw was answered {drew}")
+    seat = outcome.steps[d.first].conn
+    other = 1 - seat  # type: ignore[operator]
+    want = [
+        (seat, d.first, "asked"),
+        (other, d.first + 1, "refused"),
+        (seat, d.first + 2, "asked"),
+        (other, d.first + 4, "done"),
+        (outcome.steps[d.second].conn, d.second, "asked"),
+    ]
+    for conn, step, status in want:
+        got = result(conn, step)
+        if _code(got) != "ok" or got["result"]["status"] != status:
+            problems.append(f"L{conn} at step {step}: {got}, not {status}")
+    lapsed = [p for _, p in outcome.conn(name, 2).others if p.get("push") == "undo_refused"]
+    if [p["reason"] for p in lapsed] != ["refused", "acted"]:
+        problems.append(f"the spectator's undo_refused pushes: {lapsed}")
+    done = [p for _, p in outcome.conn(name, 2).others if p.get("push") == "undo_done"]
+    if len(done) != 1:
+        problems.append(f"the spectator's undo_done pushes: {done}")
+    expiries = outcome.topologies[name].expiries
+    if not expiries or any(len(ats) != 1 for ats in expiries.values()):
+        problems.append(f"the hosts gave these expiry times per request: {expiries}")
+    return problems
+
+
+def test_undo_by_consent_across_a_bounce(tmp_path: Path, pg_store_url: str) -> None:
+    scenario = Scenario(
+        "undo by consent 1",
+        Table("crazy-eights", 2, 0, {"target": 30}),
+        slots=(0, 1, 1),
+        driver=UndoDriver(),
+    )
+    outcome = play(scenario, tmp_path, pg_store_url)
+    check(outcome, undo_promises)
+    engine, records = load(tmp_path / "A" / "sessions" / f"{scenario.session}.jsonl")
+    assert [r.type for r in records].count("undo") == 1
+    assert verify_log(engine, records) is None

@@ -34,6 +34,7 @@ from host.errors import (
     OptionError,
     SeatError,
     SeatTaken,
+    UndoRefused,
 )
 from host.game import Rng, hookimpl
 from host.plugins.codec import BadAction
@@ -70,6 +71,7 @@ SAMPLES: list[tuple[GamehostError, str, dict[str, Any]]] = [
     ),
     (IllegalAction(NOT_YOUR_TURN, "wait"), "not_your_turn", {}),
     (OptionError("decks", "at most 2"), "bad_option", {"option": "decks"}),
+    (UndoRefused("acted_since", "another seat acted"), "cannot_undo", {"reason": "acted_since"}),
 ]
 
 

@@ -65,7 +65,8 @@ def test_the_schema_is_a_valid_draft_2020_12_schema_of_every_message() -> None:
     assert {f"error.{code}" for code in ErrorCode} <= set(DEFS)
     pushes_ = {r["$ref"].rsplit(".", 1)[1] for r in DEFS["push"]["oneOf"]}
     assert pushes_ == {
-        "event", "turn", "view", "presence", "ended", "stalled", "detached", "closed", "ping"
+        "event", "turn", "view", "presence", "undo_asked", "undo_done", "undo_refused", "ended",
+        "stalled", "detached", "closed", "ping"
     }  # fmt: skip
     assert DEFS["push.turn"]["required"][-2:] == ["to_act", "deadline"]
     assert DEFS["push.view"]["required"][-3:] == ["to_act", "deadline", "connected"]
@@ -301,6 +302,48 @@ async def probe_refusals(rec: Recorder, sid: str) -> None:
     await w.aclose()
 
 
+async def record_undo(rec: Recorder, lobby: Client) -> None:
+    """A Crazy Eights session of two recorded players: an undo refused after a draw, then a
+    play asked back, refused, asked again and accepted."""
+    made = await lobby.call("create", game="crazy-eights", seats=2, options={"target": 30})
+    sid = made["session"]
+    seats = {}
+    for seat in (0, 1):
+        c = await rec.client()
+        await c.call("join", session=sid, seat=seat, name=f"u{seat}", view=True, text=True)
+        seats[seat] = c
+    to_act = (await seats[0].call("view", session=sid))["to_act"][0]
+    me, other = seats[to_act], seats[1 - to_act]
+    turn = await _next(me, "turn")
+    while True:
+        play = next((a for a in turn["legal"] if a["type"] == "play"), None)
+        if play is not None:
+            break
+        done = await me.call("act", session=sid, action={"type": "draw"}, seq=turn["seq"])
+        r = await me.request("undo", session=sid)
+        assert r["error"]["code"] == "cannot_undo"
+        turn = await _next(me, "turn", done["seq"])
+    await me.call("act", session=sid, action=play, seq=turn["seq"])
+    for accept in (False, True):
+        await me.call("undo", session=sid)
+        await _next(other, "undo_asked")
+        await other.call("undo_answer", session=sid, accept=accept)
+        await _next(me, "undo_done" if accept else "undo_refused")
+    r = await other.request("undo_answer", session=sid, accept=True)
+    assert r["error"]["code"] == "cannot_undo"
+    await me.call("view", session=sid)
+    for c in seats.values():
+        await c.aclose()
+
+
+async def _next(c: Client, push: str, seq: int | None = None) -> dict[str, Any]:
+    while True:
+        p = await c.next_push()
+        assert p is not None
+        if p["push"] == push and (seq is None or p["seq"] == seq):
+            return p
+
+
 @pytest.mark.parametrize("game", [g for g in BUILT_IN if g in REGISTRY.games])
 async def test_a_recorded_session_fits_the_schema_line_by_line(tmp_path: Path, game: str) -> None:
     async with trio.open_nursery() as n:
@@ -343,6 +386,7 @@ async def test_a_recorded_session_fits_the_schema_line_by_line(tmp_path: Path, g
         await lobby.call("replay", session=sid, seq=min(10, page["seq"]))
         await lobby.call("verify", session=sid)
         await lobby.request("fork", session=sid, seq=created["seq"])  # answered either way
+        await record_undo(rec, lobby)
         r = await lobby.request("act", session=sid, action={"type": "x"})
         assert r["error"]["code"] in ("not_seated", "session_ended")
         running.host.request_shutdown()
@@ -351,9 +395,11 @@ async def test_a_recorded_session_fits_the_schema_line_by_line(tmp_path: Path, g
     assert not bad, bad[:5]
     kinds = {msg["push"] for name, msg in lines if name == "push"}
     assert {"event", "turn", "view", "presence", "ended"} <= kinds
+    assert {"undo_asked", "undo_done", "undo_refused"} <= kinds
     answered = {name for name, _ in lines if name != "push"}
     assert {f"reply.{op}" for op in ("hello", "games", "create", "sessions", "join", "watch",
-            "resume", "view", "act", "leave", "log", "replay", "verify")} <= answered  # fmt: skip
+            "resume", "view", "act", "undo", "undo_answer", "leave", "log", "replay",
+            "verify")} <= answered  # fmt: skip
     codes = {msg["error"]["code"] for name, msg in lines if name == "reply.error"}
     assert len(codes) >= 12, codes
     turns = [msg for name, msg in lines if name == "push" and msg["push"] == "turn"]

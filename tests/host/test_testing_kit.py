@@ -260,3 +260,28 @@ def test_a_text_member_that_raises_or_writes_two_lines_is_named(game: Any, says:
     failed = fault_of(game)
     assert failed.fault == "describe"
     assert says in str(failed)
+
+
+class TakesBackEverything(HighCard):
+    """``undoable`` lets a swap be taken back, though the card swapped in was shown to its seat
+    alone (a draw must never be taken back)."""
+
+    def undoable(self, state: State, seat: int, action: Any, events: Sequence[Any]) -> bool:
+        return True
+
+
+class TakesBackKeeps(HighCard):
+    """``undoable`` lets only a keep be taken back: it shows nothing hidden."""
+
+    def undoable(self, state: State, seat: int, action: Any, events: Sequence[Any]) -> bool:
+        return isinstance(action, Keep) and all(isinstance(e, Kept) for e in events)
+
+
+def test_an_undoable_that_lets_a_draw_be_taken_back_is_named() -> None:
+    failed = fault_of(TakesBackEverything())
+    assert failed.fault == "undo"
+    assert "'swapped'" in str(failed) and "shown otherwise to some viewers" in str(failed)
+
+
+def test_an_undoable_that_takes_back_only_what_showed_nothing_passes() -> None:
+    check_game(TakesBackKeeps(), seeds=range(2), leak_examples=0)

@@ -29,6 +29,7 @@ from protocol.replies import (
     Deadline,
     EndedPush,
     EventPush,
+    Expiry,
     Forked,
     GameDescription,
     GamesResult,
@@ -51,6 +52,11 @@ from protocol.replies import (
     StalledPush,
     Timers,
     TurnPush,
+    UndoAskedPush,
+    UndoDonePush,
+    UndoRefusedPush,
+    UndoRequest,
+    UndoResult,
     Verified,
     ViewPush,
     ViewReply,
@@ -79,6 +85,14 @@ deadlines = st.none() | st.builds(
 flags = st.lists(st.booleans(), max_size=4)
 seconds = st.none() | st.floats(0, 1e6, allow_nan=False, allow_infinity=False)
 timers = st.builds(Timers, seconds, seconds, st.integers(0, 9))
+undo_requests = st.builds(
+    UndoRequest,
+    st.integers(0, 9),
+    ints,
+    json_values,
+    small,
+    st.builds(Expiry, text, st.floats(0, 1e6, allow_nan=False, allow_infinity=False)),
+)
 
 
 @st.composite
@@ -102,6 +116,7 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
         draw(flags),
         draw(objects),
         draw(timers),
+        draw(st.none() | undo_requests),
     )
 
 
@@ -162,6 +177,8 @@ results: dict[str, st.SearchStrategy[Any]] = {
     "resume": st.builds(Resumed, st.integers(0, 9), snapshots()),
     "view": st.builds(ViewReply, snapshots()),
     "act": st.builds(Accepted, ints),
+    "undo": st.builds(UndoResult, ints, st.sampled_from(["asked", "done"])),
+    "undo_answer": st.builds(UndoResult, ints, st.sampled_from(["asked", "done", "refused"])),
     "leave": st.just(Left()),
     "ping": st.just(Pong()),
     "log": st.builds(
@@ -203,7 +220,7 @@ pushes = st.one_of(
         EventPush,
         text,
         ints,
-        st.sampled_from(["event", "action", "seat_taken", "ended"]),
+        st.sampled_from(["event", "action", "seat_taken", "undo_asked", "undo", "ended"]),
         json_values,
     ),
     st.builds(
@@ -217,6 +234,16 @@ pushes = st.one_of(
         st.integers(0, 9),
         st.booleans(),
         st.sampled_from(["joined", "resumed", "left", "gone", "unresponsive", "host_gone"]),
+    ),
+    st.builds(UndoAskedPush, text, ints, undo_requests),
+    st.builds(UndoDonePush, text, ints, st.integers(0, 9), ints),
+    st.builds(
+        UndoRefusedPush,
+        text,
+        ints,
+        ints,
+        st.sampled_from(["refused", "expired", "acted"]),
+        st.none() | st.integers(0, 9),
     ),
     st.builds(EndedPush, text, ints, json_values, st.none() | text),
     st.builds(StalledPush, text, st.just("store_error")),
@@ -269,7 +296,7 @@ SNAPSHOT = [
     "seed_commitment",
 ]
 ENDED = ["outcome", "seed"]  # and "aborted" between them when the host ended the session
-LAST = ["deadline", "connected", "options", "timers"]  # after ENDED: every snapshot has them
+LAST = ["deadline", "connected", "options", "timers", "undo"]  # after ENDED: every snapshot
 RESULT_KEYS = {  # PROTOCOL.md, "Ops", the result column, in order
     "hello": ["protocol", "host", "version", "ops", "capabilities"],
     "games": ["games"],
@@ -280,6 +307,8 @@ RESULT_KEYS = {  # PROTOCOL.md, "Ops", the result column, in order
     "resume": ["seat", *SNAPSHOT],
     "view": SNAPSHOT,
     "act": ["seq"],
+    "undo": ["seq", "status"],
+    "undo_answer": ["seq", "status"],
     "leave": ["left"],
     "ping": ["pong"],
     # PROTOCOL.md, "Replay ops"
@@ -312,6 +341,9 @@ def test_protocol_md_lists_every_push():
             "turn",
             "view",
             "presence",
+            "undo_asked",
+            "undo_done",
+            "undo_refused",
             "ended",
             "stalled",
             "closed",
@@ -392,6 +424,7 @@ def test_snapshot_replies_are_the_bytes_the_dict_built_replies_were(rid, snap, s
     d["connected"] = snap.connected
     d["options"] = snap.options
     d["timers"] = snap.timers.to_wire()
+    d["undo"] = None if snap.undo is None else snap.undo.to_wire()
     assert encode_message(Reply(rid, Watching(snap))) == encode_ok(rid, d)
     assert encode_message(Reply(rid, Joined(seat, token, snap))) == encode_ok(
         rid, {"seat": seat, "token": token, **d}

@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from host.plugins.registry import load_registry
-from host.table.commands import Act, Join, Leave, Resume, View, Watch
+from host.table.commands import Act, Join, Leave, Resume, Undo, UndoAnswer, View, Watch
 from host.table.core import (
     ABSENT_AFTER,
     RESUME_BURST,
@@ -419,7 +419,9 @@ def test_an_act_older_than_the_window_is_a_conflict() -> None:
 # -- one host, a restarted host and two hosts answer alike ----------------------------------------
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["act"] * 6 + ["stale", "bounce", "takeover", "leave", "view"]),
+        st.sampled_from(
+            ["act"] * 6 + ["stale", "bounce", "takeover", "leave", "view", "undo", "answer"]
+        ),
         st.integers(0, 5),
     ),
     min_size=1,
@@ -469,6 +471,22 @@ def _script(game: str, ops: list[tuple[str, int]], mode: str, seed: int) -> list
             )
         elif op == "view":
             shown.append((c.name, "view", world.command(c, View())))
+        elif op == "undo" and c.role != "none":
+            # the seat of the last action asks (any other is refused: acted_since)
+            last = next((r for r in reversed(world.records()) if r.type == "action"), None)
+            asker = next((x for x in clients if last and x.role == last.data["seat"]), c)
+            if asker.role != "none":
+                shown.append((asker.name, "undo", world.command(asker, Undo())))
+                ask = world.hosts[asker.host].table.state.undo_ask
+                for x in clients:  # half the time the others answer at once
+                    if ask and i % 2 == 0 and x.role in ask.waiting:
+                        reply = world.command(x, UndoAnswer(i % 4 == 0))
+                        shown.append((x.name, "answer", reply))
+        elif op == "answer" and c.role != "none":
+            ask = world.hosts[c.host].table.state.undo_ask
+            waiting = [x for x in clients if ask and x.role in ask.waiting and x.role != "none"]
+            who = waiting[0] if waiting else c
+            shown.append((who.name, "answer", world.command(who, UndoAnswer(i % 3 != 0))))
         elif op == "leave" and c.role != "none":
             shown.append((c.name, "leave", world.command(c, Leave())))
         elif op == "takeover":
@@ -505,6 +523,7 @@ def _script(game: str, ops: list[tuple[str, int]], mode: str, seed: int) -> list
                 [(d.seat, d.reason) for d in c.detached],
                 len(c.ended),
                 sorted((seq, _presence(p)) for seq, p in c.presence.items()),
+                sorted(c.undos.items()),
             )
         )
     return shown
@@ -527,6 +546,10 @@ def _norm(outcome: object) -> object:
 @given(game=st.sampled_from(BUILT_IN), ops=OPS, seed=st.integers(0, 2**16))
 def test_one_host_a_restarted_host_and_two_hosts_answer_alike(game, ops, seed) -> None:
     one = _script(game, ops, "one", seed)
+    for entry in one:
+        if len(entry) == 3 and entry[1] in ("undo", "answer"):
+            reply = entry[2]
+            event(f"{entry[1]}: {getattr(reply, 'status', None) or reply.extra.get('reason')}")
     assert _script(game, ops, "restart", seed) == one
     assert _script(game, ops, "two", seed) == one
 

@@ -8,8 +8,8 @@ follows the log and decides again, as a lost race does), committed, and the othe
 Due host steps run on the host that drives (holds the lease), as often as they are due.
 
 Logical connections (:class:`Client`) keep what they were shown: replies, event pushes (by seq),
-presence pushes (by seq: each must come right after its record's event push), their latest turn
-push, ``detached`` and ``ended`` pushes.
+presence and undo pushes (by seq: each must come right after its record's event push), their
+latest turn push, ``detached`` and ``ended`` pushes.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ from protocol.replies import (
     EventPush,
     PresencePush,
     TurnPush,
+    UndoAskedPush,
+    UndoDonePush,
+    UndoRefusedPush,
     ViewPush,
 )
 
@@ -62,6 +65,7 @@ class Client:
     ended: list[EndedPush] = attrs.Factory(list)
     views: list[ViewPush] = attrs.Factory(list)
     presence: dict[int, PresencePush] = attrs.Factory(dict)
+    undos: dict[int, Any] = attrs.Factory(dict)  # seq -> its undo push
     role: Any = "none"  # a seat, None (watching) or "none"
     token: str | None = None
     previous: Any = None  # the push before the latest one
@@ -93,6 +97,11 @@ class Client:
             )
             assert push.seq not in self.presence or self.presence[push.seq] == push
             self.presence[push.seq] = push
+        elif isinstance(push, UndoAskedPush | UndoDonePush | UndoRefusedPush):
+            assert isinstance(previous, EventPush) and previous.seq == push.seq, (
+                f"{self.name}: the undo push of seq {push.seq} after {previous!r}"
+            )
+            self.undos[push.seq] = push
         else:  # pragma: no cover - a push kind this world does not know
             raise AssertionError(f"unexpected push {push!r}")
 

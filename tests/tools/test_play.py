@@ -400,3 +400,109 @@ async def test_ctrl_c_before_any_seat_is_taken_says_so(tmp_path, nursery, capsys
         f" {play.gamehost_command()} play --port 9000 --session abc"
     )
     running.host.request_shutdown()
+
+
+# ---- undo by consent ------------------------------------------------------------------------
+async def _until(c: Client, push: str, **match: object) -> dict:
+    while True:
+        p = await c.next_push()
+        assert p is not None
+        if p["push"] == push and all(p.get(k) == v for k, v in match.items()):
+            return p
+
+
+async def _ann_acted(bob: Client) -> dict:
+    """The next action of seat 0 that Bob is shown."""
+    while True:
+        p = await _until(bob, "event", kind="action")
+        if p["event"]["seat"] == 0:
+            return p["event"]
+
+
+async def test_play_answers_an_undo_when_asked_and_asks_one_with_undo(
+    tmp_path, nursery, capsys, monkeypatch
+):
+    """Bob (a raw client, seat 1, first to act) plays, asks to take it back: ``gamehost play``
+    asks Ann ``agree? (y/n)``; she refuses, then agrees. Then Ann types ``undo`` with nothing of
+    hers to take back (told why), draws, ``undo`` again (refused: a draw), and moves; if that
+    was a play, ``undo`` once more, and Bob agrees."""
+    stdin = play._Stdin()
+    stdin.started = True  # the test types: no thread reads the real stdin
+    monkeypatch.setattr(play, "_stdin", stdin)
+    asked = [trio.Event()]
+    real_read_line = play.read_line
+
+    async def read_line(prompt: str) -> str:
+        if prompt.startswith("agree?"):
+            asked[-1].set()
+        return await real_read_line(prompt)
+
+    monkeypatch.setattr(play, "read_line", read_line)
+    took_back = trio.Event()
+    real_event = play.Renderer.event
+
+    def event(self: play.Renderer, push: dict) -> str | None:
+        line = real_event(self, push)
+        if line and line.startswith("  You took back"):
+            took_back.set()
+        return line
+
+    monkeypatch.setattr(play.Renderer, "event", event)
+    running = await start_host(nursery, tmp_path, registry=REGISTRY, turn_timeout=None)
+    async with await Client.connect("127.0.0.1", running.port) as lobby:
+        made = await lobby.call("create", game="crazy-eights", seats=2, options={"target": 30})
+        sid = made["session"]
+        ann = await lobby.call("join", session=sid, name="Ann", seat=0)
+        await lobby.call("leave", session=sid)
+    bob = await Client.connect("127.0.0.1", running.port)
+    bob.start(nursery)
+    await bob.call("join", session=sid, name="Bob", seat=1)
+    args = _args("--port", str(running.port), "--session", sid, "--resume", ann["token"])
+    playing = trio.CancelScope()
+
+    async def run_play() -> None:
+        with playing:
+            await play.play(args)
+
+    nursery.start_soon(run_play)
+    await _until(bob, "presence", seat=0, reason="resumed")  # Ann is back
+    turn = await _until(bob, "turn")  # Bob is first (the dealer's left)
+    while not any(a["type"] == "play" for a in turn["legal"]):
+        drew = await bob.call("act", session=sid, action={"type": "draw"}, seq=turn["seq"])
+        turn = await _until(bob, "turn", seq=drew["seq"])
+    card = next(a for a in turn["legal"] if a["type"] == "play")
+    await bob.call("act", session=sid, action=card, seq=turn["seq"])
+    for answer, outcome in (("n", "undo_refused"), ("y", "undo_done")):
+        assert (await bob.call("undo", session=sid))["status"] == "asked"
+        await asked[-1].wait()  # Ann is asked
+        asked.append(trio.Event())
+        stdin.send.send_nowait(answer)
+        await _until(bob, outcome)
+    turn = await _until(bob, "turn")
+    await bob.call("act", session=sid, action=card, seq=turn["seq"])  # played again
+    stdin.send.send_nowait("undo")  # Ann: the last action is Bob's
+    stdin.send.send_nowait("draw")  # her move (typed ahead: it waits for the prompt)
+    assert await _ann_acted(bob) == {"seat": 0, "action": {"type": "draw"}}
+    stdin.send.send_nowait("undo")  # a draw is never taken back
+    stdin.send.send_nowait("0")  # her next move: the first choice shown
+    moved = await _ann_acted(bob)
+    if moved["action"]["type"] == "play":
+        stdin.send.send_nowait("undo")
+        request = await _until(bob, "undo_asked")
+        assert request["seat"] == 0
+        await bob.call("undo_answer", session=sid, accept=True)
+        await _until(bob, "undo_done")
+        await took_back.wait()  # Ann's history says so
+    playing.cancel()
+    running.host.request_shutdown()
+    out = capsys.readouterr().out
+    label = play.Renderer("crazy-eights").action(card)  # an 8 also names its suit
+    assert out.count(f"seat 1 asks to take back {label}") == 2
+    assert f"  Bob asked to take back {label} (you to agree)" in out
+    assert "  You refused: the move stands" in out and "  You agreed" in out
+    assert f"  Bob took back {label}" in out
+    assert "cannot undo: the last action is seat 1's" in out
+    assert "cannot undo: that action revealed something hidden or random" in out
+    if moved["action"]["type"] == "play":
+        assert "asked: waiting for the others to agree" in out
+        assert f"  You took back {play.Renderer('crazy-eights').action(moved['action'])}" in out
