@@ -193,8 +193,8 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         type=seconds,
         default=0.5,
         help="CPU seconds one step into a game's code may use before the game is stopped and"
-        " its session ends as game_error (0: no limit; a step that blocks: 10 times that in wall"
-        " time, at least 5 s)",
+        " its session ends as game_error (0: no limit; a step that blocks is stopped after"
+        " about 1 s blocked)",
     )
     p.add_argument(
         "--game-memory",
@@ -203,6 +203,29 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
         metavar="MIB",
         help="MiB the host's memory may grow in one step into a game's code before it is"
         " stopped the same way (0: no limit)",
+    )
+    p.add_argument(
+        "--game-hang",
+        type=_timeout,
+        default=30.0,
+        metavar="SECONDS",
+        help="a step into a game's code that cannot be interrupted (one long call into C, a game"
+        " that ignores its interruption) ends the host process after this long; its next start"
+        " ends that session (0: never; see --supervise)",
+    )
+    p.add_argument(
+        "--max-memory",
+        type=non_negative_int,
+        default=2048,
+        metavar="MIB",
+        help="MiB of resident memory past which the host stops game steps that grow it and"
+        " refuses new sessions (0: no bound)",
+    )
+    p.add_argument(
+        "--supervise",
+        action="store_true",
+        help="run the host as a child process that is started again whenever it exits by itself"
+        " (a game ended it; as --workers does)",
     )
     p.add_argument("--max-sessions", type=count, default=10_000, help="live sessions at most")
     p.add_argument(
@@ -418,6 +441,8 @@ def serve_main(args: argparse.Namespace) -> int:
     )
     if args.workers > 1:
         return _serve_workers(args)
+    if args.supervise and worker is None:
+        return _serve_supervised(args)
     workers.watch_supervisor()  # a worker of serve --workers stops when its supervisor is gone
     if worker is not None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -451,6 +476,8 @@ def serve_main(args: argparse.Namespace) -> int:
         linger=args.linger,
         game_time=args.game_time,
         game_memory=args.game_memory,
+        game_hang=args.game_hang,
+        max_memory=args.max_memory,
         reuse_port=args.reuse_port,
         http_port=args.http,
         http_bind=args.http_bind,
@@ -555,6 +582,23 @@ def _serve_workers(args: argparse.Namespace) -> int:
         open_store(store).check()  # one error line here, not one per worker
         return workers.main(
             args.argv, args.workers, args.bind, args.port, metrics=metrics, log_json=logs.is_json()
+        )
+    except OSError as exc:
+        print(f"gamehost serve: error: {_describe(exc, args)}", file=sys.stderr)
+        return 2
+
+
+def _serve_supervised(args: argparse.Namespace) -> int:
+    """``--supervise``: one host process under the supervisor of ``--workers``
+    (``host.net.workers``), started again whenever it exits by itself."""
+    try:
+        return workers.main(
+            args.argv,
+            1,
+            args.bind,
+            args.port,
+            metrics=getattr(args, "metrics", None),
+            log_json=logs.is_json(),
         )
     except OSError as exc:
         print(f"gamehost serve: error: {_describe(exc, args)}", file=sys.stderr)

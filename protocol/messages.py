@@ -186,9 +186,9 @@ ERRORS: dict[ErrorCode, ErrorSpec] = {
     ),
     ErrorCode.OVERLOADED: ErrorSpec(
         "the session's command queue is full, this connection has 32 requests waiting on that"
-        " session already, the host holds `--max-sessions` live sessions, a `create` limit"
-        " was reached, or a `resume` of a seat resumed 20 times within the last 60 s (see"
-        ' "Limits"); retry later',
+        " session already, the host holds `--max-sessions` live sessions or its memory is past"
+        " `--max-memory`, a `create` limit was reached, or a `resume` of a seat resumed 20 times"
+        ' within the last 60 s (see "Limits"); retry later',
         {
             "retry_after": "seconds until the next `create` is allowed (the per-address rate"
             " only; `null` when creates from that address are not allowed at all), or the next"

@@ -789,8 +789,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-budget",
         action="store_true",
-        help="start the host without the game budget (--game-time 0 --game-memory 0), to"
-        " measure what the budget's watchdog costs per action",
+        help="start the host without the game budget (--game-time 0 --game-memory 0"
+        " --game-hang 0 --max-memory 0: no watchdog, no crash marker), to measure what the"
+        " budget costs per action",
     )
     p.add_argument(
         "--serve-arg",
@@ -877,7 +878,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             if args.port is None:
                 extra: tuple[str, ...] = (
-                    ("--game-time", "0", "--game-memory", "0")
+                    ("--game-time", "0", "--game-memory", "0", "--game-hang", "0")
+                    + ("--max-memory", "0")
                     if getattr(args, "no_budget", False)
                     else ()
                 )

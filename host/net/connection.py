@@ -435,6 +435,11 @@ class Connection:
         answered), or the connection was dropped or closed."""
         return self.dead or self.input_ended
 
+    def evictable(self) -> bool:
+        """Idle in the lobby: it plays and watches nothing, waits for no answer and is not
+        closing (the host may close it to admit another connection at its cap)."""
+        return not self.roles and not self._waiting and self.reason is None
+
     def _watching(self) -> bool:
         """Whether this connection plays or watches a live session (then it may stay silent,
         as may one whose requests a session has not answered yet)."""

@@ -285,12 +285,20 @@ def verify_job(
     return ("verified", len(records), diff, version_warning(engine, records))
 
 
-def stretch(budget: Budget, job: Generator[Any, None, Any], what: str) -> tuple[bool, Any]:
-    """Run one stretch of ``job`` (to its next yield) within a step of ``budget``: ``(True,
-    result)`` once it returned, else ``(False, None)``. The budget's interruption, should it
-    land between the job's own code and the step's end, is thrown into the job to handle."""
+def stretch(
+    budget: Budget,
+    job: Generator[Any, None, Any],
+    what: str,
+    session: str | None = None,
+    seq: int = 0,
+) -> tuple[bool, Any]:
+    """Run one stretch of ``job`` (to its next yield) within a step of ``budget`` (for
+    ``session`` at ``seq``, when the job runs one session's game: the crash marker names it):
+    ``(True, result)`` once it returned, else ``(False, None)``. The budget's interruption,
+    should it land between the job's own code and the step's end, is thrown into the job to
+    handle."""
     try:
-        with budget.step(what):
+        with budget.step(what, session, seq):
             try:
                 next(job)
             except StopIteration as done:
@@ -483,13 +491,22 @@ class HeavyWork:
         """The worker processes running now."""
         return [w.proc.pid for w in (*self._idle, *self._busy) if w.proc.pid is not None]
 
-    async def run(self, fn: Any, *args: Any, wait: bool = False) -> Any:
+    async def run(
+        self,
+        fn: Any,
+        *args: Any,
+        wait: bool = False,
+        session: str | None = None,
+        seq: int = 0,
+    ) -> Any:
         """``fn(*args)`` in a worker (a job: a generator function, run a stretch at a time
         within the game budget; any other function just called); its result.
 
         Args:
             wait: wait for a slot however many wait already (the host's own jobs, such as
                 loading its sessions, which are each asked for once).
+            session, seq: the session (and the last seq of its log) whose game the job runs,
+                for the crash marker when the job runs on the event loop (no workers).
 
         Raises:
             Busy: every worker busy and :data:`MAX_WAITING` jobs waiting.
@@ -505,7 +522,7 @@ class HeavyWork:
             if self._closed:
                 raise HeavyFailed("the host is shutting down")
             if self._spec is None:
-                return await self._run_here(fn, args)
+                return await self._run_here(fn, args, session, seq)
             try:
                 worker = self._idle.pop() if self._idle else _Worker(self._spec, self.budget)
             except OSError as exc:
@@ -524,12 +541,15 @@ class HeavyWork:
                     worker.conn.close()
             return result
 
-    async def run_here(self, fn: Any, *args: Any) -> Any:
+    async def run_here(self, fn: Any, *args: Any, session: str | None = None, seq: int = 0) -> Any:
         """``fn(*args)`` on the event loop, a stretch at a time within the host's budget (a
-        short job the host does not send to a worker), outside the bounds of :meth:`run`."""
-        return await self._run_here(fn, args)
+        short job the host does not send to a worker), outside the bounds of :meth:`run`;
+        ``session`` and ``seq`` as for :meth:`run`."""
+        return await self._run_here(fn, args, session, seq)
 
-    async def _run_here(self, fn: Any, args: tuple[Any, ...]) -> Any:
+    async def _run_here(
+        self, fn: Any, args: tuple[Any, ...], session: str | None = None, seq: int = 0
+    ) -> Any:
         """Run a job on the event loop, a stretch at a time within the host's budget, with
         a checkpoint every :data:`HERE_SLICE` seconds of stretches."""
         job = fn(*args)
@@ -538,7 +558,7 @@ class HeavyWork:
         what = f"a heavy job ({getattr(fn, '__name__', 'job')})"
         until = time.monotonic() + HERE_SLICE
         while True:
-            done, value = stretch(self.budget, job, what)
+            done, value = stretch(self.budget, job, what, session, seq)
             if done:
                 return value
             if time.monotonic() >= until:

@@ -80,6 +80,7 @@ from host import __version__
 from host.net import replayops
 from host.net.connection import Connection, set_keepalive
 from host.net.heavy import Busy, HeavyFailed, HeavyWork, load_job
+from host.net.marker import CrashMarker, judge
 from host.net.metrics import Metrics, connection_kind, serve_metrics
 from host.net.session import Session
 from host.net.workers import reuse_port_listeners
@@ -87,7 +88,7 @@ from host.plugins.budget import Budget, BudgetExceeded
 from host.plugins.faults import notify_isolated
 from host.plugins.registry import Registry
 from host.store import open_store
-from host.store.base import CorruptLog, UnknownSession
+from host.store.base import CorruptLog, UnknownSession, now_ts
 from host.store.feed import Feed, Follower, PostgresFeed
 from host.store.file import MAX_OPEN, FileStore, FsyncMode
 from host.table import commands
@@ -219,10 +220,20 @@ class HostConfig:
             drives it nor has a connection using it (a request naming it loads it again).
         game_time: CPU seconds one step into a game's code may use (a command, a host-driven
             step, the pushes of a change) before it is stopped and the game is at fault (None
-            or 0: no limit; a step that blocks is stopped after 10 times that in wall time, at
-            least 5 s; see :mod:`host.plugins.budget`).
+            or 0: no limit; a step that blocks is stopped after about 1 s blocked; see
+            :mod:`host.plugins.budget`).
         game_memory: MiB the host's resident memory may grow during one such step (None or 0:
             no limit).
+        game_hang: seconds after which a step into game code that cannot be interrupted (one
+            long call into C, a game that ignores its interruption) ends the host process, whose
+            next start ends that session (:mod:`host.net.marker`); None or 0: never. The
+            traceback goes to ``host-hang.N.txt`` in the data dir, and to the host log on the
+            next start.
+        max_memory: MiB of resident memory past which the host stops the game steps that grow
+            it and refuses new sessions (``overloaded``); None or 0: no bound. See
+            :mod:`host.plugins.budget`.
+        crash_marker: keep the crash marker (``host-step.N`` in the data dir, see
+            :mod:`host.net.marker`) and judge what it says on start.
         reuse_port: listen with ``SO_REUSEPORT``, so other processes (``serve --workers``)
             can listen on the same port.
         store: a ``postgresql://`` URL: the logs live in that database (``host.store.pg``;
@@ -283,6 +294,9 @@ class HostConfig:
     linger: float = 60.0
     game_time: float | None = 0.5
     game_memory: int | None = 256
+    game_hang: float | None = 30.0
+    max_memory: int | None = 2048
+    crash_marker: bool = True
     reuse_port: bool = False
     store: str | None = None
     http_port: int | None = None
@@ -388,7 +402,10 @@ class Host:
         self.clock_base = time.time() - trio.current_time()
         """The host clock is ``clock_base + trio.current_time()`` (:meth:`now`)."""
         self.budget = Budget(
-            config.game_time or None, (config.game_memory << 20) if config.game_memory else None
+            config.game_time or None,
+            (config.game_memory << 20) if config.game_memory else None,
+            hang=config.game_hang or None,
+            max_memory=(config.max_memory << 20) if config.max_memory else None,
         )
         """The budget of every step into game code (started by :func:`run_host`)."""
         self.table_settings = TableSettings(
@@ -726,6 +743,71 @@ class Host:
         self._loaded_live += 1
         return True
 
+    async def end_crashed(self, marker: CrashMarker) -> str | None:
+        """Carry out what the crash marker says of the previous run (:mod:`host.net.marker`),
+        before any session is loaded: log how it died, and end the session at fault with its
+        ``ended`` record (``aborted: "game_error"``, ``fault``: ``crash`` or ``hang``) when
+        :func:`~host.net.marker.judge` says so. No game code runs. Returns the fault written,
+        or None.
+
+        Raises:
+            OSError: the record could not be written (the marker keeps the suspect, so the
+                next start tries again).
+        """
+        death = marker.death
+        if marker.traceback:
+            log.error(
+                "host_hung",
+                session=death.session if death else None,
+                seq=death.seq if death else None,
+                traceback=marker.traceback,
+            )
+        if death is None or death.session is None:
+            marker.remember(None)
+            return None
+        sid = death.session
+        raw: list[dict[str, Any]] | None = None
+        try:
+            with contextlib.suppress(UnknownSession, CorruptLog, BadRecord, ValueError):
+                raw = self.store.load(sid)  # opens it for appending
+            verdict = judge(death, marker.suspect, raw)
+            marker.remember(verdict.suspect)
+            if verdict.fault is None:
+                if verdict.suspect is not None:
+                    log.warning(
+                        "host_died_in_game",
+                        session=sid,
+                        seq=death.seq,
+                        hint="noted; if the host dies in it again before it moves on, the"
+                        " session is ended",
+                    )
+                return None
+            assert raw is not None
+            await self._end_at_fault(sid, raw[0], raw[-1]["seq"], verdict.fault)
+        finally:
+            if raw is not None:
+                self.store.release(sid)
+        marker.remember(None)
+        return verdict.fault
+
+    async def _end_at_fault(self, sid: str, header: dict[str, Any], last: int, fault: str) -> None:
+        """Append the ``ended`` record of a session whose game is at fault (``aborted:
+        "game_error"``, ``fault``) after seq ``last``, without running any of its game code (no
+        fold: its state is not needed). The log must be open in the store (``load``).
+
+        Raises:
+            Conflict: the log moved past ``last`` (another host appended).
+            OSError: the record could not be written.
+        """
+        seq = last + 1
+        record = {"seq": seq, "ts": now_ts(), "type": "ended", "outcome": None}
+        record.update({"aborted": "game_error", "seed": header.get("seed"), "fault": fault})
+        await self.store.append(sid, seq, [record])
+        game = str(header.get("game"))
+        self.metrics.budget_overruns[(game, fault)] += 1
+        self.metrics.ended(game, record)
+        log.error("session_faulted", session=sid, seq=seq, fault=fault)
+
     async def _fold_log(
         self, sid: str
     ) -> tuple[Engine, int, dict[str, Any], Loaded | tuple[Any, ...]] | None:
@@ -762,10 +844,20 @@ class Host:
             engine = self._engine_of(sid, header)
             if engine is None:
                 return None
-            got = await heavy.run_here(load_job, ("records", records), engine, sid, n - 1, WINDOW)
+            got = await heavy.run_here(
+                load_job, ("records", records), engine, sid, n - 1, WINDOW, session=sid, seq=n - 1
+            )
         else:
             got = await heavy.run(
-                load_job, source, heavy.game(engine), sid, n - 1, WINDOW, wait=True
+                load_job,
+                source,
+                heavy.game(engine),
+                sid,
+                n - 1,
+                WINDOW,
+                wait=True,
+                session=sid,
+                seq=n - 1,
             )
         if isinstance(got, tuple) and got[0] == "unknown":
             raise UnknownSession(f"no session {sid}")
@@ -983,12 +1075,17 @@ class Host:
         return sum(1 for s in self.sessions.values() if not s.state.ended)
 
     def check_room(self) -> None:
-        """Refuse a new session (``create``, ``fork``) on a host that holds ``max_sessions``.
+        """Refuse a new session (``create``, ``fork``) on a host that holds ``max_sessions``,
+        or whose resident memory is past ``--max-memory`` (:attr:`Budget.over`).
 
         Raises:
             ProtocolError: ``overloaded``.
         """
         self.lobby.check_room(len(self.sessions), self._running)
+        if self.budget.over:
+            raise ProtocolError(
+                ErrorCode.OVERLOADED, "this host's memory is past its bound; no new sessions now"
+            )
 
     async def _run_session(
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -1269,10 +1366,16 @@ class Host:
         if self.shutdown.is_set():
             await stream.aclose()
             return
-        if len(self.connections) >= self.max_connections:
-            await self._refuse(stream, peer)
-            return
         key = address_key(conn.address)
+        if len(self.connections) >= self.max_connections:
+            # at the cap: an idle connection (no seat, watching nothing, nothing asked) of the
+            # address holding the most makes room for one from an address holding fewer
+            victim = self.per_address.evictable(key, lambda c: c.evictable())  # type: ignore[attr-defined]
+            if victim is None:
+                await self._refuse(stream, peer)
+                return
+            log.info("connection_evicted", peer=victim.peer, to_admit=peer)  # type: ignore[attr-defined]
+            victim.close_gracefully("too_many_connections")  # type: ignore[attr-defined]
         if not self.per_address.acquire(key, conn)[0]:
             await self._refuse(stream, peer, "too_many_from_address")
             return
@@ -1353,6 +1456,27 @@ async def _signals(
             host.request_shutdown()
 
 
+def _open_marker(config: HostConfig) -> CrashMarker | None:
+    """This process's crash marker in the data dir (None if off, or if it cannot be made:
+    logged, and the host runs without it)."""
+    if not config.crash_marker:
+        return None
+    try:
+        return CrashMarker.open(config.data_dir)
+    except OSError as exc:
+        log.warning("crash_marker_off", error=str(exc))
+        return None
+
+
+async def _judge_marker(host: Host, marker: CrashMarker) -> None:
+    """Carry out what the marker says of the previous run (:meth:`Host.end_crashed`); a
+    failure is logged, and the host starts all the same."""
+    try:
+        await host.end_crashed(marker)
+    except Exception:
+        log.exception("crashed_session_not_ended", suspect=marker.suspect)
+
+
 CLOCK_SKEW_WARN = 1.0
 """Seconds by which a host's clock may differ from its database's before it warns at start."""
 
@@ -1427,6 +1551,7 @@ async def run_host(
             feed = PostgresFeed(config.store)
     instance = secrets.token_hex(4)
     host: Host | None = None
+    marker = _open_marker(config)
     async with trio.open_nursery() as outer:
         await outer.start(store.run)
         if feed is not None:
@@ -1436,9 +1561,12 @@ async def run_host(
             async with trio.open_nursery() as sessions:
                 host = Host(registry, store, sessions, config, instance=instance)
                 await _keep_time_by(host, store)
+                host.budget.marker = marker
                 host.budget.start()
                 if handle_signals:  # before listening: a SIGTERM right after it stops cleanly
                     await outer.start(_signals, host)
+                if marker is not None:  # before any session's code runs (or a follower loads)
+                    await _judge_marker(host, marker)
                 if feed is not None:
                     host.follower = Follower(
                         feed,
@@ -1520,6 +1648,8 @@ async def run_host(
             if host is not None:
                 host.budget.stop()
                 host.heavy.close()
+            if marker is not None:
+                marker.close()
             with trio.CancelScope(shield=True):
                 if feed is not None:
                     await feed.aclose()

@@ -479,8 +479,11 @@ class Session:
             return -math.inf, "follow"
         if self.table.ended:
             return self._changed_at + self.linger, "expire"
+        blame = self.budget.blamed(self.id)
+        if blame is not None:  # found after a step had closed: a caught interruption, memory
+            self._overran(BudgetExceeded(*blame))
         try:
-            with self.budget.step("to_act"):
+            with self.budget.step("to_act", self.id, self.table.seq):
                 when, _ = self.table.next_due()
         except BudgetExceeded as exc:
             self._overran(exc)
@@ -627,7 +630,7 @@ class Session:
         """Ask the table, within the game's budget (an overrun: :meth:`_overran`, None); the
         step's :attr:`Step.first` effects are carried out at once."""
         try:
-            with self.budget.step("a step of the game"):
+            with self.budget.step("a step of the game", self.id, self.table.seq):
                 step = decide(caught_up)
         except BudgetExceeded as exc:
             self._overran(exc, conn, rid)
@@ -701,7 +704,7 @@ class Session:
             # a resume takes the seat only if its connection is still there to be answered:
             # one that went away meanwhile (or closes right behind it) takes nothing
             closed = step.what == "resume" and await gone_by_now(self._conns.get(conn))
-            with self.budget.step("the pushes of a change"):
+            with self.budget.step("the pushes of a change", self.id, step.records[-1].seq):
                 effects = self.table.commit(
                     step, self.now(), closed=closed
                 )  # an overrun: the table's
@@ -788,7 +791,7 @@ class Session:
             return
         records = [Record.from_json(r) for r in raw if r["seq"] <= e.upto]
         try:
-            with self.budget.step("redact"):
+            with self.budget.step("redact", self.id, self.table.seq):
                 pushes = self.table.pushes_for(records, e.viewer, e.text)
         except BudgetExceeded as exc:
             self._overran(exc)
@@ -909,7 +912,7 @@ class Session:
             BadRecord: the records do not fold.
         """
         try:
-            with self.budget.step("folding another host's records"):
+            with self.budget.step("folding another host's records", self.id, self.table.seq):
                 return self.table.follow(records, self.now())
         except BudgetExceeded as exc:
             self._overran(exc)

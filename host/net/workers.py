@@ -27,8 +27,12 @@ seconds without their stop do. A worker still starting when SIGTERM comes (befor
 catches the signal) dies of it: that counts as stopped, it had nothing to finish.
 
 A worker that exits by itself is started again after a delay doubling from
-:data:`RESTART_DELAY` to :data:`RESTART_DELAY_MAX` seconds; one that exits with status 2 (a bad
-flag, an unreachable store: it would fail again) stops the whole host with status 2. A worker
+:data:`RESTART_DELAY` to :data:`RESTART_DELAY_MAX` seconds; one that exits with status 2 before
+it listens (a bad flag, an unreachable store: it would fail again) stops the whole host with
+status 2 (once it has logged ``listening``, status 2 is a crash like any other: a game's
+``os._exit(2)`` must not stop the host). ``serve --supervise`` runs one host process under this
+supervisor (the file store too), so a host the hang watchdog or a game ended
+(:mod:`host.plugins.budget`, :mod:`host.net.marker`) is started again. A worker
 stops itself (SIGTERM to itself, so it shuts down cleanly) once its supervisor is gone
 (:func:`watch_supervisor`: the supervisor's pid is in its environment, ``GAMEHOST_SUPERVISOR``).
 Not ``PR_SET_PDEATHSIG``: that signal follows the *thread* that forked, and trio forks from a
@@ -38,12 +42,14 @@ worker thread that ends after 10 idle seconds, which stopped every worker 10 s a
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import structlog
 import trio
@@ -190,9 +196,14 @@ class _Worker:
         self.starts = 0
 
 
-async def _relay(proc: trio.Process) -> None:
+_LISTENING = re.compile(rb'(^|[\s"])listening([\s"]|$)', re.MULTILINE)
+"""The host's ``listening`` log line (JSON or console)."""
+
+
+async def _relay(proc: trio.Process, listening: Callable[[], None] | None = None) -> None:
     """Copy a worker's stderr (its log) to ours in whole lines, so the workers' lines never
-    interleave mid-line; returns at its end of file."""
+    interleave mid-line; returns at its end of file. ``listening`` is called once the worker
+    has logged that it listens."""
     assert proc.stderr is not None
     out = sys.stderr.buffer
     rest = b""
@@ -206,6 +217,9 @@ async def _relay(proc: trio.Process) -> None:
         rest += chunk
         cut = rest.rfind(b"\n") + 1
         if cut:
+            if listening is not None and _LISTENING.search(rest, 0, cut):
+                listening()
+                listening = None
             out.write(rest[:cut])
             out.flush()
             rest = rest[cut:]
@@ -235,7 +249,13 @@ async def supervise(argv: list[str], workers: int, argvs: list[list[str]] | None
             w.proc = await trio.lowlevel.open_process(w.argv, **spawn_options(w.index))  # type: ignore[arg-type]
             log.info("worker_started", worker=w.index, pid=w.proc.pid, starts=w.starts)
             started = trio.current_time()
-            await _relay(w.proc)
+            up = False
+
+            def listening() -> None:
+                nonlocal up
+                up = True
+
+            await _relay(w.proc, listening)
             code = await w.proc.wait()
             if stopping.is_set():
                 # -SIGTERM: the worker was still starting (one that runs catches SIGTERM and
@@ -244,7 +264,7 @@ async def supervise(argv: list[str], workers: int, argvs: list[list[str]] | None
                     status = max(status, 1)
                 return
             log.error("worker_exited", worker=w.index, pid=w.proc.pid, status=code)
-            if code == 2:
+            if code == 2 and not up:  # it could not start: it would fail again
                 status = 2
                 stopping.set()
                 for other in team:

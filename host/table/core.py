@@ -635,10 +635,11 @@ class Table:
             self.visible.game_off = True
 
     def overran(self, what: str) -> None:
-        """The game faulted in code run for this table (``what``: ``time`` or ``memory`` for
-        its budget, ``error`` for anything else; a replay op's fault too): the session ends on
-        its next host-driven step, as ``game_error`` with that ``fault``, and runs no game code
-        after that. A table answered from its log (not live) just stops running game code."""
+        """The game faulted in code run for this table (``what``: ``time``, ``memory`` or
+        ``thread`` for its budget, ``error`` for anything else; a replay op's fault too): the
+        session ends on its next host-driven step, as ``game_error`` with that ``fault``, and
+        runs no game code after that. A table answered from its log (not live) just stops
+        running game code."""
         self.faulted = True
         self.fault = what
         if not self.live or self.state.ended:

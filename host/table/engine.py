@@ -32,8 +32,10 @@ append, which the table core gives it):
                 in time) or ``acted`` (an action came first: it is appended just before it)
 ``ended``       ``outcome`` and ``seed`` (hex): the commit-reveal, always the last record; when the
                 host ended it, ``outcome`` null and ``aborted`` (why), and for a game that
-                faulted (``aborted: "game_error"``) ``fault``: ``time`` or ``memory`` (past
-                its budget) or ``error`` (anything else; logs before it was recorded lack it)
+                faulted (``aborted: "game_error"``) ``fault``: ``time``, ``memory`` or
+                ``thread`` (past its budget), ``error`` (anything else; logs before it was
+                recorded lack it), ``crash`` or ``hang`` (it took the host down, see
+                ``host.net.marker``)
 ==============  ===================================================================================
 
 ``seat_held`` and ``seat_released`` are *presence* records: who holds a seat is the log's to say,
@@ -1110,8 +1112,9 @@ class Engine:
         """The ``ended`` record that stops a session the game did not end (a host limit).
 
         Its ``outcome`` is ``None`` and ``aborted`` says why; ``fault`` (for ``game_error``:
-        ``time`` or ``memory`` when the game ran past its budget, see
-        :mod:`host.plugins.budget`, ``error`` for any other fault) is recorded when given.
+        ``time``, ``memory`` or ``thread`` when the game ran past its budget, see
+        :mod:`host.plugins.budget`, ``crash`` or ``hang`` when it took the host down, see
+        ``host.net.marker``, ``error`` for any other fault) is recorded when given.
         """
         data: dict[str, Any] = {"outcome": None, "aborted": reason, "seed": state.header["seed"]}
         if fault is not None:

@@ -188,10 +188,11 @@ class AddressSlots:
         limit_loopback: hold loopback addresses (:func:`is_loopback`) to ``per_address`` too;
             off, they have no per-address limit (they still count towards ``total``).
         fair: when ``total`` slots are held, a new holder from an address that holds fewer
-            than the address holding the most (by more than one) takes the slot of that
-            address's oldest holder, which the caller then ends (:meth:`acquire` names it).
-            So a few addresses that fill every slot (slowloris) cannot keep out one more:
-            they are pushed back to their fair share.
+            than the address holding the most takes the oldest slot of the addresses holding
+            that most, which the caller then ends (:meth:`acquire` names it). So addresses that
+            fill every slot (slowloris: a few holding many each, or as many addresses as
+            slots holding one each) cannot keep out one more: they are pushed back to their
+            fair share, oldest first.
 
     Addresses are counted as given: pass them through :func:`address_key`.
     """
@@ -208,8 +209,10 @@ class AddressSlots:
         self.total = total
         self.limit_loopback = limit_loopback
         self.fair = fair
-        self._held: dict[str, OrderedDict[Hashable, None]] = {}  # address -> holders, oldest first
+        # address -> holder -> its ticket (the order slots were granted in), oldest first
+        self._held: dict[str, OrderedDict[Hashable, int]] = {}
         self._count = 0
+        self._tickets = 0
 
     def __len__(self) -> int:
         """Slots held now, over every address."""
@@ -238,16 +241,47 @@ class AddressSlots:
             return False, None
         evicted: Hashable | None = None
         if self.total is not None and self._count >= self.total:
-            if not self.fair or not self._held:
+            if not self.fair:
                 return False, None
-            heaviest = max(self._held, key=lambda a: len(self._held[a]))
-            if mine + 1 >= len(self._held[heaviest]):
+            evicted = self.evictable(address)
+            if evicted is None:
                 return False, None
-            evicted = next(iter(self._held[heaviest]))
-            self.release(heaviest, evicted)
-        self._held.setdefault(address, OrderedDict())[holder] = None
+            self.release(self._owner(evicted), evicted)
+        self._tickets += 1
+        self._held.setdefault(address, OrderedDict())[holder] = self._tickets
         self._count += 1
         return True, evicted
+
+    def evictable(
+        self, address: str, fits: Callable[[Hashable], bool] | None = None
+    ) -> Hashable | None:
+        """The holder whose slot a newcomer from ``address`` may take: the oldest (that
+        ``fits``, if given) of the addresses holding the most slots, when ``address`` holds
+        fewer than they do (looking down to the addresses holding one more than ``address``
+        when none of the busiest fits); None if there is none."""
+        mine = self.held(address)
+        oldest: tuple[int, Hashable] | None = None
+        for count in sorted({len(h) for h in self._held.values()}, reverse=True):
+            if count <= mine:
+                break
+            for held in self._held.values():
+                if len(held) != count:
+                    continue
+                for holder, ticket in held.items():  # oldest first
+                    if oldest is not None and ticket > oldest[0]:
+                        break
+                    if fits is None or fits(holder):
+                        oldest = (ticket, holder)
+                        break
+            if oldest is not None:
+                return oldest[1]
+        return None
+
+    def _owner(self, holder: Hashable) -> str:
+        for address, held in self._held.items():
+            if holder in held:
+                return address
+        raise KeyError(holder)
 
     def release(self, address: str, holder: Hashable) -> None:
         """Give back ``holder``'s slot (nothing if it holds none: evicted, or never granted)."""

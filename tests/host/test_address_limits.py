@@ -65,6 +65,39 @@ def test_when_every_slot_is_held_a_lighter_address_takes_the_busiest_ones_oldest
     assert unfair.acquire("10.0.0.2", 2) == (False, None)
 
 
+def test_as_many_addresses_as_slots_holding_one_each_still_let_a_newcomer_in():
+    """64 addresses with one slowloris head each fill 64 slots: a 65th address holds fewer
+    (none) than the busiest (one), so it takes the oldest slot; the addresses pushed out do the
+    same in turn, oldest first, so a request that ends quickly is never the one pushed out."""
+    slots = AddressSlots(8, 64, fair=True)
+    for i in range(64):
+        assert slots.acquire(f"10.0.1.{i}", f"h{i}") == (True, None)
+    assert slots.acquire("10.0.2.1", "newcomer") == (True, "h0")
+    assert slots.acquire("10.0.1.0", "h0-again") == (True, "h1")  # the oldest of the busiest
+    assert slots.held("10.0.2.1") == 1 and len(slots) == 64
+    assert slots.acquire("10.0.1.2", "second") == (False, None)  # 1 is not fewer than 1
+    busy = AddressSlots(8, 4, fair=True)
+    for h in ("a1", "a2"):
+        busy.acquire("10.0.0.1", h)
+    for h in ("b1", "b2"):
+        busy.acquire("10.0.0.2", h)
+    assert busy.acquire("10.0.0.2", "b3") == (False, None)  # as many as the busiest
+    assert busy.acquire("10.0.0.3", "c1") == (True, "a1")  # ties: the oldest slot
+
+
+def test_the_evictable_holder_is_the_oldest_that_fits_at_the_busiest_addresses():
+    slots = AddressSlots(None)
+    for h in ("a1", "a2", "a3"):
+        slots.acquire("10.0.0.1", h)
+    slots.acquire("10.0.0.2", "b1")
+    assert slots.evictable("10.0.0.9") == "a1"
+    assert slots.evictable("10.0.0.9", lambda h: h != "a1") == "a2"
+    # none of the busiest fits: the next busiest that holds more than the newcomer
+    assert slots.evictable("10.0.0.9", lambda h: h.startswith("b")) == "b1"
+    assert slots.evictable("10.0.0.2", lambda h: h.startswith("b")) is None
+    assert slots.evictable("10.0.0.1") is None  # nobody holds more than it
+
+
 @given(
     st.lists(st.tuples(st.booleans(), st.integers(0, 5), st.integers(0, 30)), max_size=200),
     st.integers(1, 4),
@@ -72,8 +105,8 @@ def test_when_every_slot_is_held_a_lighter_address_takes_the_busiest_ones_oldest
 )
 def test_slots_stay_within_their_limits_and_a_newcomer_always_gets_one(ops, share, total):
     """Whatever the order of takes and releases: no address passes its share, the total is
-    never passed, the count is exact, and an address holding nothing is refused only when no
-    address holds more than one slot (the slots are spread as far as they go)."""
+    never passed, the count is exact, an address holding nothing is never refused, and a slot
+    is taken only from an address that held more than the taker."""
     slots = AddressSlots(share, total, fair=True)
     held: dict[int, str] = {}  # holder -> address, as the caller sees it
     for take, who, holder in ops:
@@ -86,8 +119,10 @@ def test_slots_stay_within_their_limits_and_a_newcomer_always_gets_one(ops, shar
                 held[holder] = address
             if evicted is not None:
                 del held[evicted]  # type: ignore[arg-type]
-            if before == 0 and not granted:
-                assert len(slots) == total and busiest <= 1
+            if before == 0:
+                assert granted
+            if evicted is not None:
+                assert before < busiest
         elif holder in held:
             slots.release(held.pop(holder), holder)
         assert len(slots) == len(held) <= total
@@ -172,4 +207,36 @@ async def test_loopback_is_not_limited_per_address_by_default(tmp_path):
             for c in clients:
                 assert (await c.call("ping"))["pong"]
                 await c.aclose()
+            running.host.request_shutdown()
+
+
+async def test_at_the_connection_cap_an_idle_connection_of_the_busiest_address_makes_room(
+    tmp_path,
+):
+    """At ``max_connections``, a connection from an address holding fewer than the busiest is
+    let in, and the oldest idle connection (no seat, watching nothing) of the busiest address
+    is closed (``too_many_connections``); one that watches a session is left alone."""
+    with trio.fail_after(30):
+        async with trio.open_nursery() as n:
+            running = await start_host(n, tmp_path, max_connections=3)
+            port = running.port
+            watcher = await client_from(port, "127.0.0.2", n)
+            sid = (await watcher.call("create", game="high-card", seats=2))["session"]
+            await watcher.call("watch", session=sid)
+            idle = await trio.open_tcp_stream("127.0.0.1", port, local_address="127.0.0.2")
+            await idle.send_all(b'{"id": 1, "op": "ping"}\n')
+            assert (await first_line(idle))["result"] == {"pong": True}
+            other = await client_from(port, "127.0.0.3", n)
+            assert (await other.call("ping"))["pong"]
+            newcomer = await client_from(port, "127.0.0.4", n)
+            assert (await newcomer.call("ping"))["pong"]
+            assert await first_line(idle) == {"push": "closed", "reason": "too_many_connections"}
+            assert (await watcher.call("view", session=sid))["session"] == sid
+            late = await trio.open_tcp_stream("127.0.0.1", port, local_address="127.0.0.4")
+            await late.send_all(b'{"id": 1, "op": "ping"}\n')  # .4 holds as many as any now
+            assert await first_line(late) == {"push": "closed", "reason": "too_many_connections"}
+            for c in (watcher, other, newcomer):
+                await c.aclose()
+            for s in (idle, late):
+                await s.aclose()
             running.host.request_shutdown()

@@ -4,13 +4,18 @@ table goes on; a restart does not run into the same fault again."""
 
 from __future__ import annotations
 
+import _thread
+import gc
+import mmap
+import subprocess
+import threading
 import time
 from typing import Any
 
 import pytest
 import trio
 
-from host.plugins.budget import Budget, BudgetExceeded
+from host.plugins.budget import BLOCKED, TICK, Budget, BudgetExceeded, _rss
 from host.plugins.registry import load_registry
 from tests import broken_games
 from tests.conftest import log_of, start_host
@@ -20,11 +25,11 @@ def test_a_step_that_loops_is_interrupted_within_its_time() -> None:
     budget = Budget(0.1, None)
     budget.start()
     try:
-        t0 = time.monotonic()
+        t0 = time.thread_time()  # CPU time: a loaded machine stretches the wall time
         with pytest.raises(BudgetExceeded) as got, budget.step("a loop"):
             while True:
                 pass
-        took = time.monotonic() - t0
+        took = time.thread_time() - t0
         assert got.value.what == "time" and 0.1 <= took < 1.0
         for _ in range(20):  # short steps are never interrupted, nor is what follows them
             with budget.step("quick"):
@@ -224,3 +229,146 @@ async def test_a_view_that_cannot_be_sent_ends_the_table_and_keeps_the_request_i
         assert snap["ended"] and snap["view"] is None
         running.host.request_shutdown()
     assert log_of(tmp_path, sid)[-1].data["aborted"] == "game_error"
+
+
+# -- blocking, threads, caught interruptions, memory (host/plugins/budget.py) ------------------
+
+
+def test_a_step_that_blocks_is_interrupted_after_about_a_second() -> None:
+    budget = Budget(0.5, None)
+    budget.start()
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(BudgetExceeded) as got, budget.step("a sleep"):
+            time.sleep(60)
+        took = time.monotonic() - t0
+        assert got.value.what == "time" and "blocked" in got.value.message
+        assert BLOCKED <= took < BLOCKED + 3  # not the old 5 s backstop
+    finally:
+        budget.stop()
+
+
+def test_a_busy_step_is_not_blocked_however_slow_the_machine() -> None:
+    """Waiting for a CPU (or for the interpreter lock held by another busy thread) is not
+    being blocked: a step under its CPU budget is not interrupted."""
+    stop = threading.Event()
+
+    def hog() -> None:  # competes for the interpreter lock the whole time
+        while not stop.is_set():
+            sum(range(1000))
+
+    budget = Budget(0.5, None)
+    budget.start()
+    hogs = [threading.Thread(target=hog) for _ in range(2)]
+    for t in hogs:
+        t.start()
+    try:
+        with budget.step("busy"):
+            t = time.thread_time()
+            while time.thread_time() - t < 0.3:
+                pass
+        assert budget.overruns == 0
+    finally:
+        stop.set()
+        for t in hogs:
+            t.join()
+        budget.stop()
+
+
+def test_a_step_cannot_start_a_thread_or_a_process() -> None:
+    ran = []
+    budget = Budget(0.5, None)
+    budget.start()
+    try:
+        with pytest.raises(BudgetExceeded) as got, budget.step("a thread"):
+            threading.Thread(target=lambda: ran.append(1)).start()
+        assert got.value.what == "thread"
+        with pytest.raises(BudgetExceeded), budget.step("a process"):
+            subprocess.run(["true"], check=False)
+        with pytest.raises(BudgetExceeded), budget.step("a raw thread"):
+            _thread.start_new_thread(ran.append, (2,))
+        outside = threading.Thread(target=lambda: ran.append(3))  # outside a step: as usual
+        outside.start()
+        outside.join()
+        assert ran == [3]
+    finally:
+        budget.stop()
+
+
+def test_a_game_that_catches_its_interruption_and_returns_is_blamed() -> None:
+    budget = Budget(0.05, None)
+    budget.start()
+    try:
+        with budget.step("stubborn", "s1", 4):
+            try:
+                while True:
+                    pass
+            except BaseException:  # noqa: BLE001 - what a bad game does
+                pass
+        assert budget.blamed("s1") is not None
+        assert budget.blamed("s1") is None  # asked once
+        with budget.step("fine", "s2", 4):
+            pass
+        assert budget.blamed("s2") is None
+    finally:
+        budget.stop()
+
+
+def test_one_allocation_in_c_is_counted_once_it_returns() -> None:
+    """The watchdog cannot look while one call into C allocates (it needs the interpreter
+    lock): the growth is counted from its look before the step, so it is seen after."""
+    budget = Budget(None, 64 << 20)
+    budget.start()
+    try:
+        with pytest.raises(BudgetExceeded) as got, budget.step("a big one", "s1", 1):
+            big = b"x" * (200 << 20)
+            time.sleep(5)
+        assert got.value.what == "memory"
+    finally:
+        budget.stop()
+    del big
+    # a fresh budget, whose watchdog looks first after the memory above is freed (an old look
+    # from before the del would hide the next allocation's growth)
+    budget = Budget(None, 64 << 20)
+    budget.start()
+    try:
+        try:  # a step that closes at once: its session is blamed instead
+            with budget.step("a big one", "s2", 1):
+                big = b"x" * (200 << 20)
+            time.sleep(0.2)
+            blame = budget.blamed("s2")
+            assert blame is not None and blame[0] == "memory"
+        except BudgetExceeded as exc:  # or caught while the step was still open
+            assert exc.what == "memory"
+        del big
+    finally:
+        budget.stop()
+
+
+def test_past_the_host_bound_the_sessions_that_grow_memory_are_blamed() -> None:
+    gc.collect()  # what earlier tests left in cycles is freed now, not while this one runs
+    budget = Budget(None, None, max_memory=_rss() + (32 << 20))
+    budget.start()
+    try:
+        ballast = mmap.mmap(-1, 96 << 20)  # the host past its bound (not a game's doing): new
+        for at in range(0, 96 << 20, mmap.PAGESIZE):  # pages (freed heap could be reused)
+            ballast[at] = 1
+        deadline = time.monotonic() + 5
+        while not budget.over and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert budget.over
+        time.sleep(3 * TICK)  # the watchdog's last two looks hold the ballast: steps from here
+        with budget.step("small", "quiet", 1):
+            sum(range(1000))
+        kept = []
+        for _ in range(3):  # 4 MiB a step: each under OVER_GROWTH, all three past it
+            with budget.step("grows", "leaky", 1):
+                fresh = mmap.mmap(-1, 4 << 20)  # new pages (freed heap could be reused)
+                for at in range(0, 4 << 20, mmap.PAGESIZE):
+                    fresh[at] = 1
+                kept.append(fresh)
+            time.sleep(3 * TICK)
+        assert budget.blamed("leaky") is not None and budget.blamed("quiet") is None
+        del ballast, kept
+    finally:
+        budget.stop()

@@ -289,8 +289,8 @@ async def get_from(port: int, address: str) -> bytes:
 async def test_slowloris_from_a_few_addresses_cannot_take_every_request_slot(tmp_path):
     """Heads begun and never ended: one address holds at most its per-address share, and when
     a few addresses together hold every slot, a request from another address takes the oldest
-    slot of the busiest one, so it is served; the busy ones are not let back over it. Linux
-    routes all of 127.0.0.0/8 to lo, so each 127.0.0.x is an address of its own."""
+    slot of the busiest ones, so it is served. Linux routes all of 127.0.0.0/8 to lo, so each
+    127.0.0.x is an address of its own."""
     with trio.fail_after(30):
         async with trio.open_nursery() as n:
             running = await start_host(
@@ -303,13 +303,32 @@ async def test_slowloris_from_a_few_addresses_cannot_take_every_request_slot(tmp
             )
             port = running.host.http_port
             held = []
-            for i in range(2, 5):  # 3 addresses x 3 heads, 8 slots: .4 gets only 2
+            for i in range(2, 5):  # 3 addresses x 3 heads, 8 slots: .4's third takes .2's first
                 held += await begin_heads(port, f"127.0.0.{i}", 3)
-            assert await get_from(port, "127.0.0.2") == b""  # at its per-address share
-            assert await get_from(port, "127.0.0.4") == b""  # 2 of 8 < 3: taking one is no fairer
+            assert await get_from(port, "127.0.0.4") == b""  # at its per-address share
             for _ in range(3):  # another address is served each time, the attackers refilling
                 assert (await get_from(port, "127.0.0.9")).startswith(b"HTTP/1.1 200")
                 held += await begin_heads(port, "127.0.0.3", 1)
+            for s in held:
+                await s.aclose()
+            running.host.request_shutdown()
+
+
+async def test_as_many_slowloris_addresses_as_slots_still_let_a_newcomer_in(tmp_path):
+    """One slow head from each of 16 addresses fills all 16 slots: a 17th address is served
+    (it takes the oldest slot), again and again while the attackers come back."""
+    with trio.fail_after(60):
+        async with trio.open_nursery() as n:
+            running = await start_host(
+                n, tmp_path, http_port=0, max_http_requests=16, address_limit_loopback=True
+            )
+            port = running.host.http_port
+            held = []
+            for i in range(16):
+                held += await begin_heads(port, f"127.0.0.{10 + i}", 1)
+            for i in range(3):
+                assert (await get_from(port, "127.0.0.99")).startswith(b"HTTP/1.1 200")
+                held += await begin_heads(port, f"127.0.0.{10 + i}", 1)  # back again
             for s in held:
                 await s.aclose()
             running.host.request_shutdown()
@@ -393,8 +412,11 @@ async def test_workers_share_the_http_port(tmp_path):
         reserved.close()
 
 
-def test_workers_need_an_http_port_number(capsys, tmp_path):
+def test_workers_need_an_http_port_number(capsys, monkeypatch, tmp_path):
+    import host.cli
     from tools.cli import main
+
+    monkeypatch.setattr(host.cli.logs, "configure", lambda *a, **k: None)  # keep the tests' own
 
     args = ["serve", "--workers", "2", "--store", "postgresql://nowhere/x", "--http", "0"]
     assert main([*args, "--data-dir", str(tmp_path)]) == 2
