@@ -15,7 +15,7 @@ import tools.replay
 from host.plugins.registry import load_registry
 from host.store.base import CorruptLog
 from host.store.file import fold_log, read_log
-from host.table.engine import BadRecord, GameFault, Record
+from host.table.engine import BadRecord, GameFault, Record, same_json
 from host.table.local import play_local
 from tools.cli import main
 
@@ -52,7 +52,10 @@ def two_pass_engine_verify(engine, records):
                     return (want.seq, f"the log ends here but the code produces {want.to_json()}")
                 got = records[i + j]
                 want_data = orjson.loads(orjson.dumps(want.data))
-                if (got.seq, got.type, got.data) != (want.seq, want.type, want_data):
+                # compared as JSON values: `true` is not `1` (Python's == says it is)
+                if (got.seq, got.type) != (want.seq, want.type) or not same_json(
+                    got.data, want_data
+                ):
                     return (
                         got.seq,
                         f"recorded {got.to_json()} but the code produces {want.to_json()}",
@@ -237,3 +240,23 @@ def test_stats_prints_the_rate_and_its_ratio_to_the_orjson_parse_rate(tmp_path, 
     assert int(records) == len(LINES)
     num = lambda text: float(text.replace(",", ""))  # noqa: E731
     assert float(ratio) == pytest.approx(num(rate) / num(orjson_rate), abs=0.002)
+
+
+def test_verify_tells_true_from_1_and_1_0_from_1(tmp_path, capsys):
+    """JSON's types count: an event whose seat reads ``true`` (or ``1.0``) where the code
+    writes ``1`` is not the same record, although Python's ``==`` says it is."""
+    for value in (True, 1.0):
+        records = [orjson.loads(orjson.dumps(r)) for r in LINES]
+        at = next(
+            i
+            for i, r in enumerate(records)
+            if r["type"] == "event"
+            and r["event"].get("seat") == 1
+            and type(r["event"]["seat"]) is int
+        )
+        records[at]["event"]["seat"] = value
+        path = write(tmp_path / "t.jsonl", records)
+        capsys.readouterr()
+        assert main(["replay", "--verify", str(path)]) != 0
+        out, err = capsys.readouterr()
+        assert f"seq {records[at]['seq']}" in out + err
