@@ -15,7 +15,8 @@ refuses to start on it.
 
 While it runs it shows its progress on stdout (logs checked of all; :mod:`tools.progress`: a
 bar on a terminal, a plain line every 5 s otherwise). Output: one line per finding,
-``damaged: <session>: seq N: <what>``, ``damaged: wal/<segment>: byte N: <what>``, ``torn:
+``damaged: <session>: seq N: <what>``, ``restored on start: <session>: seq N: <what>`` (damage
+the write-ahead log repairs), ``damaged: wal/<segment>: byte N: <what>``, ``torn:
 <session>: ...`` or ``torn: wal/<segment>: ...``, then a summary with how many records carry no
 checksum (written before checksums: accepted unchecked) and, if the data dir has a write-ahead
 log left, a line about it. Exit status: 0 nothing damaged (torn tails are no damage), 1 some log
@@ -59,6 +60,10 @@ class Report:
         wal_pending: records a host's start would append to session files from them.
         wal_damaged: ``(segment file name, byte offset, what)``; at most one, the first.
         wal_torn: ``(segment file name, byte offset)`` of the newest segment's torn tail.
+        wal_repaired: session id -> the seq from which a host's start rewrites its file from
+            the write-ahead log.
+        restored: ``(session, seq, what, from seq)`` for each session file damaged where the
+            write-ahead log holds its records: a host's start restores it (not damage).
     """
 
     sessions: int = 0
@@ -72,6 +77,8 @@ class Report:
     wal_pending: int = 0
     wal_damaged: list[tuple[str, int, str]] = attrs.field(factory=list)
     wal_torn: list[tuple[str, int]] = attrs.field(factory=list)
+    wal_repaired: dict[str, int] = attrs.field(factory=dict)
+    restored: list[tuple[str, int, str, int]] = attrs.field(factory=list)
 
 
 def _fold(report: Report, registry: Registry, sid: str, where: Path, raw: list[Any]) -> None:
@@ -107,6 +114,8 @@ def check_data_dir(data_dir: Path, registry: Registry, progress: Progress | None
         for name in sorted(os.listdir(folder))
         if name.endswith(".jsonl") and _SESSION_ID.match(name.removesuffix(".jsonl"))
     ]
+    if folder != data_dir:  # first: what the write-ahead log restores is no damage
+        _check_wal(report, data_dir / "wal", folder)
     if progress is not None:
         progress.update(0, total=len(names))
     for name in names:
@@ -121,12 +130,14 @@ def check_data_dir(data_dir: Path, registry: Registry, progress: Progress | None
                 report.torn.append((sid, scan.torn_at))
             _fold(report, registry, sid, path, scan.records)
         except CorruptLog as exc:
-            report.damaged.append((sid, exc.seq, exc.message))
+            restored_from = report.wal_repaired.get(sid)
+            if restored_from is not None and exc.seq >= restored_from:
+                report.restored.append((sid, exc.seq, exc.message, restored_from))
+            else:
+                report.damaged.append((sid, exc.seq, exc.message))
         except OSError as exc:
             report.damaged.append((sid, 0, f"cannot be read: {exc}"))
     _tick(progress, report)
-    if folder != data_dir:
-        _check_wal(report, data_dir / "wal", folder)
     return report
 
 
@@ -143,7 +154,9 @@ def _check_wal(report: Report, wal_dir: Path, sessions: Path) -> None:
             if scan.torn_at is not None:
                 report.wal_torn.append((path.name, scan.torn_at))
         if numbers:
-            report.wal_pending = recover(wal_dir, sessions, apply=False).appended
+            would = recover(wal_dir, sessions, apply=False)
+            report.wal_pending = would.appended
+            report.wal_repaired = would.repaired
     except WalDamaged as exc:
         report.wal_damaged.append((exc.path.name, exc.offset, exc.message))
     except OSError as exc:
@@ -187,6 +200,11 @@ def render(report: Report) -> list[str]:
     """The report's lines (findings first, the summary last)."""
     lines = [f"damaged: {sid}: seq {seq}: {what}" for sid, seq, what in report.damaged]
     lines += [
+        f"restored on start: {sid}: seq {seq}: {what} (the write-ahead log holds its records"
+        f" from seq {since}: a host's start rewrites them)"
+        for sid, seq, what, since in report.restored
+    ]
+    lines += [
         f"torn: {sid}: a torn last line at byte {at} (never acknowledged; a host cuts it off)"
         for sid, at in report.torn
     ]
@@ -195,7 +213,8 @@ def render(report: Report) -> list[str]:
         for name, at, what in report.wal_damaged
     ]
     lines += [
-        f"torn: wal/{name}: a torn last line at byte {at} (never acknowledged; a host drops it)"
+        f"torn: wal/{name}: a torn last line at byte {at} (a host drops it; what of it reached"
+        " its session files stays there)"
         for name, at in report.wal_torn
     ]
     lines += [f"not folded: {sid}: its game is not installed" for sid in report.unfolded]

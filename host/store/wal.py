@@ -251,6 +251,8 @@ class Recovery:
         sessions: sessions the log names. appended: records written into session files.
         dropped: records (and torn tails) cut from session files. missing: sessions the log
         names whose file is gone (skipped). torn: segments with a torn tail.
+        repaired: session id -> the seq from which its file is (or would be) rewritten from the
+        log (what the file held there differed, was cut short or torn).
         seconds: how long it took (wall clock).
     """
 
@@ -262,6 +264,7 @@ class Recovery:
     dropped: int = 0
     missing: list[str] = attrs.field(factory=list)
     torn: int = 0
+    repaired: dict[str, int] = attrs.field(factory=dict)
     seconds: float = 0.0
 
 
@@ -333,6 +336,9 @@ def _apply(path: Path, plan: _Plan, report: Recovery, apply: bool) -> None:
         new = b"".join(line + b"\n" for line in tail[keep - base :])
         report.appended += len(tail) - (keep - base) if keep < end else 0
         report.dropped += n - keep + (1 if torn else 0)
+        report.repaired[path.stem] = keep
+        if not apply:
+            return
         log.warning(
             "wal_session_repaired",
             path=str(path),

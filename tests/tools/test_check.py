@@ -115,8 +115,8 @@ async def test_check_reads_the_write_ahead_log_and_says_what_a_start_would_repla
     lines = capsys.readouterr().out.splitlines()
     at = good.rindex(b"\n", 0, len(good) - 1) + 1
     assert (
-        f"torn: wal/{segment.name}: a torn last line at byte {at} (never acknowledged; a host"
-        " drops it)" in lines
+        f"torn: wal/{segment.name}: a torn last line at byte {at} (a host drops it; what of it"
+        " reached its session files stays there)" in lines
     )
     assert lines[-1].endswith("(1 records); a host's start would add 1 records to session files")
     damaged = bytearray(good)
@@ -130,6 +130,30 @@ async def test_check_reads_the_write_ahead_log_and_says_what_a_start_would_repla
     )
     assert segment.read_bytes() == bytes(damaged)  # nothing was changed
     assert (data / "sessions" / "s1.jsonl").read_bytes() == before
+
+
+async def test_check_tells_damage_the_write_ahead_log_restores_from_damage(tmp_path, capsys):
+    """A session file damaged where the write-ahead log still holds its records is what a
+    host's start repairs: ``restored on start``, exit status 0, as the host would serve it;
+    once the log no longer holds them it is damage (exit status 1)."""
+    from tests.host.test_wal import _stage
+
+    data = tmp_path / "data"
+    segment = _stage(data, {"s1": [0, 1, 2]}, [("s1", 1), ("s1", 2)])
+    log = data / "sessions" / "s1.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    flipped = bytearray(lines[2])
+    flipped[len(flipped) // 2] ^= 0x01
+    log.write_bytes(b"\n".join([*lines[:2], bytes(flipped), *lines[3:]]))
+    assert await cli("check", "--data-dir", str(data)) == 0
+    out = capsys.readouterr()
+    restored = [line for line in out.out.splitlines() if line.startswith("restored on start: s1")]
+    assert len(restored) == 1 and restored[0].startswith("restored on start: s1: seq 2: ")
+    assert "from seq 2: a host's start rewrites them" in restored[0]
+    assert "wal_session_repaired" not in out.err  # a dry run says nothing as the host would
+    segment.unlink()
+    assert await cli("check", "--data-dir", str(data)) == 1
+    assert capsys.readouterr().out.startswith("damaged: s1: seq 2: ")
 
 
 async def test_check_calls_a_last_line_with_a_damaged_newline_damage_not_torn(tmp_path, capsys):
