@@ -168,6 +168,22 @@ _HEX8 = re.compile(rb'[0-9a-f]{8}",')  # a checksum's digits and the comma after
 log = structlog.get_logger("gamehost.store")
 
 
+def _append_all(fd: int, data: bytes, start: int) -> None:
+    """Write all of ``data`` to ``fd``, whose end is at ``start``; on a failure cut the file
+    back to ``start`` (else a load would find a torn tail) and raise the ``OSError``."""
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            if n <= 0:
+                raise OSError(errno.EIO, "write wrote nothing")
+            view = view[n:]
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, start)
+        raise
+
+
 def _datasync(fd: int) -> None:
     """Make what was appended to ``fd`` durable: ``fdatasync`` (data and size), or ``fsync``
     where the OS has no ``fdatasync``.
@@ -1237,18 +1253,8 @@ class FileStore(WriterThreadStore):
         failure is the append's ``error`` and fails its session for the rest of the batch."""
         try:
             fd = self._fd(job.session, {}, failed)
-            job.start = start = os.lseek(fd, 0, os.SEEK_END)
-            try:
-                view = memoryview(job.data)
-                while view:
-                    n = os.write(fd, view)
-                    if n <= 0:
-                        raise OSError(errno.EIO, "write wrote nothing")
-                    view = view[n:]
-            except OSError:
-                with contextlib.suppress(OSError):  # else load cuts the torn tail
-                    os.ftruncate(fd, start)
-                raise
+            job.start = os.lseek(fd, 0, os.SEEK_END)
+            _append_all(fd, job.data, job.start)
         except (OSError, CorruptLog) as exc:
             job.error = exc
             failed[job.session] = exc
@@ -1283,18 +1289,7 @@ class FileStore(WriterThreadStore):
                 continue
             try:
                 fd = self._fd(job.session, unsynced, failed)
-                start = os.lseek(fd, 0, os.SEEK_END)
-                try:
-                    view = memoryview(job.data)
-                    while view:
-                        n = os.write(fd, view)
-                        if n <= 0:
-                            raise OSError(errno.EIO, "write wrote nothing")
-                        view = view[n:]
-                except OSError:
-                    with contextlib.suppress(OSError):  # else load cuts the torn tail
-                        os.ftruncate(fd, start)  # the half-written append, cut off again
-                    raise
+                _append_all(fd, job.data, os.lseek(fd, 0, os.SEEK_END))
                 if self.fsync == "always":
                     began = time.perf_counter()
                     _datasync(fd)
