@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import errno
 import gc
-import importlib
 import math
 import os
 import signal
@@ -14,14 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pluggy
 import structlog
 import trio
 
 from host import logs
 from host.net import collector, workers
 from host.net.server import HostConfig, ListenError, run_host
-from host.plugins.registry import DuplicateGame, Registry, load_registry
+from host.plugins.registry import PluginError, Registry, registry_with
 from host.store import open_store
 
 log = structlog.get_logger("gamehost.server")
@@ -490,29 +488,11 @@ def serve_main(args: argparse.Namespace) -> int:
         admin_token=args.admin_token,
         worker=workers.worker_index(),
     )
-    if args.plugin and "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` does: a module in this folder loads
     try:
-        plugins = [(name, importlib.import_module(name)) for name in args.plugin]
-    except ImportError as exc:
+        registry = registry_with(args.plugin)
+    except PluginError as exc:  # one line and exit status 2, as for a bad flag
         print(f"gamehost serve: error: --plugin: {exc}", file=sys.stderr)
         return 2
-    try:
-        registry = load_registry(plugins)
-    except (DuplicateGame, ValueError, pluggy.PluginValidationError) as exc:
-        # a --plugin whose game id is installed already (or the same module twice, or one
-        # with a hook the host does not know): one line and exit status 2, as for a bad flag
-        print(f"gamehost serve: error: --plugin: {_plugin_problem(exc)}", file=sys.stderr)
-        return 2
-    hooked = {impl.plugin_name for impl in registry.pm.hook.gamehost_register_games.get_hookimpls()}
-    for name, _ in plugins:
-        if name not in hooked:  # a forgotten @hookimpl would start a host without the game
-            print(
-                f"gamehost serve: error: --plugin: {name} registers no games (it needs a"
-                " gamehost_register_games function marked @hookimpl; see PLUGINS.md)",
-                file=sys.stderr,
-            )
-            return 2
     try:
         collector.tune(args.gc)
         trio.run(_serve, config, registry, args.gc == "tuned")
@@ -603,16 +583,6 @@ def _serve_supervised(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"gamehost serve: error: {_describe(exc, args)}", file=sys.stderr)
         return 2
-
-
-def _plugin_problem(exc: Exception) -> str:
-    """What is wrong with the ``--plugin`` modules, in one sentence (no traceback)."""
-    if isinstance(exc, DuplicateGame):
-        return f"{exc} (a --plugin may not add a game whose id is installed already)"
-    text = " ".join(str(exc).split())
-    if "already registered" in text:
-        return "a plugin module is loaded twice (it is installed already, or named twice)"
-    return text or type(exc).__name__
 
 
 def _first_os_error(exc: BaseException) -> OSError | None:

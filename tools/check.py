@@ -34,11 +34,12 @@ from typing import Any
 import attrs
 
 from host.cli import store_spec
-from host.plugins.registry import Registry, load_registry
+from host.plugins.registry import Registry
 from host.store.base import _SESSION_ID, CorruptLog
 from host.store.file import fold_log, scan_log
 from host.store.wal import WalDamaged, recover, scan_segment, segment_name, segment_numbers
 from host.table.engine import Record
+from tools.plugins import add_plugin_option, registry_of
 from tools.progress import Progress
 
 __all__ = ["Report", "add_parser", "check_data_dir", "check_database", "main"]
@@ -217,7 +218,10 @@ def render(report: Report) -> list[str]:
         " its session files stays there)"
         for name, at in report.wal_torn
     ]
-    lines += [f"not folded: {sid}: its game is not installed" for sid in report.unfolded]
+    lines += [
+        f"not folded: {sid}: its game is not installed (served with --plugin? give it here)"
+        for sid in report.unfolded
+    ]
     s = "" if report.sessions == 1 else "s"
     lines.append(
         f"checked {report.sessions} session{s} ({report.records} records): "
@@ -251,12 +255,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="URL",
         help="scan this postgresql:// store or data dir instead (default: $GAMEHOST_STORE)",
     )
+    add_plugin_option(p)
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     """Run the command; exit status 0 (nothing damaged), 1 (damage found) or 2 (unusable)."""
-    registry = load_registry()
+    registry = registry_of(args, "check")
+    if registry is None:
+        return 2
     spec = args.store or str(args.data_dir)
     try:
         with Progress("check", unit="logs") as progress:

@@ -59,6 +59,7 @@ from host.store.file import FileStore, fold_log, read_log
 from host.table.engine import Engine, Record
 from host.table.history import fork_records, verify_log, version_warning  # re-exported here
 from host.table.words import Words, display_names
+from tools.plugins import add_plugin_option, registry_of
 
 __all__ = [
     "ReplayError",
@@ -123,7 +124,10 @@ def load_with_times(
         gid = records[0].data.get("game")
         engine = (registry or load_registry()).engines.get(gid)
         if engine is None:
-            raise ReplayError(f"{path}: game {gid!r} is not installed")
+            raise ReplayError(
+                f"{path}: game {gid!r} is not installed (a game served with --plugin: give"
+                " the same --plugin here)"
+            )
     if fold:
         try:
             fold_log(path, engine, records)  # a record that reads but does not fold is damage
@@ -452,6 +456,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the timeline as logged (type and fields of every record) instead of in words",
     )
+    add_plugin_option(p)
     p.set_defaults(func=main)
 
 
@@ -508,10 +513,14 @@ def main(args: argparse.Namespace) -> int:
         if not args.verify or args.stats:
             print("error: several logs (or a folder) go with --verify alone", file=sys.stderr)
             return 2
-        registry = load_registry()
+        registry = registry_of(args, "replay")
+        if registry is None:
+            return 2
         return _verify_many(given if store else log_paths(given), store, registry)
     args.log = given[0]
-    registry = load_registry()  # start-up: before --stats starts its clock
+    registry = registry_of(args, "replay")  # start-up: before --stats starts its clock
+    if registry is None:
+        return 2
     start = time.process_time()
     if args.verify:
         return _verify_one(args, store, registry, start)

@@ -17,8 +17,8 @@ import json
 import sys
 
 from host.plugins.contract import game_schema
-from host.plugins.registry import load_registry
 from protocol.schema import protocol_schema
+from tools.plugins import add_plugin_option, registry_of
 
 __all__ = ["add_parser", "main"]
 
@@ -37,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the wire protocol's messages instead: every request, reply, push and error",
     )
+    add_plugin_option(p)
     p.set_defaults(func=main)
 
 
@@ -45,7 +46,10 @@ def main(args: argparse.Namespace) -> int:
     if getattr(args, "protocol", False):
         print(json.dumps(protocol_schema(), indent=2))
         return 0
-    games = load_registry().games
+    registry = registry_of(args, "schema")
+    if registry is None:
+        return 2
+    games = registry.games
     if args.game is not None:
         game = games.get(args.game)
         if game is None:

@@ -14,7 +14,10 @@ one the logs were written by.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import importlib
+import os
+import sys
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -186,3 +189,43 @@ def plugin_manager(
 def load_registry(plugins: Iterable[tuple[str, Any]] = (), entrypoints: bool = True) -> Registry:
     """Boot the registry (see :func:`plugin_manager`)."""
     return Registry(plugin_manager(plugins, entrypoints))
+
+
+class PluginError(ValueError):
+    """A ``--plugin`` module cannot be used; the message says why, in one sentence."""
+
+
+def registry_with(modules: Sequence[str]) -> Registry:
+    """The installed games and those of the importable ``modules`` (``--plugin``): a module of
+    the current folder loads, as with ``python -m``.
+
+    Raises:
+        PluginError: a module does not import, registers no game (no ``@hookimpl``
+            ``gamehost_register_games``), adds a game id that is installed already, is loaded
+            twice, or implements a hook the host does not know.
+    """
+    if modules and "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        plugins = [(name, importlib.import_module(name)) for name in modules]
+    except ImportError as exc:
+        raise PluginError(str(exc)) from exc
+    try:
+        registry = load_registry(plugins)
+    except DuplicateGame as exc:
+        raise PluginError(
+            f"{exc} (a --plugin may not add a game whose id is installed already)"
+        ) from exc
+    except (ValueError, pluggy.PluginValidationError) as exc:
+        text = " ".join(str(exc).split())
+        if "already registered" in text:
+            text = "a plugin module is loaded twice (it is installed already, or named twice)"
+        raise PluginError(text or type(exc).__name__) from exc
+    hooked = {impl.plugin_name for impl in registry.pm.hook.gamehost_register_games.get_hookimpls()}
+    for name, _ in plugins:
+        if name not in hooked:  # a forgotten @hookimpl would start without the game
+            raise PluginError(
+                f"{name} registers no games (it needs a gamehost_register_games function"
+                " marked @hookimpl; see PLUGINS.md)"
+            )
+    return registry

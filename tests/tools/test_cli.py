@@ -170,3 +170,43 @@ def test_the_liveness_flags_reach_the_host_config(argv, expected, tmp_path, monk
     assert main(["serve", "--port", "0", "--data-dir", str(tmp_path), *argv]) == 0
     (config,) = ran
     assert (config.keepalive, config.ping_after, config.ping_timeout) == expected
+
+
+TOY_PLUGIN = """from host.game import hookimpl
+from tests.toy import Plugin
+
+
+@hookimpl
+def gamehost_register_games():
+    return Plugin().gamehost_register_games()
+"""
+
+
+def test_the_log_tools_take_plugin_as_serve_does(tmp_path, capsys, monkeypatch):
+    """``schema``, ``check`` and ``replay`` load a game that is not installed from
+    ``--plugin MODULE`` (a module of the current folder); without it, or with a module that
+    does not import, they say so (exit status 2 for a bad ``--plugin``)."""
+    from host.store.base import encode_lines
+    from host.table.local import play_local
+    from tests.toy import HighCard
+
+    (tmp_path / "toy_cli_plugin.py").write_text(TOY_PLUGIN)
+    monkeypatch.chdir(tmp_path)
+    assert main(["schema", "--game", "high-card"]) == 2
+    assert "no game 'high-card'" in capsys.readouterr().err
+    assert main(["schema", "--game", "high-card", "--plugin", "toy_cli_plugin"]) == 0
+    assert '"id": "high-card"' in capsys.readouterr().out
+    sessions = tmp_path / "data" / "sessions"
+    sessions.mkdir(parents=True)
+    records = play_local(HighCard(), {}, 2, seed=b"t" * 32)[1]
+    log = sessions / "toylog.jsonl"
+    log.write_bytes(b"".join(encode_lines([r.to_json() for r in records])))
+    assert main(["replay", "--verify", str(log)]) == 2
+    assert "give the same --plugin here" in capsys.readouterr().err
+    assert main(["replay", "--verify", str(log), "--plugin", "toy_cli_plugin"]) == 0
+    assert capsys.readouterr().out.startswith("ok: toylog.jsonl: ")
+    assert main(["check", "--data-dir", str(tmp_path / "data"), "--plugin", "toy_cli_plugin"]) == 0
+    assert "not folded" not in capsys.readouterr().out
+    assert main(["check", "--data-dir", str(tmp_path / "data"), "--plugin", "no_such_mod"]) == 2
+    (line,) = _errors(capsys.readouterr().err)
+    assert line == "gamehost check: error: --plugin: No module named 'no_such_mod'"

@@ -82,7 +82,14 @@ def two_pass_verdict(path: Path) -> tuple[int, str, str]:
     records = [Record.from_json(r) for r in raw]
     engine = REGISTRY.engines.get(records[0].data.get("game"))
     if engine is None:
-        return 2, "", f"error: {path}: game {records[0].data.get('game')!r} is not installed\n"
+        return (
+            2,
+            "",
+            (
+                f"error: {path}: game {records[0].data.get('game')!r} is not installed (a game"
+                " served with --plugin: give the same --plugin here)\n"
+            ),
+        )
     warning = tools.replay.version_warning(engine, records)
     err = "" if warning is None else f"warning: {warning}\n"
     try:
