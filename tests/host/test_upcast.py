@@ -13,7 +13,7 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-import tools.replay
+import tools.plugins
 from host.plugins.registry import Registry, load_registry
 from host.store.file import read_log
 from host.table.engine import Engine, Record
@@ -260,7 +260,7 @@ def test_gamehost_replay_verifies_and_forks_a_log_that_spans_the_bump(
     tmp_path, monkeypatch, capsys
 ):
     sid, tokens, _ = trio.run(play_across_versions, tmp_path)
-    monkeypatch.setattr(tools.replay, "load_registry", lambda: registry(PluginV2()))
+    monkeypatch.setattr(tools.plugins, "registry_with", lambda modules: registry(PluginV2()))
     path = tmp_path / "sessions" / f"{sid}.jsonl"
     assert main(["replay", "--verify", str(path)]) == 0
     out = capsys.readouterr()
