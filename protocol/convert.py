@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 import cattrs
 import cattrs.preconf.orjson
+import cattrs.v
+import orjson
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
 __all__ = ["error_text", "make_converter"]
@@ -30,8 +33,26 @@ def make_converter() -> cattrs.Converter:
     return conv
 
 
+def _wire(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+def _describe(exc: BaseException, kind: Any) -> str:
+    """One failure in wire terms: ``must be one of 1, 2, 3`` rather than Python's
+    ``4 not in literal typing.Literal[1, 2, 3]``; our strict scalars' own words."""
+    if typing.get_origin(kind) is typing.Literal:
+        return "must be one of " + ", ".join(_wire(v) for v in typing.get_args(kind))
+    if isinstance(exc, TypeError) and str(exc).startswith("expected "):
+        return str(exc)
+    return cattrs.v.format_exception(exc, kind)
+
+
 def error_text(exc: BaseException) -> str:
-    """A one-line account of a structuring error, naming the paths that failed."""
+    """A one-line account of a structuring error, naming the paths that failed
+    (``must be one of 1, 2, 3 @ $.count``)."""
     if isinstance(exc, ClassValidationError | ForbiddenExtraKeysError):
-        return "; ".join(cattrs.transform_error(exc))
+        return "; ".join(cattrs.transform_error(exc, format_exception=_describe))
     return str(exc)
