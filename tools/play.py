@@ -589,15 +589,18 @@ async def _answer_undo(
     r: Renderer,
     auto: bool,
     backlog: collections.deque,
+    told: bool = False,
 ) -> None:
     """Ask the player whether the action ``p`` (an ``undo_asked`` push) may be taken back, and
-    answer; the question is dropped when the request ends first."""
+    answer; the question is dropped when the request ends first. ``told``: the event's own
+    line ("Ann asked to take back ...") was printed already."""
     what = r.action(p.get("action") or {})
     if auto:
         accept: bool | None = True
     else:
         accept = None
-        print(f"seat {p['seat']} asks to take back {what}")
+        if not told:
+            print(f"seat {p['seat']} asks to take back {what}")
 
         async def ask() -> None:
             nonlocal accept
@@ -642,7 +645,7 @@ async def _loop(
     (``undo``: the request a resume's snapshot shows waiting, asked first)."""
     backlog: collections.deque = collections.deque()
     if undo is not None:
-        backlog.append({"push": "undo_asked", "session": sid, **undo})
+        backlog.append({"push": "undo_asked", "session": sid, "resumed": True, **undo})
     idle = [not args.auto]  # read commands (undo) between turns
     while True:
         if backlog:
@@ -685,7 +688,8 @@ async def _loop(
                 if error.get("code") in ("conflict", "not_your_turn"):
                     break  # the table moved on: a newer turn push follows
         elif p["push"] == "undo_asked" and seat in p.get("waiting", ()):
-            await _answer_undo(c, sid, p, r, args.auto, backlog)
+            told = not args.quiet and not p.get("resumed")  # its event line came first
+            await _answer_undo(c, sid, p, r, args.auto, backlog, told)
         elif p["push"] == "ended":
             snap = await c.call("view", session=sid)
             print(r.view(snap, seat))
