@@ -43,8 +43,8 @@ def _wire(value: Any) -> str:
 def _describe(exc: BaseException, kind: Any) -> str:
     """One failure in wire terms: ``must be one of 1, 2, 3`` rather than Python's
     ``4 not in literal typing.Literal[1, 2, 3]``; our strict scalars' own words."""
-    if typing.get_origin(kind) is typing.Literal:
-        return "must be one of " + ", ".join(_wire(v) for v in typing.get_args(kind))
+    if getattr(kind, "__origin__", None) is typing.Literal:  # attributes: no reflection here
+        return "must be one of " + ", ".join(_wire(v) for v in kind.__args__)
     if isinstance(exc, TypeError) and str(exc).startswith("expected "):
         return str(exc)
     return cattrs.v.format_exception(exc, kind)
