@@ -11,7 +11,7 @@ import cattrs.v
 import orjson
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 
-__all__ = ["error_text", "make_converter"]
+__all__ = ["error_text", "json_text", "make_converter"]
 
 
 def _strict(kind: type, name: str) -> Any:
@@ -33,7 +33,8 @@ def make_converter() -> cattrs.Converter:
     return conv
 
 
-def _wire(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """``value`` as JSON text (``null``, ``"8C"``), or its ``repr`` where it has no JSON form."""
     try:
         return orjson.dumps(value).decode()
     except TypeError:
@@ -44,7 +45,7 @@ def _describe(exc: BaseException, kind: Any) -> str:
     """One failure in wire terms: ``must be one of 1, 2, 3`` rather than Python's
     ``4 not in literal typing.Literal[1, 2, 3]``; our strict scalars' own words."""
     if getattr(kind, "__origin__", None) is typing.Literal:  # attributes: no reflection here
-        return "must be one of " + ", ".join(_wire(v) for v in kind.__args__)
+        return "must be one of " + ", ".join(json_text(v) for v in kind.__args__)
     if isinstance(exc, TypeError) and str(exc).startswith("expected "):
         return str(exc)
     return cattrs.v.format_exception(exc, kind)

@@ -37,10 +37,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
 from host.game import Viewer, who
 from host.plugins.faults import game_error
+from protocol.convert import json_text
 
 __all__ = ["Words", "display_names", "outcome_fallback", "raw_event"]
 
@@ -80,19 +79,12 @@ def display_names(names: Sequence[str | None]) -> list[str]:
     return out
 
 
-def _json(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return repr(value)
-
-
 def raw_event(event: Any) -> str:
     """An event's type and fields, ``played seat=1 card="8C" suit=null``: the text of a game
     without ``describe_event`` (JSON values; ``-`` for an event not shown)."""
     if not isinstance(event, Mapping):
-        return "-" if event is None else _json(event)
-    parts = [f"{k}={_json(v)}" for k, v in event.items() if k != "type"]
+        return "-" if event is None else json_text(event)
+    parts = [f"{k}={json_text(v)}" for k, v in event.items() if k != "type"]
     return " ".join([str(event.get("type", "event")), *parts])
 
 
@@ -117,7 +109,7 @@ def outcome_fallback(outcome: Any, names: Sequence[str]) -> str:
             )
         if lines:
             return "\n".join(lines)
-    return f"The game is over: {_json(outcome)}"
+    return f"The game is over: {json_text(outcome)}"
 
 
 def _seats(n: Any) -> str:
@@ -151,7 +143,7 @@ class Words:
             except BaseException as exc:  # a game's text fault is not the host's (SystemExit too)
                 game_error(exc)
                 self.failed = True
-        return _json(action)
+        return json_text(action)
 
     def event(self, event: Any, viewer: Viewer, names: Sequence[str]) -> str:
         """A game event (as ``viewer`` received it) in words."""
