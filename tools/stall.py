@@ -22,6 +22,10 @@ log: its start may still be reading the data dir); during the second, at the sam
 - with ``--store URL`` (a PostgreSQL database, ``gamehost db init`` done), a
   ``gamehost import`` of the long log runs too.
 
+The load runs in a process of its own (``python -m tools.stall``), so the measuring clients'
+event loop does nothing but ping and play: a host is measured as its users would see it, each in
+a process of their own, not slowed by the bench reading a debugger's pages.
+
 Figures: ``quiet`` and ``loaded`` p50/p99/max of both round trips, their ratios (the target:
 p99 within 2x), the host's peak resident memory, the broken tables' ends, the debugger's page
 and replay times. ``--json`` prints one JSON object.
@@ -110,11 +114,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="with --stall: the host's --heavy-workers (default: the host's; 0: on its loop)",
     )
     p.add_argument(
+        "--stall-load",
+        metavar="PARTS",
+        help="with --stall: which loads run in the loaded phase, comma-separated, of"
+        f" {','.join(LOADS)} (default: all; import only with --store)",
+    )
+    p.add_argument(
         "--game-time",
         type=float,
         default=None,
         help="with --stall: the host's --game-time (default: the host's)",
     )
+
+
+LOADS = ("broken", "pages", "replays", "verify", "import")
+"""The parts of the loaded phase (``--stall-load``): the two broken plugin tables, the
+debugger's pages, its replays, the 8 verifies, the import (with ``--store``)."""
+
+
+def _parts(spec: str | None) -> frozenset[str]:
+    """The loads ``--stall-load`` names (all of them when None).
+
+    Raises:
+        SystemExit: a name that is not a load (status 2, as argparse)."""
+    if spec is None:
+        return frozenset(LOADS)
+    parts = frozenset(x.strip() for x in spec.split(",") if x.strip())
+    if not parts or parts - set(LOADS):
+        raise SystemExit(f"--stall-load: name some of {', '.join(LOADS)}, not {spec!r}")
+    return parts
 
 
 class _Times:
@@ -187,7 +215,9 @@ async def _broken_table(port: int, game: str, out: dict[str, Any]) -> None:
         n.cancel_scope.cancel()
 
 
-async def _debugger(port: int, sid: str, stop: trio.Event, out: dict[str, list[float]]) -> None:
+async def _debugger(
+    port: int, sid: str, stop: trio.Event, out: dict[str, list[float]], parts: frozenset[str]
+) -> None:
     """A debugger tab: one connection pages the log front to back (and again) while another
     asks ``replay`` at seqs near its end (the first waits for the log's snapshots)."""
 
@@ -213,8 +243,10 @@ async def _debugger(port: int, sid: str, stop: trio.Event, out: dict[str, list[f
         a.start(n)
         b.start(n)
         async with trio.open_nursery() as both:
-            both.start_soon(pager, a)
-            both.start_soon(replayer, b)
+            if "pages" in parts:
+                both.start_soon(pager, a)
+            if "replays" in parts:
+                both.start_soon(replayer, b)
         await a.aclose()
         await b.aclose()
         n.cancel_scope.cancel()
@@ -236,10 +268,11 @@ async def _verifier(port: int, sid: str, stop: trio.Event, out: dict[str, list[f
         n.cancel_scope.cancel()
 
 
-async def _phase(
-    port: int, seconds: float, loaded: bool, sid: str, extra: dict[str, Any], log: Path
+async def _load(
+    port: int, sid: str, store: str | None, log: Path, parts: frozenset[str]
 ) -> dict[str, Any]:
-    times = _Times()
+    """The load of the second phase (run in a process of its own, :func:`_load_main`): until a
+    line comes on standard input, then the summary of what it did."""
     stop = trio.Event()
     busy: dict[str, list[float]] = {
         "page_s": [],
@@ -250,44 +283,98 @@ async def _phase(
     ends: dict[str, Any] = {}
     importer = None
     async with trio.open_nursery() as n:
-        n.start_soon(_pinger, port, times, stop)
-        n.start_soon(_player, port, times, stop, random.Random(7))
-        if loaded:
+        if "broken" in parts:
             n.start_soon(_broken_table, port, "stall-loop", ends)
             n.start_soon(_broken_table, port, "stall-hog", ends)
-            n.start_soon(_debugger, port, sid, stop, busy)
-            for _ in range(8):
-                n.start_soon(_verifier, port, sid, stop, busy)
-            if extra.get("store"):
-                importer = subprocess.Popen(
-                    [sys.executable, "-m", "tools.cli", "import", str(log), "--store"]
-                    + [extra["store"]],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                )
-        await trio.sleep(seconds)
+        if "pages" in parts or "replays" in parts:
+            n.start_soon(_debugger, port, sid, stop, busy, parts)
+        for _ in range(8 if "verify" in parts else 0):
+            n.start_soon(_verifier, port, sid, stop, busy)
+        if store and "import" in parts:
+            importer = subprocess.Popen(
+                [sys.executable, "-m", "tools.cli", "import", str(log), "--store", store],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        print("started", flush=True)
+        await trio.to_thread.run_sync(sys.stdin.readline)
         stop.set()
         with trio.move_on_after(60):
-            while loaded and len(ends) < 2:
+            while "broken" in parts and len(ends) < 2:
                 await trio.sleep(0.1)
         n.cancel_scope.deadline = trio.current_time() + 30
-    out = times.summary()
+    out: dict[str, Any] = {"broken_tables": ends}
+    for k, xs in busy.items():
+        out[k] = {
+            "n": len(xs),
+            "max": round(max(xs), 3) if xs else None,
+            "median": round(sorted(xs)[len(xs) // 2], 3) if xs else None,
+            "first": round(xs[0], 3) if xs else None,
+            "median_after_first": round(sorted(xs[1:])[len(xs[1:]) // 2], 3)
+            if len(xs) > 1
+            else None,
+        }
+    if importer is not None:
+        _, err = importer.communicate(timeout=600)
+        out["import_status"] = importer.returncode
+        out["import_error"] = err.decode()[-300:] if importer.returncode else None
+    return out
+
+
+def _load_main(argv: list[str]) -> int:
+    """``python -m tools.stall PORT SID LOG PARTS [STORE]``: :func:`_load`, its summary printed
+    as one JSON line on standard output."""
+    port, sid, log, parts, *store = argv
+    out = trio.run(
+        _load, int(port), sid, store[0] if store else None, Path(log), frozenset(parts.split(","))
+    )
+    print(orjson.dumps(out).decode(), flush=True)
+    return 0
+
+
+async def _phase(
+    port: int,
+    seconds: float,
+    loaded: bool,
+    sid: str,
+    extra: dict[str, Any],
+    log: Path,
+    parts: frozenset[str] = frozenset(LOADS),
+) -> dict[str, Any]:
+    """``seconds`` of pings and acts measured in this process; when ``loaded``, the load runs
+    meanwhile in a process of its own, so the time this process spends reading the load's
+    answers (a debugger's pages of 1,000 records) is not counted in the host's round trips."""
+    times = _Times()
+    stop = trio.Event()
+    loader = None
     if loaded:
-        out["broken_tables"] = ends
-        for k, xs in busy.items():
-            out[k] = {
-                "n": len(xs),
-                "max": round(max(xs), 3) if xs else None,
-                "median": round(sorted(xs)[len(xs) // 2], 3) if xs else None,
-                "first": round(xs[0], 3) if xs else None,
-                "median_after_first": round(sorted(xs[1:])[len(xs[1:]) // 2], 3)
-                if len(xs) > 1
-                else None,
-            }
-        if importer is not None:
-            _, err = importer.communicate(timeout=600)
-            out["import_status"] = importer.returncode
-            out["import_error"] = err.decode()[-300:] if importer.returncode else None
+        loader = subprocess.Popen(
+            [sys.executable, "-m", "tools.stall", str(port), sid, str(log), ",".join(parts)]
+            + ([extra["store"]] if extra.get("store") else []),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert loader.stdout is not None
+        started = await trio.to_thread.run_sync(loader.stdout.readline)
+        if started.strip() != b"started":
+            loader.kill()
+            raise RuntimeError(f"the load process did not start: {started!r}")
+    try:
+        async with trio.open_nursery() as n:
+            n.start_soon(_pinger, port, times, stop)
+            n.start_soon(_player, port, times, stop, random.Random(7))
+            await trio.sleep(seconds)
+            stop.set()
+            n.cancel_scope.deadline = trio.current_time() + 30
+        out = times.summary()
+        if loader is not None:
+            got, _ = await trio.to_thread.run_sync(lambda: loader.communicate(b"stop\n", 700))
+            out.update(orjson.loads(got.splitlines()[-1]))
+            loader = None
+    finally:
+        if loader is not None:
+            loader.kill()
+            loader.wait()
     return out
 
 
@@ -332,6 +419,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from tools.bench import _start_server, _stop, serve_command
 
     seconds = args.seconds or 20.0
+    parts = _parts(getattr(args, "stall_load", None))
     with tempfile.TemporaryDirectory(prefix="gamehost-stall-") as tmp:
         data = Path(tmp)
         t0 = time.monotonic()
@@ -351,7 +439,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             warm_s = time.monotonic() - t0
             quiet = trio.run(_phase, port, seconds, False, sid, {}, log)
             before = _rss_mib(proc.pid)
-            loaded = trio.run(_phase, port, seconds, True, sid, {"store": args.store}, log)
+            loaded = trio.run(_phase, port, seconds, True, sid, {"store": args.store}, log, parts)
             after = _rss_mib(proc.pid)
             workers = _children_rss_mib(proc.pid)
         finally:
@@ -362,6 +450,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     return {
         "records": args.records,
+        "loads": sorted(parts),
         "heavy_workers": getattr(args, "heavy_workers", None),
         "log_made_s": round(made_s, 1),
         "seconds": seconds,
@@ -416,3 +505,7 @@ def main(args: argparse.Namespace) -> int:
         print("\n".join(summary(r)))
         print(orjson.dumps(r).decode())
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_load_main(sys.argv[1:]))

@@ -320,6 +320,20 @@ def test_the_stall_bench_reports_its_figures_for_a_small_log():
     assert r["workers"] >= 0 and r["peak_rss_mib"] > 0 and r["first_answer_s"] > 0
 
 
+@needs_crazy_eights
+def test_the_stall_bench_runs_only_the_loads_it_is_asked_for():
+    r = bench_json("--stall", "--records", "800", "--seconds", "1", "--stall-load", "pages")
+    loaded = r["loaded"]
+    assert r["loads"] == ["pages"] and loaded["page_s"]["n"] >= 1
+    assert loaded["replay_s"]["n"] == 0 and loaded["verify_s"]["n"] == 0
+    assert loaded["broken_tables"] == {}
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.cli", "bench", "--stall", "--stall-load", "pages,x"],
+        capture_output=True,
+    )
+    assert done.returncode != 0 and b"--stall-load" in done.stderr
+
+
 def test_bench_idle_reports_the_memory_each_idle_connection_costs_host_and_bare_server():
     r = bench_json("--idle", "50")
     assert r["idle_connections"] == 50
