@@ -51,6 +51,18 @@ class BlocksInWorkers(HighCard):
         return super().evolve(state, event)
 
 
+class RedactLoopsInWorkers(HighCard):
+    """``redact`` loops for ever in a worker process (a ``log`` page made there: the worker's
+    budget stops it)."""
+
+    info = attrs.evolve(HighCard.info, id="redact-loops-in-workers", title="Redact loops")
+
+    def redact(self, event: Any, viewer: Any) -> Any:
+        while in_worker():
+            pass
+        return super().redact(event, viewer)
+
+
 @hookimpl
 def gamehost_register_games() -> list[Any]:
-    return [LoopsInWorkers(), BlocksInWorkers()]
+    return [LoopsInWorkers(), BlocksInWorkers(), RedactLoopsInWorkers()]

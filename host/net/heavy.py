@@ -55,6 +55,7 @@ from typing import Any
 
 import structlog
 import trio
+import trio.testing
 
 from host.plugins.budget import Budget, BudgetExceeded
 from host.plugins.faults import GameFault
@@ -72,6 +73,8 @@ __all__ = [
     "HeavyFailed",
     "HeavyWork",
     "fold_job",
+    "give_way",
+    "page_job",
     "load_job",
     "stretch",
     "verify_job",
@@ -91,10 +94,28 @@ HERE_SLICE = 0.01
 """Seconds of stretches a job run on the event loop does between two checkpoints."""
 READ_STRETCH = 1000
 """Records a job reads between two yields."""
+GIVE_WAY = 0.02
+"""The longest a slice of heavy work on the loop waits for the tables (:func:`give_way`),
+seconds."""
 
 Source = tuple[str, Any]
 """Where a job reads a log: ``("file", sessions dir)``, ``("pg", url)`` or, on the event loop
 only, ``("records", the raw records)``."""
+
+
+async def give_way(longest: float = GIVE_WAY) -> None:
+    """Let the tables go first: return once every other task of the event loop is blocked (on
+    a client, a timer, the store) and no socket is ready, or after ``longest`` seconds even if
+    they are not (so heavy work is slowed by a busy host, never stopped). Heavy work done on the
+    loop a slice at a time (a ``log`` page, a fold, a job run here) awaits this between two
+    slices, where a plain checkpoint would let a slice run in every turn of the loop: an ``act``
+    that awaits its append three times then waited behind three slices of a debugger's page.
+
+    trio has no task priorities; this is its idle wait (``trio.testing.wait_all_tasks_blocked``,
+    whose scheduler polls the sockets before it wakes the waiter), bounded by ``longest``."""
+    with trio.move_on_after(longest):
+        await trio.testing.wait_all_tasks_blocked()
+    await trio.lowlevel.checkpoint()
 
 
 class Busy(Exception):
@@ -258,6 +279,83 @@ def load_job(
         return ("fault", records.seq if records else None, exc.what, exc.message)
     except GameFault as exc:
         return ("fault", exc.seq, "error", exc.message)
+
+
+PAGE_SLICE = 100
+"""Records a page job reads and redacts between two yields."""
+
+
+def page_job(
+    source: Source,
+    game: str | Engine,
+    sid: str,
+    first: int,
+    stop: int,
+    viewer: int | None,
+    truth: bool,
+    seed: str | None,
+    game_off: bool,
+    max_bytes: int,
+    names: list[str] | None = None,
+) -> Generator[None, None, Any]:
+    """The records ``first <= seq < stop`` of a file store's log as a ``log`` page shows them
+    to ``viewer`` (:func:`host.table.visibility.log_record`), each as its JSON text, until
+    their lines (each plus one byte) pass ``max_bytes`` (at least one record is given):
+    ``("page", [(seq, JSON bytes), ...])``, or ``("damaged", seq, message)`` /
+    ``("unknown",)`` / ``("bad", seq, message)`` (an event the game cannot read) /
+    ``("fault", seq, what, message)`` (the game's ``redact`` faulted: ``what`` is ``time``,
+    ``memory`` or ``error``). With ``names`` (each seat's name as texts use it), each record
+    also carries its ``text`` (:class:`host.table.words.Words`). Reads only those records (the
+    store's line index), a slice of :data:`PAGE_SLICE` between two yields."""
+    import orjson
+
+    from host.store.file import FileStore
+    from host.table.visibility import log_record
+    from host.table.words import Words
+
+    engine = _engine(game)
+    words = None if names is None else Words(None if game_off else engine.game)
+    store = _stores.get(source[1])
+    if store is None:
+        store = _stores[source[1]] = FileStore(source[1], logs_in_root=True)
+    path = store.path(sid)
+    out: list[tuple[int, bytes]] = []
+    size = 0
+    at = first
+    seq: int | None = None
+    try:
+        while at < stop:
+            end = min(at + PAGE_SLICE, stop)
+            raw = store._read_range(sid, path, at, end)
+            for r in raw:
+                rec = Record.from_json(r)
+                seq = rec.seq
+                item = log_record(engine, rec, viewer, truth, seed, game_off)
+                if words is not None:
+                    body = item.get("event") if rec.type == "event" else item
+                    item["text"] = words.record(rec.type, body, viewer, names or [])
+                line = orjson.dumps(item)
+                size += len(line) + 1
+                if out and size > max_bytes:
+                    return ("page", out)
+                out.append((rec.seq, line))
+            if len(raw) < end - at:  # the log ends before stop
+                break
+            at = end
+            yield
+    except UnknownSession:
+        return ("unknown",)
+    except CorruptLog as exc:
+        return ("damaged", exc.seq, exc.message)
+    except BadRecord as exc:
+        return ("bad", exc.seq, exc.message)
+    except BudgetExceeded as exc:
+        return ("fault", seq, exc.what, exc.message)
+    except GameFault as exc:
+        return ("fault", seq, "error", exc.message)
+    except TypeError as exc:  # orjson: what the game gave is not JSON
+        return ("fault", seq, "error", f"the redacted event is not JSON: {exc}")
+    return ("page", out)
 
 
 def verify_job(
@@ -550,8 +648,8 @@ class HeavyWork:
     async def _run_here(
         self, fn: Any, args: tuple[Any, ...], session: str | None = None, seq: int = 0
     ) -> Any:
-        """Run a job on the event loop, a stretch at a time within the host's budget, with
-        a checkpoint every :data:`HERE_SLICE` seconds of stretches."""
+        """Run a job on the event loop, a stretch at a time within the host's budget, giving
+        way to the tables (:func:`give_way`) every :data:`HERE_SLICE` seconds of stretches."""
         job = fn(*args)
         if not isinstance(job, types.GeneratorType):
             return job
@@ -562,7 +660,7 @@ class HeavyWork:
             if done:
                 return value
             if time.monotonic() >= until:
-                await trio.lowlevel.checkpoint()
+                await give_way()
                 until = time.monotonic() + HERE_SLICE
 
     async def _run_in(self, worker: _Worker, fn: Any, args: tuple[Any, ...]) -> Any:

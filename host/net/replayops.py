@@ -15,7 +15,8 @@ loop: a ``log`` page of records ``[a, b)`` reads those records (the file store's
 ``WHERE seq`` range in PostgreSQL), plus the header and the last record. ``replay`` at a seq
 starts from the nearest *snapshot* of the session's state (:mod:`host.table.snapshots`: one every
 :data:`host.table.snapshots.EVERY` records) and folds at most that many records on the loop, in
-slices of :data:`SLICE` with a checkpoint between them. The snapshots of a log are made by one
+slices of :data:`SLICE`, the tables going first between two slices
+(:func:`host.net.heavy.give_way`). The snapshots of a log are made by one
 fold of the whole log in a worker process (:mod:`host.net.heavy`) the first time a ``replay``
 (or a seat's view of a session that is not open) needs them, then kept in memory — the last
 logs used, :data:`CACHED_BYTES` of snapshots in all — and extended as a live log grows. They
@@ -52,7 +53,7 @@ import orjson
 import structlog
 import trio
 
-from host.net.heavy import Busy, HeavyFailed, fold_job, verify_job
+from host.net.heavy import Busy, HeavyFailed, fold_job, give_way, page_job, verify_job
 from host.plugins.budget import BudgetExceeded
 from host.plugins.faults import GameFault, game_error
 from host.store.base import CorruptLog, UnknownSession
@@ -60,7 +61,7 @@ from host.table.core import faulted
 from host.table.engine import BadRecord, Engine, Record, SessionState
 from host.table.history import fork_records
 from host.table.snapshots import EVERY, Folded, Snapshots, load
-from host.table.visibility import NEVER_SHOWN
+from host.table.visibility import log_record
 from host.table.words import Words, display_names
 from protocol.framing import MAX_LINE
 from protocol.messages import MAX_LOG_PAGE, ErrorCode, ProtocolError, Request
@@ -153,6 +154,7 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
             ``overloaded`` (``fork`` past the limits).
     """
     p = req.params
+    await give_way()  # a debugger's request waits while the tables have work
     meta = await _meta(host, p.session)
     engine = meta.engine
     is_open = bool(host.config.debug_replay) or (meta.ended and engine.game.info.reveal_seed)
@@ -185,32 +187,48 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
         header = meta.header
         seed = header.data.get("seed") if engine.game.info.reveal_seed else None
         stop = min(start + p.limit, meta.last + 1)
-        records = await _range(host, p.session, start, stop) if start < stop else []
-        words = Words(None if meta.faulted is not None else engine.game) if p.text else None
-        names = await _names(host, p.session, meta) if p.text else []
-        shown: list[dict[str, Any]] = []
-        size = 0
         game_off = meta.faulted is not None
-        for i in range(0, len(records), SLICE):
-            if i:  # the other tables run between two slices of redaction
-                await trio.lowlevel.checkpoint()
-            with _game(host, p.session, "redact"):  # each slice a step within the budget
-                part = [
-                    _record(engine, r, viewer, p.truth, seed, game_off)
-                    for r in records[i : i + SLICE]
-                ]
-                if words is not None:
-                    for r, item in zip(records[i : i + SLICE], part, strict=True):
-                        body = item.get("event") if r.type == "event" else item
-                        item["text"] = words.record(r.type, body, viewer, names)
-            for item in part:
-                size += len(orjson.dumps(item)) + 1
-                if shown and size > PAGE_BYTES:
-                    break
-                shown.append(item)
-            else:
-                continue
-            break
+        shown: list[Any] | None = None
+        last_shown: int | None = None
+        reads = getattr(host, "reads", None)
+        if (
+            start < stop
+            and reads is not None
+            and reads.in_process
+            and reads.source is not None
+            and reads.source[0] == "file"
+        ):  # read and redacted in a worker process: nothing of it on the loop
+            try:
+                got = await reads.run(
+                    page_job,
+                    reads.source,
+                    reads.game(engine),
+                    p.session,
+                    start,
+                    stop,
+                    viewer,
+                    p.truth,
+                    seed,
+                    game_off,
+                    PAGE_BYTES,
+                    await _names(host, p.session, meta) if p.text else None,
+                )
+            except Busy:
+                got = None  # every reader busy: this page is made on the loop, below
+            except HeavyFailed as exc:
+                raise ProtocolError(ErrorCode.UNAVAILABLE, str(exc)) from None
+            if got is not None:
+                if got[0] == "bad":
+                    raise BadRecord(got[1], got[2])
+                if got[0] == "fault":
+                    _, at, what, message = got
+                    where = "redact" if at is None else f"redact at seq {at}"
+                    raise _faulted(host, p.session, where, what, message)
+                _, lines = _job_result(host, p.session, got)
+                shown = [orjson.Fragment(line) for _, line in lines]
+                last_shown = lines[-1][0] if lines else None
+        if shown is None:
+            shown, last_shown = await _page_here(host, p, meta, viewer, start, stop, seed)
         return LogPage(
             p.session,
             engine.game.info.id,
@@ -219,7 +237,7 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
             meta.ended,
             is_open,
             shown,
-            shown[-1]["seq"] if shown and shown[-1]["seq"] < meta.last else None,
+            last_shown if last_shown is not None and last_shown < meta.last else None,
         )
     # replay
     if not 0 <= p.seq <= meta.last:
@@ -248,6 +266,43 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
         shown,
         p.truth,
     )
+
+
+async def _page_here(
+    host: Any, p: Any, meta: _Meta, viewer: int | None, start: int, stop: int, seed: str | None
+) -> tuple[list[Any], int | None]:
+    """A ``log`` page made on the loop: its records read a slice at a time (:func:`_range`),
+    then redacted (and told in words when asked) a slice at a time, each slice a step of the
+    game's budget, the tables going first between two slices; up to :data:`PAGE_BYTES`. The
+    records shown and the last one's seq."""
+    engine = meta.engine
+    records = await _range(host, p.session, start, stop) if start < stop else []
+    words = Words(None if meta.faulted is not None else engine.game) if p.text else None
+    names = await _names(host, p.session, meta) if p.text else []
+    shown: list[Any] = []
+    size = 0
+    game_off = meta.faulted is not None
+    for i in range(0, len(records), SLICE):
+        if i:  # the tables go first between two slices of redaction
+            await give_way()
+        with _game(host, p.session, "redact"):  # each slice a step within the budget
+            part = [
+                log_record(engine, r, viewer, p.truth, seed, game_off)
+                for r in records[i : i + SLICE]
+            ]
+            if words is not None:
+                for r, item in zip(records[i : i + SLICE], part, strict=True):
+                    body = item.get("event") if r.type == "event" else item
+                    item["text"] = words.record(r.type, body, viewer, names)
+        for item in part:
+            size += len(orjson.dumps(item)) + 1
+            if shown and size > PAGE_BYTES:
+                break
+            shown.append(item)
+        else:
+            continue
+        break
+    return shown, (shown[-1]["seq"] if shown else None)
 
 
 @contextlib.contextmanager
@@ -295,16 +350,31 @@ def _unreadable(host: Any, sid: str, exc: BaseException) -> ProtocolError:
 
 
 async def _range(host: Any, sid: str, first: int, stop: int) -> list[Record]:
-    """Records ``first <= seq < stop`` of a log, reading only those where the store can."""
+    """Records ``first <= seq < stop`` of a log, reading only those where the store can, and
+    :data:`SLICE` at a time: each slice is read and parsed in a worker thread, then made
+    records on the loop, and the other tables are served between two slices. (A thread that
+    parses a thousand records holds the interpreter lock for milliseconds, and the loop waits
+    for it each time it takes the lock back: every act of every table paid that while a
+    debugger paged a long log.) Between two slices the tables go first (:func:`give_way`)."""
     store = host.store
+    out: list[Record] = []
     try:
-        if hasattr(store, "read_range"):
-            raw = await store.read_range(sid, first, stop)
-        else:
+        if not hasattr(store, "read_range"):
             raw = (await store.read(sid, first - 1))[: stop - first]
+            return [Record.from_json(r) for r in raw]
+        at = first
+        while at < stop:
+            if at > first:
+                await give_way()
+            end = min(at + SLICE, stop)
+            raw = await store.read_range(sid, at, end)
+            out.extend(Record.from_json(r) for r in raw)
+            if len(raw) < end - at:  # the log ends before stop
+                break
+            at = end
     except Exception as exc:  # noqa: BLE001 - UnknownSession, CorruptLog, OSError, ...
         raise _unreadable(host, sid, exc) from None
-    return [Record.from_json(r) for r in raw]
+    return out
 
 
 async def _count(host: Any, sid: str) -> int:
@@ -496,7 +566,7 @@ async def _fold_here(
                 part = fold_log(engine, records[i : i + SLICE], EVERY, state)
             state = _end(part)
             parts.append(part)
-            await trio.lowlevel.checkpoint()
+            await give_way()
     except BadRecord as exc:
         raise host._damage(sid, CorruptLog(host.store.path(sid), exc.seq, exc.message)) from None
     if not parts:
@@ -557,34 +627,6 @@ def _seat_count(header: Record) -> int:
     return len(seats) if isinstance(seats, list) else int(seats or 0)
 
 
-def _record(
-    engine: Engine,
-    rec: Record,
-    viewer: int | None,
-    truth: bool,
-    seed: str | None,
-    game_off: bool = False,
-) -> dict[str, Any]:
-    """A record as the viewer may see it (never a token hash; the seed only when public;
-    with ``game_off``, the game's code not run: an event is ``null`` unless ``truth``)."""
-    data = {k: v for k, v in rec.data.items() if k not in NEVER_SHOWN}  # nor the holder
-    if not truth:
-        if rec.type == "header":
-            data["seed"] = None
-        elif rec.type == "event" and game_off:
-            data["event"] = None
-        elif rec.type == "event":  # as the current code reads it: upcast, then redacted
-            data["event"] = engine.redacted_wire(rec, viewer)
-            data["v"] = engine.game.info.event_version
-        elif rec.type == "ended":
-            data["seed"] = seed
-    out: dict[str, Any] = {"seq": rec.seq, "type": rec.type}
-    if rec.ts is not None:
-        out["ts"] = rec.ts
-    out.update(data)
-    return out
-
-
 async def _fold(
     host: Any, sid: str, engine: Engine, state: SessionState, records: list[Record]
 ) -> SessionState:
@@ -597,7 +639,7 @@ async def _fold(
     for i in range(0, len(records), SLICE):
         with _game(host, sid, "a fold"):
             state = engine.apply_all(state, records[i : i + SLICE])
-        await trio.lowlevel.checkpoint()
+        await give_way()
     return state
 
 

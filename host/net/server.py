@@ -454,6 +454,10 @@ class Host:
         longer served here, see :meth:`host.net.session.Session.unserved_since`)."""
         self.heavy = HeavyWork(registry, store, config.heavy_workers, self.budget)
         """Where heavy jobs run: worker processes, bounded (:mod:`host.net.heavy`)."""
+        self.reads = HeavyWork(registry, store, 1 if config.heavy_workers else 0, self.budget)
+        """Where ``log`` pages of a file store's logs are read and redacted: one worker process
+        of its own (so a page never waits behind a fold or a verify), when :attr:`heavy` has
+        workers (:func:`host.net.heavy.page_job`)."""
         self.metrics = Metrics(self, config.worker)
         """This host's metrics (:mod:`host.net.metrics`); the store reports its fsync rounds
         and retries to them too."""
@@ -1632,6 +1636,7 @@ async def run_host(
                     await host.shutdown.wait()
                     log.info("shutting_down", connections=len(host.connections))
                     host.heavy.close()  # heavy jobs never hold up a shutdown
+                    host.reads.close()
                     accepting.cancel()
                     for session in host.sessions.values():  # the host goes, not its players:
                         session.stopping = True  # their seats are released when it is back
@@ -1648,6 +1653,7 @@ async def run_host(
             if host is not None:
                 host.budget.stop()
                 host.heavy.close()
+                host.reads.close()
             if marker is not None:
                 marker.close()
             with trio.CancelScope(shield=True):

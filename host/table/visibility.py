@@ -54,7 +54,7 @@ from protocol.replies import (
     UndoRequest,
 )
 
-__all__ = ["NEVER_SHOWN", "UNDO_FIELDS", "Visibility"]
+__all__ = ["NEVER_SHOWN", "UNDO_FIELDS", "Visibility", "log_record"]
 
 NEVER_SHOWN = ("token_hash", "holder")
 """Record fields no viewer is ever shown, ``truth`` included."""
@@ -232,3 +232,37 @@ class Visibility:
             out["ts"] = rec.ts
         out.update(data)
         return out
+
+
+def log_record(
+    engine: Engine,
+    rec: Record,
+    viewer: int | None,
+    truth: bool,
+    seed: str | None,
+    game_off: bool = False,
+) -> dict[str, Any]:
+    """A record as a ``log`` page shows it to ``viewer`` (PROTOCOL.md, "Replay ops"): as
+    :meth:`Visibility.record` shows it, with ``seed`` given (the header's when the game reveals
+    it, else None) and an event's ``v`` (the game's event version it is shown in); with
+    ``game_off``, the game's code is not run: an event is ``null`` unless ``truth``.
+
+    Raises:
+        GameFault: the game's ``redact`` failed. BadRecord: an event the game cannot read.
+    """
+    data = {k: v for k, v in rec.data.items() if k not in NEVER_SHOWN}  # nor the holder
+    if not truth:
+        if rec.type == "header":
+            data["seed"] = None
+        elif rec.type == "event" and game_off:
+            data["event"] = None
+        elif rec.type == "event":  # as the current code reads it: upcast, then redacted
+            data["event"] = engine.redacted_wire(rec, viewer)
+            data["v"] = engine.game.info.event_version
+        elif rec.type == "ended":
+            data["seed"] = seed
+    out: dict[str, Any] = {"seq": rec.seq, "type": rec.type}
+    if rec.ts is not None:
+        out["ts"] = rec.ts
+    out.update(data)
+    return out

@@ -125,6 +125,53 @@ async def test_the_start_reads_only_the_last_record_of_an_ended_log(
         running.host.request_shutdown()
 
 
+async def test_a_log_page_made_in_the_reads_worker_is_the_page_the_loop_makes(
+    long_log, tmp_path, monkeypatch
+):
+    """With workers, a ``log`` page is read and redacted in the host's reads process (the
+    store's ``read_range`` reads only the header and the last record on the host); the pages
+    are those a host without workers makes on its loop, for every viewer and size limit."""
+    _, sid = copied(long_log, tmp_path)
+    asks = [
+        {},
+        {"after": 1_000, "limit": 250},
+        {"after": 2_000, "limit": 1_000, "seat": 1},
+        {"after": 10, "limit": 40, "truth": True},
+        {"after": 500, "limit": 300, "text": True},  # as the web debugger asks
+        {"after": RECORDS - 30, "limit": 100},  # the last page: next is null
+    ]
+    pages: dict[int, list[dict]] = {}
+    for workers in (1, 0):
+        async with trio.open_nursery() as n:
+            running = await start_host(n, tmp_path, load_registry(), heavy_workers=workers)
+            host = running.host
+            assert host.reads.in_process is bool(workers)
+            ranges: list[tuple[int, int]] = []
+            real = host.store.read_range
+
+            async def counted(session, first, stop, real=real, ranges=ranges):
+                ranges.append((first, stop))
+                return await real(session, first, stop)
+
+            monkeypatch.setattr(host.store, "read_range", counted)
+            c = await running.client()
+            pages[workers] = [await c.call("log", session=sid, **ask) for ask in asks]
+            if workers:
+                # the header and the last record; for texts, the seats' names (once per log)
+                assert all(b - a == 1 or b <= 201 for a, b in ranges)
+                assert len(host.reads.pids()) == 1
+            else:
+                assert any(b - a > 1 for a, b in ranges)
+            host.request_shutdown()
+    assert pages[1] == pages[0]
+    told = [r["text"] for r in pages[1][4]["records"]]
+    assert all(isinstance(t, str) for t in told) and any(t for t in told)
+    last = pages[1][0]["seq"]
+    assert [len(p["records"]) for p in pages[1]][:4] == [200, 250, min(1_000, last - 2_000), 40]
+    assert pages[1][0]["records"][0]["seq"] == 0 and pages[1][1]["next"] == 1_250
+    assert pages[1][-1]["next"] is None and pages[1][-1]["records"][-1]["seq"] == last
+
+
 # -- heavy workers are bounded ------------------------------------------------------------------
 def worker_registry():
     from tests import worker_games
@@ -164,6 +211,32 @@ async def test_a_game_that_loops_in_a_workers_fold_or_verify_is_stopped_by_its_b
         assert p["aborted"] == "game_error"  # a live session whose game faulted ends
         assert (await other.call("verify", session=healthy))["ok"] is False
         assert host.heavy.pids() == pids
+        host.request_shutdown()
+    last = read_log(tmp_path / "sessions" / f"{sid}.jsonl")[-1]
+    assert (last["aborted"], last["fault"]) == ("game_error", "time")
+
+
+async def test_a_redact_that_loops_in_the_reads_worker_faults_its_game_not_the_host(
+    tmp_path, monkeypatch
+):
+    from tests.worker_games import HOST_PID
+
+    monkeypatch.setenv(HOST_PID, str(os.getpid()))
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, worker_registry(), heavy_workers=1, game_time=0.3)
+        host = running.host
+        c, sid, _ = await live_session(running, "redact-loops-in-workers")
+        watcher = await running.client()
+        await watcher.call("watch", session=sid)
+        with trio.fail_after(60):
+            r = await c.request("log", session=sid)  # made in the reads process: it loops there
+        assert r["error"]["code"] == "game_faulted" and "redact" in r["error"]["message"]
+        with trio.fail_after(60):
+            while (p := await watcher.next_push())["push"] != "ended":
+                pass
+        assert p["aborted"] == "game_error"
+        assert await c.call("ping") == {"pong": True}
+        assert len(host.reads.pids()) == 1  # the reads process serves on
         host.request_shutdown()
     last = read_log(tmp_path / "sessions" / f"{sid}.jsonl")[-1]
     assert (last["aborted"], last["fault"]) == ("game_error", "time")
@@ -296,3 +369,46 @@ async def test_verify_in_a_worker_checks_the_revealed_seed(long_log, tmp_path):
         got = await c.call("verify", session=sid)
         assert got["ok"] is False and got["seq"] == rec["seq"]
         running.host.request_shutdown()
+
+
+# -- heavy work on the loop lets the tables go first ---------------------------------------------
+async def test_give_way_returns_once_the_other_tasks_are_blocked():
+    from host.net.heavy import give_way
+
+    order: list[str] = []
+
+    async def table() -> None:
+        for _ in range(5):
+            order.append("table")
+            await trio.lowlevel.checkpoint()  # runnable again at once: still work to do
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as n:
+        n.start_soon(table)
+        await trio.lowlevel.checkpoint()
+        await give_way()
+        order.append("slice")
+        n.cancel_scope.cancel()
+    assert order == ["table"] * 5 + ["slice"]
+
+
+async def test_give_way_waits_no_longer_than_its_bound_for_a_task_that_never_blocks():
+    from host.net.heavy import give_way
+
+    stop = False
+    turns = 0
+
+    async def spinner() -> None:
+        nonlocal turns
+        while not stop:
+            turns += 1
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as n:
+        n.start_soon(spinner)
+        await trio.lowlevel.checkpoint()
+        t0 = time.monotonic()
+        await give_way(0.05)
+        took = time.monotonic() - t0
+        stop = True
+    assert turns > 1 and took < 5  # bounded (0.05 s asked; generous for a loaded machine)
