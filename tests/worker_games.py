@@ -63,6 +63,17 @@ class RedactLoopsInWorkers(HighCard):
         return super().redact(event, viewer)
 
 
+class ViewLoopsInWorkers(HighCard):
+    """``view`` loops for ever in a worker process (a ``replay`` answered there)."""
+
+    info = attrs.evolve(HighCard.info, id="view-loops-in-workers", title="View loops")
+
+    def view(self, state: State, viewer: Any) -> Any:
+        while in_worker():
+            pass
+        return super().view(state, viewer)
+
+
 @hookimpl
 def gamehost_register_games() -> list[Any]:
-    return [LoopsInWorkers(), BlocksInWorkers(), RedactLoopsInWorkers()]
+    return [LoopsInWorkers(), BlocksInWorkers(), RedactLoopsInWorkers(), ViewLoopsInWorkers()]

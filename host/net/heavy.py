@@ -75,6 +75,7 @@ __all__ = [
     "fold_job",
     "give_way",
     "page_job",
+    "replay_job",
     "load_job",
     "stretch",
     "verify_job",
@@ -309,15 +310,12 @@ def page_job(
     store's line index), a slice of :data:`PAGE_SLICE` between two yields."""
     import orjson
 
-    from host.store.file import FileStore
     from host.table.visibility import log_record
     from host.table.words import Words
 
     engine = _engine(game)
     words = None if names is None else Words(None if game_off else engine.game)
-    store = _stores.get(source[1])
-    if store is None:
-        store = _stores[source[1]] = FileStore(source[1], logs_in_root=True)
+    store = _file_store(source)
     path = store.path(sid)
     out: list[tuple[int, bytes]] = []
     size = 0
@@ -356,6 +354,84 @@ def page_job(
     except TypeError as exc:  # orjson: what the game gave is not JSON
         return ("fault", seq, "error", f"the redacted event is not JSON: {exc}")
     return ("page", out)
+
+
+def _file_store(source: Source) -> Any:
+    """A file store on a ``("file", sessions dir)`` source, for reading only (kept per dir: its
+    line indexes are what make a range cheap to read again)."""
+    from host.store.file import FileStore
+
+    store = _stores.get(source[1])
+    if store is None:
+        store = _stores[source[1]] = FileStore(source[1], logs_in_root=True)
+    return store
+
+
+def replay_job(
+    source: Source,
+    game: str | Engine,
+    sid: str,
+    base: bytes | None,
+    seq: int,
+    viewer: int | None,
+    truth: bool,
+) -> Generator[None, None, Any]:
+    """The state of a file store's log after record ``seq``, as ``replay`` answers it: from the
+    snapshot ``base`` (:func:`host.table.snapshots.load`; None: from the header), folding the
+    records after it up to ``seq``, :data:`PAGE_SLICE` between two yields, then the view for
+    ``viewer`` (with ``truth``, the whole state). ``("state", seats, started, ended, to_act,
+    JSON bytes of the view)`` (``seats``: ``(name, bot)`` or None each), or ``("changed",)``
+    (the log ends before ``seq``) / ``("unknown",)`` / ``("damaged", seq, message)`` /
+    ``("bad", seq, message)`` (a record that does not fold) / ``("fault", seq, what,
+    message)`` (the game faulted: ``what`` is ``time``, ``memory`` or ``error``)."""
+    import orjson
+
+    engine = _engine(game)
+    store = _file_store(source)
+    path = store.path(sid)
+    at: int | None = None
+    try:
+        if base is not None:
+            state = load(base)
+        else:
+            first = store._read_range(sid, path, 0, 1)
+            if not first:
+                return ("unknown",)
+            state = engine.initial(Record.from_json(first[0]))
+        at = state.seq
+        while state.seq < seq:
+            raw = store._read_range(
+                sid, path, state.seq + 1, min(state.seq + 1 + PAGE_SLICE, seq + 1)
+            )
+            if not raw:
+                break
+            state = engine.apply_all(state, [Record.from_json(r) for r in raw])
+            at = state.seq
+            yield
+        if state.seq != seq:
+            return ("changed",)
+        if truth:
+            try:  # the whole state must encode as JSON: the game's fault, not the host's
+                shown = orjson.dumps(engine.codec.to_wire(state.game))
+            except (BudgetExceeded, GameFault):
+                raise
+            except Exception as exc:  # noqa: BLE001 - the game's state, whatever it raised
+                return ("fault", seq, "error", f"the state is not JSON: {exc}")
+        else:
+            shown = orjson.dumps(engine.view_wire(state, viewer))
+        to_act = list(engine.to_act(state)) if state.started and not state.ended else []
+        seats = [None if s is None else (s.name, s.bot) for s in state.seats]
+        return ("state", seats, state.started, state.ended, to_act, shown)
+    except UnknownSession:
+        return ("unknown",)
+    except CorruptLog as exc:
+        return ("damaged", exc.seq, exc.message)
+    except BadRecord as exc:
+        return ("bad", exc.seq, exc.message)
+    except BudgetExceeded as exc:
+        return ("fault", at, exc.what, exc.message)
+    except GameFault as exc:
+        return ("fault", exc.seq, "error", exc.message)
 
 
 def verify_job(

@@ -24,7 +24,10 @@ are derived data: dropped when memory is short or the log is shorter than they s
 from the log, never the truth. ``verify`` runs in a worker process too; the same verify asked
 while one runs shares its answer. At most :data:`host.net.heavy.MAX_WAITING` heavy jobs wait
 for a worker; one more is answered ``unavailable``. ``fork`` reads its records and makes its
-lines in a worker thread.
+lines in a worker thread. Where the host has a reads process (``Host.reads``: with workers, on
+a file store), a ``log`` page and a ``replay`` are made there instead of on the loop
+(:func:`host.net.heavy.page_job`, :func:`host.net.heavy.replay_job`: the nearest snapshot goes
+with the request) and come back as JSON text; with 8 waiting for it, the loop makes them.
 
 Game code. Whatever game code an op runs on the loop (a page's redaction, a replay's fold, its
 view and ``to_act``) runs a slice at a time, each slice a step of the host's budget
@@ -53,7 +56,15 @@ import orjson
 import structlog
 import trio
 
-from host.net.heavy import Busy, HeavyFailed, fold_job, give_way, page_job, verify_job
+from host.net.heavy import (
+    Busy,
+    HeavyFailed,
+    fold_job,
+    give_way,
+    page_job,
+    replay_job,
+    verify_job,
+)
 from host.plugins.budget import BudgetExceeded
 from host.plugins.faults import GameFault, game_error
 from host.store.base import CorruptLog, UnknownSession
@@ -190,14 +201,8 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
         game_off = meta.faulted is not None
         shown: list[Any] | None = None
         last_shown: int | None = None
-        reads = getattr(host, "reads", None)
-        if (
-            start < stop
-            and reads is not None
-            and reads.in_process
-            and reads.source is not None
-            and reads.source[0] == "file"
-        ):  # read and redacted in a worker process: nothing of it on the loop
+        reads = _reads(host)
+        if start < stop and reads is not None:  # made in the reads process: none of it here
             try:
                 got = await reads.run(
                     page_job,
@@ -242,6 +247,9 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
     # replay
     if not 0 <= p.seq <= meta.last:
         raise ProtocolError(ErrorCode.BAD_REQUEST, f"seq must be 0..{meta.last}")
+    in_reads = await _replay_in_reads(host, p, meta, viewer)
+    if in_reads is not None:
+        return in_reads
     state = await _state_at(host, conn, p.session, meta, p.seq)
     with _game(host, p.session, "view"):
         if p.truth:
@@ -264,6 +272,66 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
         state.ended,
         to_act,
         shown,
+        p.truth,
+    )
+
+
+def _reads(host: Any) -> Any:
+    """The host's reads process (:attr:`host.net.server.Host.reads`) when it can read this
+    host's logs (a file store's), else None."""
+    reads = getattr(host, "reads", None)
+    if reads is None or not reads.in_process or reads.source is None:
+        return None
+    return reads if reads.source[0] == "file" else None
+
+
+async def _replay_in_reads(host: Any, p: Any, meta: _Meta, viewer: int | None) -> Any:
+    """A ``replay`` answered by the reads process (:func:`host.net.heavy.replay_job`): the
+    state from the nearest snapshot (made once per log, :func:`_folded`), the records after it
+    folded and the view made there, none of it on the loop. None: no reads process, or it is
+    busy with 8 more waiting (the caller folds on the loop instead)."""
+    reads = _reads(host)
+    if reads is None:
+        return None
+    sid, engine = p.session, meta.engine
+    lg = await _folded(host, sid, meta)
+    base: bytes | None
+    if p.seq == lg.last:
+        if lg.end is None:
+            return None
+        base = lg.end
+    else:
+        near = lg.snaps.nearest(p.seq)
+        base = near[1] if near is not None else None
+    try:
+        got = await reads.run(
+            replay_job, reads.source, reads.game(engine), sid, base, p.seq, viewer, p.truth
+        )
+    except Busy:
+        return None
+    except HeavyFailed as exc:
+        raise ProtocolError(ErrorCode.UNAVAILABLE, str(exc)) from None
+    if got[0] == "changed":
+        raise ProtocolError(ErrorCode.UNAVAILABLE, f"the log of session {sid!r} changed while read")
+    if got[0] == "bad":
+        raise ProtocolError(
+            ErrorCode.SESSION_DAMAGED,
+            f"the log of session {sid!r} does not fold: seq {got[1]}: {got[2]}",
+        )
+    if got[0] == "fault":
+        _, at, what, message = got
+        raise _faulted(host, sid, "replay" if at is None else f"replay at seq {at}", what, message)
+    _, seats, started, ended, to_act, shown = _job_result(host, sid, got)
+    return ReplayState(
+        sid,
+        engine.game.info.id,
+        p.seq,
+        meta.last,
+        [None if s is None else SeatInfo(i, s[0], s[1]) for i, s in enumerate(seats)],
+        started,
+        ended,
+        to_act,
+        orjson.Fragment(shown),
         p.truth,
     )
 

@@ -102,6 +102,26 @@ async def test_a_log_a_worker_cannot_fold_is_damaged_naming_its_seq(long_log, tm
         running.host.request_shutdown()
 
 
+async def test_a_page_the_reads_worker_finds_damaged_is_session_damaged_naming_its_seq(
+    long_log, tmp_path
+):
+    path, sid = copied(long_log, tmp_path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    bad = next(i for i in range(1234, len(lines)) if b'"ts":"' in lines[i])
+    lines[bad] = lines[bad].replace(b'"ts":"', b'"ts":"9', 1)  # its checksum no longer holds
+    path.write_bytes(b"".join(lines))
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, load_registry(), heavy_workers=1)
+        c = await running.client()
+        fine = await c.call("log", session=sid, after=bad - 101, limit=100)  # before it: read
+        assert fine["records"][-1]["seq"] == bad - 1
+        page = await c.request("log", session=sid, after=bad - 50, limit=100)
+        assert page["error"]["code"] == "session_damaged"
+        assert str(bad) in page["error"]["message"]
+        assert running.host.reads.pids()  # read in the reads process
+        running.host.request_shutdown()
+
+
 async def test_the_start_reads_only_the_last_record_of_an_ended_log(
     long_log, tmp_path, monkeypatch
 ):
@@ -125,12 +145,13 @@ async def test_the_start_reads_only_the_last_record_of_an_ended_log(
         running.host.request_shutdown()
 
 
-async def test_a_log_page_made_in_the_reads_worker_is_the_page_the_loop_makes(
+async def test_log_pages_and_replays_made_in_the_reads_worker_are_those_the_loop_makes(
     long_log, tmp_path, monkeypatch
 ):
-    """With workers, a ``log`` page is read and redacted in the host's reads process (the
-    store's ``read_range`` reads only the header and the last record on the host); the pages
-    are those a host without workers makes on its loop, for every viewer and size limit."""
+    """With workers, a ``log`` page is read and redacted, and a ``replay`` folded from its
+    snapshot and viewed, in the host's reads process (the store's ``read_range`` reads only the
+    header and the last record on the host); the answers are those a host without workers makes
+    on its loop, for every viewer and size limit."""
     _, sid = copied(long_log, tmp_path)
     asks = [
         {},
@@ -141,6 +162,7 @@ async def test_a_log_page_made_in_the_reads_worker_is_the_page_the_loop_makes(
         {"after": RECORDS - 30, "limit": 100},  # the last page: next is null
     ]
     pages: dict[int, list[dict]] = {}
+    replays: dict[int, list[dict]] = {1: [], 0: []}
     for workers in (1, 0):
         async with trio.open_nursery() as n:
             running = await start_host(n, tmp_path, load_registry(), heavy_workers=workers)
@@ -156,6 +178,11 @@ async def test_a_log_page_made_in_the_reads_worker_is_the_page_the_loop_makes(
             monkeypatch.setattr(host.store, "read_range", counted)
             c = await running.client()
             pages[workers] = [await c.call("log", session=sid, **ask) for ask in asks]
+            last = pages[workers][0]["seq"]
+            for seq, ask in ((0, {}), (1, {"seat": 1}), (150, {"truth": True}), (last, {})):
+                replays[workers].append(await c.call("replay", session=sid, seq=seq, **ask))
+            for seq in (last - 1, last - 40, 7):  # a connection that steps on (or back)
+                replays[workers].append(await c.call("replay", session=sid, seq=seq))
             if workers:
                 # the header and the last record; for texts, the seats' names (once per log)
                 assert all(b - a == 1 or b <= 201 for a, b in ranges)
@@ -164,6 +191,7 @@ async def test_a_log_page_made_in_the_reads_worker_is_the_page_the_loop_makes(
                 assert any(b - a > 1 for a, b in ranges)
             host.request_shutdown()
     assert pages[1] == pages[0]
+    assert replays[1] == replays[0] and [r["seq"] for r in replays[1]][:3] == [0, 1, 150]
     told = [r["text"] for r in pages[1][4]["records"]]
     assert all(isinstance(t, str) for t in told) and any(t for t in told)
     last = pages[1][0]["seq"]
@@ -238,6 +266,28 @@ async def test_a_redact_that_loops_in_the_reads_worker_faults_its_game_not_the_h
         assert await c.call("ping") == {"pong": True}
         assert len(host.reads.pids()) == 1  # the reads process serves on
         host.request_shutdown()
+    last = read_log(tmp_path / "sessions" / f"{sid}.jsonl")[-1]
+    assert (last["aborted"], last["fault"]) == ("game_error", "time")
+
+
+async def test_a_view_that_loops_in_the_reads_worker_faults_its_game_not_the_host(
+    tmp_path, monkeypatch
+):
+    from tests.worker_games import HOST_PID
+
+    monkeypatch.setenv(HOST_PID, str(os.getpid()))
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, worker_registry(), heavy_workers=1, game_time=0.3)
+        c, sid, _ = await live_session(running, "view-loops-in-workers")
+        with trio.fail_after(60):
+            r = await c.request("replay", session=sid, seq=2)  # its view is made there: loops
+        assert r["error"]["code"] == "game_faulted" and "replay" in r["error"]["message"]
+        with trio.fail_after(60):
+            while (p := await c.next_push())["push"] != "ended":
+                pass
+        assert p["aborted"] == "game_error"
+        assert await c.call("ping") == {"pong": True}
+        running.host.request_shutdown()
     last = read_log(tmp_path / "sessions" / f"{sid}.jsonl")[-1]
     assert (last["aborted"], last["fault"]) == ("game_error", "time")
 
