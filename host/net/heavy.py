@@ -302,7 +302,8 @@ def page_job(
     """The records ``first <= seq < stop`` of a file store's log as a ``log`` page shows them
     to ``viewer`` (:func:`host.table.visibility.log_record`), each as its JSON text, until
     their lines (each plus one byte) pass ``max_bytes`` (at least one record is given):
-    ``("page", [(seq, JSON bytes), ...])``, or ``("damaged", seq, message)`` /
+    ``("page", last seq or None, JSON text of the list of them)`` (one bytes object: the
+    host writes it into its reply as it is), or ``("damaged", seq, message)`` /
     ``("unknown",)`` / ``("bad", seq, message)`` (an event the game cannot read) /
     ``("fault", seq, what, message)`` (the game's ``redact`` faulted: ``what`` is ``time``,
     ``memory`` or ``error``). With ``names`` (each seat's name as texts use it), each record
@@ -317,7 +318,8 @@ def page_job(
     words = None if names is None else Words(None if game_off else engine.game)
     store = _file_store(source)
     path = store.path(sid)
-    out: list[tuple[int, bytes]] = []
+    out: list[bytes] = []
+    shown: int | None = None
     size = 0
     at = first
     seq: int | None = None
@@ -335,8 +337,9 @@ def page_job(
                 line = orjson.dumps(item)
                 size += len(line) + 1
                 if out and size > max_bytes:
-                    return ("page", out)
-                out.append((rec.seq, line))
+                    return ("page", shown, b"[" + b",".join(out) + b"]")
+                out.append(line)
+                shown = rec.seq
             if len(raw) < end - at:  # the log ends before stop
                 break
             at = end
@@ -353,7 +356,7 @@ def page_job(
         return ("fault", seq, "error", exc.message)
     except TypeError as exc:  # orjson: what the game gave is not JSON
         return ("fault", seq, "error", f"the redacted event is not JSON: {exc}")
-    return ("page", out)
+    return ("page", shown, b"[" + b",".join(out) + b"]")
 
 
 def _file_store(source: Source) -> Any:

@@ -199,7 +199,7 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
         seed = header.data.get("seed") if engine.game.info.reveal_seed else None
         stop = min(start + p.limit, meta.last + 1)
         game_off = meta.faulted is not None
-        shown: list[Any] | None = None
+        shown: Any = None
         last_shown: int | None = None
         reads = _reads(host)
         if start < stop and reads is not None:  # made in the reads process: none of it here
@@ -229,9 +229,8 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
                     _, at, what, message = got
                     where = "redact" if at is None else f"redact at seq {at}"
                     raise _faulted(host, p.session, where, what, message)
-                _, lines = _job_result(host, p.session, got)
-                shown = [orjson.Fragment(line) for _, line in lines]
-                last_shown = lines[-1][0] if lines else None
+                _, last_shown, text = _job_result(host, p.session, got)
+                shown = orjson.Fragment(text)  # the records' JSON array, written as it is
         if shown is None:
             shown, last_shown = await _page_here(host, p, meta, viewer, start, stop, seed)
         return LogPage(
