@@ -60,7 +60,7 @@ import trio.testing
 from host.plugins.budget import Budget, BudgetExceeded
 from host.plugins.faults import GameFault
 from host.store.base import CorruptLog, UnknownSession
-from host.table.engine import BadRecord, Engine, Record
+from host.table.engine import BadRecord, Engine, Record, SessionState
 from host.table.history import seed_difference, version_warning
 from host.table.snapshots import EVERY, fold_steps, load
 
@@ -283,7 +283,7 @@ def load_job(
 
 
 PAGE_SLICE = 100
-"""Records a page job reads and redacts between two yields."""
+"""Records a page or replay job runs game code on between two yields."""
 
 
 def page_job(
@@ -298,7 +298,7 @@ def page_job(
     game_off: bool,
     max_bytes: int,
     names: list[str] | None = None,
-) -> Generator[None, None, Any]:
+) -> Any:
     """The records ``first <= seq < stop`` of a file store's log as a ``log`` page shows them
     to ``viewer`` (:func:`host.table.visibility.log_record`), each as its JSON text, until
     their lines (each plus one byte) pass ``max_bytes`` (at least one record is given):
@@ -307,8 +307,31 @@ def page_job(
     ``("unknown",)`` / ``("bad", seq, message)`` (an event the game cannot read) /
     ``("fault", seq, what, message)`` (the game's ``redact`` faulted: ``what`` is ``time``,
     ``memory`` or ``error``). With ``names`` (each seat's name as texts use it), each record
-    also carries its ``text`` (:class:`host.table.words.Words`). Reads only those records (the
-    store's line index), a slice of :data:`PAGE_SLICE` between two yields."""
+    also carries its ``text`` (:class:`host.table.words.Words`).
+
+    Reading the records (the store's line index: the first read of a log indexes the whole
+    file) is the host's work: it is done first, outside the game's budget; only the game's
+    part (redact, words) runs within it, :data:`PAGE_SLICE` records a stretch. Run in a
+    worker process."""
+    try:
+        store = _file_store(source)
+        raw = store._read_range(sid, store.path(sid), first, stop)
+    except (UnknownSession, CorruptLog) as exc:
+        return _read_failed(exc, None)
+    steps = _page_steps(game, raw, viewer, truth, seed, game_off, max_bytes, names)
+    return _in_stretches(steps, "page_job")
+
+
+def _page_steps(
+    game: str | Engine,
+    raw: list[dict[str, Any]],
+    viewer: int | None,
+    truth: bool,
+    seed: str | None,
+    game_off: bool,
+    max_bytes: int,
+    names: list[str] | None,
+) -> Generator[None, None, Any]:
     import orjson
 
     from host.table.visibility import log_record
@@ -316,44 +339,28 @@ def page_job(
 
     engine = _engine(game)
     words = None if names is None else Words(None if game_off else engine.game)
-    store = _file_store(source)
-    path = store.path(sid)
     out: list[bytes] = []
     shown: int | None = None
     size = 0
-    at = first
     seq: int | None = None
     try:
-        while at < stop:
-            end = min(at + PAGE_SLICE, stop)
-            raw = store._read_range(sid, path, at, end)
-            for r in raw:
-                rec = Record.from_json(r)
-                seq = rec.seq
-                item = log_record(engine, rec, viewer, truth, seed, game_off)
-                if words is not None:
-                    body = item.get("event") if rec.type == "event" else item
-                    item["text"] = words.record(rec.type, body, viewer, names or [])
-                line = orjson.dumps(item)
-                size += len(line) + 1
-                if out and size > max_bytes:
-                    return ("page", shown, b"[" + b",".join(out) + b"]")
-                out.append(line)
-                shown = rec.seq
-            if len(raw) < end - at:  # the log ends before stop
+        for i, r in enumerate(raw):
+            if i and i % PAGE_SLICE == 0:
+                yield
+            rec = Record.from_json(r)
+            seq = rec.seq
+            item = log_record(engine, rec, viewer, truth, seed, game_off)
+            if words is not None:
+                body = item.get("event") if rec.type == "event" else item
+                item["text"] = words.record(rec.type, body, viewer, names or [])
+            line = orjson.dumps(item)
+            size += len(line) + 1
+            if out and size > max_bytes:
                 break
-            at = end
-            yield
-    except UnknownSession:
-        return ("unknown",)
-    except CorruptLog as exc:
-        return ("damaged", exc.seq, exc.message)
-    except BadRecord as exc:
-        return ("bad", exc.seq, exc.message)
-    except BudgetExceeded as exc:
-        return ("fault", seq, exc.what, exc.message)
-    except GameFault as exc:
-        return ("fault", seq, "error", exc.message)
+            out.append(line)
+            shown = rec.seq
+    except (BadRecord, BudgetExceeded, GameFault) as exc:
+        return _read_failed(exc, seq)
     except TypeError as exc:  # orjson: what the game gave is not JSON
         return ("fault", seq, "error", f"the redacted event is not JSON: {exc}")
     return ("page", shown, b"[" + b",".join(out) + b"]")
@@ -378,39 +385,52 @@ def replay_job(
     seq: int,
     viewer: int | None,
     truth: bool,
-) -> Generator[None, None, Any]:
+) -> Any:
     """The state of a file store's log after record ``seq``, as ``replay`` answers it: from the
     snapshot ``base`` (:func:`host.table.snapshots.load`; None: from the header), folding the
-    records after it up to ``seq``, :data:`PAGE_SLICE` between two yields, then the view for
-    ``viewer`` (with ``truth``, the whole state). ``("state", seats, started, ended, to_act,
-    JSON bytes of the view)`` (``seats``: ``(name, bot)`` or None each), or ``("changed",)``
-    (the log ends before ``seq``) / ``("unknown",)`` / ``("damaged", seq, message)`` /
-    ``("bad", seq, message)`` (a record that does not fold) / ``("fault", seq, what,
-    message)`` (the game faulted: ``what`` is ``time``, ``memory`` or ``error``)."""
+    records after it up to ``seq``, :data:`PAGE_SLICE` a stretch, then the view for ``viewer``
+    (with ``truth``, the whole state). ``("state", seats, started, ended, to_act, JSON bytes of
+    the view)`` (``seats``: ``(name, bot)`` or None each), or ``("changed",)`` (the log ends
+    before ``seq``) / ``("unknown",)`` / ``("damaged", seq, message)`` / ``("bad", seq,
+    message)`` (a record that does not fold) / ``("fault", seq, what, message)`` (the game
+    faulted: ``what`` is ``time``, ``memory`` or ``error``).
+
+    As :func:`page_job`, the records are read first, outside the game's budget; the fold and
+    the view run within it. Run in a worker process."""
+    try:
+        state = None if base is None else load(base)
+        store = _file_store(source)
+        first = 0 if state is None else state.seq + 1
+        raw = store._read_range(sid, store.path(sid), first, seq + 1) if first <= seq else []
+    except (UnknownSession, CorruptLog) as exc:
+        return _read_failed(exc, None)
+    if state is None and not raw:
+        return ("unknown",)
+    return _in_stretches(_replay_steps(game, state, raw, seq, viewer, truth), "replay_job")
+
+
+def _replay_steps(
+    game: str | Engine,
+    state: SessionState | None,
+    raw: list[dict[str, Any]],
+    seq: int,
+    viewer: int | None,
+    truth: bool,
+) -> Generator[None, None, Any]:
     import orjson
 
     engine = _engine(game)
-    store = _file_store(source)
-    path = store.path(sid)
     at: int | None = None
     try:
-        if base is not None:
-            state = load(base)
-        else:
-            first = store._read_range(sid, path, 0, 1)
-            if not first:
-                return ("unknown",)
-            state = engine.initial(Record.from_json(first[0]))
+        records = [Record.from_json(r) for r in raw]
+        if state is None:
+            state = engine.initial(records.pop(0))
         at = state.seq
-        while state.seq < seq:
-            raw = store._read_range(
-                sid, path, state.seq + 1, min(state.seq + 1 + PAGE_SLICE, seq + 1)
-            )
-            if not raw:
-                break
-            state = engine.apply_all(state, [Record.from_json(r) for r in raw])
+        for i in range(0, len(records), PAGE_SLICE):
+            if i:
+                yield
+            state = engine.apply_all(state, records[i : i + PAGE_SLICE])
             at = state.seq
-            yield
         if state.seq != seq:
             return ("changed",)
         if truth:
@@ -425,16 +445,24 @@ def replay_job(
         to_act = list(engine.to_act(state)) if state.started and not state.ended else []
         seats = [None if s is None else (s.name, s.bot) for s in state.seats]
         return ("state", seats, state.started, state.ended, to_act, shown)
-    except UnknownSession:
+    except (BadRecord, BudgetExceeded, GameFault) as exc:
+        return _read_failed(exc, at)
+
+
+def _read_failed(exc: Exception | BudgetExceeded, seq: int | None) -> tuple[Any, ...]:
+    """What a page or replay job answers for ``exc`` (``seq``: the record it was at, for a
+    fault without one of its own): ``("unknown",)``, ``("damaged", seq, message)``, ``("bad",
+    seq, message)`` or ``("fault", seq, what, message)``."""
+    if isinstance(exc, UnknownSession):
         return ("unknown",)
-    except CorruptLog as exc:
+    if isinstance(exc, CorruptLog):
         return ("damaged", exc.seq, exc.message)
-    except BadRecord as exc:
+    if isinstance(exc, BadRecord):
         return ("bad", exc.seq, exc.message)
-    except BudgetExceeded as exc:
-        return ("fault", at, exc.what, exc.message)
-    except GameFault as exc:
-        return ("fault", exc.seq, "error", exc.message)
+    if isinstance(exc, BudgetExceeded):
+        return ("fault", seq, exc.what, exc.message)
+    assert isinstance(exc, GameFault)
+    return ("fault", exc.seq if exc.seq is not None else seq, "error", exc.message)
 
 
 def verify_job(
@@ -562,9 +590,20 @@ def _run(fn: Any, args: tuple[Any, ...]) -> Any:
     job = fn(*args)
     if not isinstance(job, types.GeneratorType):
         return job
-    assert _budget is not None
+    return _in_stretches(job, fn.__name__)
+
+
+def _in_stretches(job: Generator[Any, None, Any], name: str) -> Any:
+    """Run ``job`` to its end, a stretch at a time within this worker's budget, moving the
+    progress counter after each (outside a worker: to its end, unbounded)."""
+    if _budget is None:
+        try:
+            while True:
+                next(job)
+        except StopIteration as done:
+            return done.value
     while True:
-        done, value = stretch(_budget, job, f"a heavy job ({fn.__name__})")
+        done, value = stretch(_budget, job, f"a heavy job ({name})")
         _progress.value += 1
         if done:
             return value

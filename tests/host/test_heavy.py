@@ -102,6 +102,48 @@ async def test_a_log_a_worker_cannot_fold_is_damaged_naming_its_seq(long_log, tm
         running.host.request_shutdown()
 
 
+def test_page_and_replay_jobs_read_the_log_outside_the_games_budget(
+    long_log, tmp_path, monkeypatch
+):
+    """Reading a log (the first read of a long one indexes the whole file) is the host's work:
+    in a worker it must not count against the game's budget, or a spectator's ``log`` request
+    would fault a healthy game. Here reading burns 0.4 s of CPU against a 0.1 s budget."""
+    import types
+
+    from host.net import heavy
+    from host.plugins.budget import Budget
+    from host.store.file import FileStore
+
+    path, sid = copied(long_log, tmp_path)
+    real = FileStore._read_range
+
+    def slow(self, *args):
+        began = time.thread_time()
+        while time.thread_time() - began < 0.4:
+            pass
+        return real(self, *args)
+
+    monkeypatch.setattr(FileStore, "_read_range", slow)
+    monkeypatch.setattr(heavy, "_registry", load_registry())
+    monkeypatch.setattr(heavy, "_stores", {})
+    monkeypatch.setattr(heavy, "_progress", types.SimpleNamespace(value=0))
+    budget = Budget(0.1, None)
+    budget.start()
+    monkeypatch.setattr(heavy, "_budget", budget)
+    source = ("file", str(path.parent))
+    try:
+        # as a worker process runs a job it is sent
+        asked = (source, "crazy-eights", sid, 10, 30, None, False, None, False, 1 << 20)
+        page = heavy._run(heavy.page_job, asked)
+        state = heavy._run(heavy.replay_job, (source, "crazy-eights", sid, None, 40, None, False))
+    finally:
+        budget.stop()
+    assert page[0] == "page" and page[1] == 29
+    assert [r["seq"] for r in json.loads(page[2])] == list(range(10, 30))
+    assert state[0] == "state" and state[2] is True  # started
+    assert heavy._progress.value >= 2  # the game's part ran in budgeted stretches
+
+
 async def test_a_page_the_reads_worker_finds_damaged_is_session_damaged_naming_its_seq(
     long_log, tmp_path
 ):
