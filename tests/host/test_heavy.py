@@ -286,8 +286,15 @@ async def test_a_game_that_loops_in_a_workers_fold_or_verify_is_stopped_by_its_b
     assert (last["aborted"], last["fault"]) == ("game_error", "time")
 
 
-async def test_a_redact_that_loops_in_the_reads_worker_faults_its_game_not_the_host(
-    tmp_path, monkeypatch
+@pytest.mark.parametrize(
+    ("game", "op", "ask", "step"),
+    [
+        ("redact-loops-in-workers", "log", {}, "redact"),  # a page: redacted there
+        ("view-loops-in-workers", "replay", {"seq": 2}, "replay"),  # its view is made there
+    ],
+)
+async def test_game_code_that_loops_in_the_reads_worker_faults_its_game_not_the_host(
+    tmp_path, monkeypatch, game, op, ask, step
 ):
     from tests.worker_games import HOST_PID
 
@@ -295,12 +302,12 @@ async def test_a_redact_that_loops_in_the_reads_worker_faults_its_game_not_the_h
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path, worker_registry(), heavy_workers=1, game_time=0.3)
         host = running.host
-        c, sid, _ = await live_session(running, "redact-loops-in-workers")
+        c, sid, _ = await live_session(running, game)
         watcher = await running.client()
         await watcher.call("watch", session=sid)
         with trio.fail_after(60):
-            r = await c.request("log", session=sid)  # made in the reads process: it loops there
-        assert r["error"]["code"] == "game_faulted" and "redact" in r["error"]["message"]
+            r = await c.request(op, session=sid, **ask)  # made in the reads process: loops there
+        assert r["error"]["code"] == "game_faulted" and step in r["error"]["message"]
         with trio.fail_after(60):
             while (p := await watcher.next_push())["push"] != "ended":
                 pass
@@ -308,28 +315,6 @@ async def test_a_redact_that_loops_in_the_reads_worker_faults_its_game_not_the_h
         assert await c.call("ping") == {"pong": True}
         assert len(host.reads.pids()) == 1  # the reads process serves on
         host.request_shutdown()
-    last = read_log(tmp_path / "sessions" / f"{sid}.jsonl")[-1]
-    assert (last["aborted"], last["fault"]) == ("game_error", "time")
-
-
-async def test_a_view_that_loops_in_the_reads_worker_faults_its_game_not_the_host(
-    tmp_path, monkeypatch
-):
-    from tests.worker_games import HOST_PID
-
-    monkeypatch.setenv(HOST_PID, str(os.getpid()))
-    async with trio.open_nursery() as n:
-        running = await start_host(n, tmp_path, worker_registry(), heavy_workers=1, game_time=0.3)
-        c, sid, _ = await live_session(running, "view-loops-in-workers")
-        with trio.fail_after(60):
-            r = await c.request("replay", session=sid, seq=2)  # its view is made there: loops
-        assert r["error"]["code"] == "game_faulted" and "replay" in r["error"]["message"]
-        with trio.fail_after(60):
-            while (p := await c.next_push())["push"] != "ended":
-                pass
-        assert p["aborted"] == "game_error"
-        assert await c.call("ping") == {"pong": True}
-        running.host.request_shutdown()
     last = read_log(tmp_path / "sessions" / f"{sid}.jsonl")[-1]
     assert (last["aborted"], last["fault"]) == ("game_error", "time")
 
