@@ -6,8 +6,9 @@ unfinished session) would hold that thread for seconds, and a worker *thread* wo
 the GIL against it. So such jobs run in worker processes (``serve --heavy-workers N``, 2 by
 default, started with the ``spawn`` method on the first job and kept), each of which loads the
 same games as the host, reopens the store read-only (a file store's log by its path;
-PostgreSQL on its own connection) and runs at a lower CPU priority (:data:`NICE`), so that on a
-busy machine the tables come first.
+PostgreSQL on its own connection) and steps aside on the CPU (:func:`step_aside`: a lower
+priority, the idle scheduling policy, and every CPU but one), so that on a busy machine the
+tables come first.
 
 **Bounded.** At most N jobs run at once, and at most :data:`MAX_WAITING` more wait for a worker;
 one more is refused (:class:`Busy`, answered ``unavailable``) rather than queued without end.
@@ -69,6 +70,7 @@ __all__ = [
     "JOB_WALL",
     "MAX_WAITING",
     "NICE",
+    "SPARE_CPUS",
     "Busy",
     "HeavyFailed",
     "HeavyWork",
@@ -77,6 +79,7 @@ __all__ = [
     "page_job",
     "replay_job",
     "load_job",
+    "step_aside",
     "stretch",
     "verify_job",
 ]
@@ -86,7 +89,10 @@ log = structlog.get_logger("gamehost.heavy")
 MAX_WAITING = 8
 """Heavy jobs that may wait for a worker; one more is refused (:class:`Busy`)."""
 NICE = 10
-"""How much lower the worker processes' CPU priority is than the host's (``os.nice``)."""
+"""How much lower the worker processes' CPU priority is than the host's (``os.nice``; where the
+idle policy is there too, it is what counts: :func:`step_aside`)."""
+SPARE_CPUS = 1
+"""CPUs of the host's (the first of those it may use) that its worker processes leave to it."""
 JOB_STALL = 60.0
 """Seconds a job in a worker may go without finishing a stretch before the worker is killed."""
 JOB_WALL = 600.0
@@ -544,6 +550,24 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="gamehost parent watch", daemon=True).start()
 
 
+def step_aside(nice: int = NICE) -> None:
+    """Make the calling process give way to its host on the CPU: ``nice`` lower priority, the
+    idle scheduling policy (``SCHED_IDLE``: it runs only on a core that nothing else wants, and
+    a host thread that wakes takes the core at once), and every CPU the host may use but the
+    first (:data:`SPARE_CPUS`), so that the host and its store threads always find one free of
+    heavy work. Each step is skipped where the system does not have it or refuses it."""
+    with contextlib.suppress(OSError):  # not allowed: the host's priority, then
+        os.nice(nice)
+    if hasattr(os, "SCHED_IDLE"):
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    if hasattr(os, "sched_getaffinity"):
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) > SPARE_CPUS:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, cpus[SPARE_CPUS:])
+
+
 def _worker_main(
     conn: Any,
     progress: Any,
@@ -560,8 +584,7 @@ def _worker_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C is for the host to handle
     _die_with_parent(parent)
     if nice:
-        with contextlib.suppress(OSError):  # not allowed: the host's priority, then
-            os.nice(nice)
+        step_aside(nice)
     from host.plugins.registry import load_registry
 
     plugins = [(name, importlib.import_module(mod)) for name, mod in modules]

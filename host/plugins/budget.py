@@ -148,7 +148,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _statm: tuple[int, int] | None = None  # (pid, descriptor of /proc/self/statm) kept open
 
 
-def _rss() -> int:
+def resident_bytes() -> int:
     """The process's resident memory, bytes (0 where /proc is not there); one ``pread``."""
     global _statm
     pid = os.getpid()
@@ -365,7 +365,7 @@ class Budget:
             self._arm()
         self._stop.clear()
         reads_memory = self.memory is not None or self.max_memory is not None
-        rss = _rss() if reads_memory else 0  # before any step: the first base
+        rss = resident_bytes() if reads_memory else 0  # before any step: the first base
         # the steps begun so far, read here: the thread may first run after a step has begun
         args = (rss, self._counter)
         self._thread = threading.Thread(
@@ -409,7 +409,7 @@ class Budget:
         if marker is not None:
             marker.enter(session, seq)
         over = self.over
-        rss0 = _rss() if over else 0
+        rss0 = resident_bytes() if over else 0
         _open = self
         returned = False
         try:
@@ -430,7 +430,7 @@ class Budget:
                     # past its memory bound, but closed before the interruption landed
                     self._blamed.setdefault(session, (fired[1], fired[2]))
                 if over:
-                    self._grew(session, _rss() - rss0)
+                    self._grew(session, resident_bytes() - rss0)
 
     def blamed(self, session: str) -> tuple[str, str] | None:
         """``(what, message)`` if ``session``'s game is at fault for something the budget
@@ -514,7 +514,7 @@ class Budget:
             while not self._stop.wait(TICK):
                 now = time.monotonic()
                 counter = self._counter  # before the memory: a step after it is in the next look
-                rss = _rss() if reads_memory else 0
+                rss = resident_bytes() if reads_memory else 0
                 step = self._step
                 if self.max_memory is not None and (rss > self.max_memory) != self.over:
                     self.over = not self.over

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 
-from host.plugins.budget import BLOCKED, TICK, Budget, BudgetExceeded, _rss
+from host.plugins.budget import BLOCKED, TICK, Budget, BudgetExceeded, resident_bytes
 from host.plugins.registry import load_registry
 from tests import broken_games
 from tests.conftest import log_of, start_host
@@ -347,7 +347,7 @@ def test_one_allocation_in_c_is_counted_once_it_returns() -> None:
 
 def test_past_the_host_bound_the_sessions_that_grow_memory_are_blamed() -> None:
     gc.collect()  # what earlier tests left in cycles is freed now, not while this one runs
-    budget = Budget(None, None, max_memory=_rss() + (32 << 20))
+    budget = Budget(None, None, max_memory=resident_bytes() + (32 << 20))
     budget.start()
     try:
         ballast = mmap.mmap(-1, 96 << 20)  # the host past its bound (not a game's doing): new

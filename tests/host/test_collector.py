@@ -112,6 +112,7 @@ def unfrozen():
 
 def test_frozen_garbage_that_outgrows_the_units_is_collected_in_full(monkeypatch, unfrozen):
     monkeypatch.setattr(collector, "FLOOR", 1_000)
+    monkeypatch.setattr(collector, "resident_bytes", lambda: 0)  # not readable: always counted
     units = [10]
     c = Collector(lambda: units[0])
     gc.freeze()
@@ -135,6 +136,27 @@ def test_frozen_garbage_that_outgrows_the_units_is_collected_in_full(monkeypatch
     assert c.base == gc.get_freeze_count() and c.base_units == 20
     assert c.check() is None  # and it starts again from there
     del live
+
+
+def test_the_frozen_objects_are_counted_only_after_the_memory_grew(monkeypatch, unfrozen):
+    # counting them walks every frozen object (tens of ms on a loaded host, every table
+    # waits): a host whose memory stays put is not looked at
+    monkeypatch.setattr(collector, "FLOOR", 1_000)
+    memory = [100 << 20]
+    monkeypatch.setattr(collector, "resident_bytes", lambda: memory[0])
+    c = Collector(lambda: 10)
+    gc.freeze()
+    c.mark(gc.get_freeze_count())
+    dead = _cycles(3 * c.base + 3_000)
+    gc.freeze()
+    del dead
+    fulls = len(collector.pauses.fulls)
+    memory[0] += collector.MEMORY_STEP - 1
+    assert c.check() is None and len(collector.pauses.fulls) == fulls
+    memory[0] += 1
+    assert c.check() is not None and len(collector.pauses.fulls) == fulls + 1
+    assert c.counted_at == memory[0]
+    assert c.check() is None  # the next count waits for the memory to grow again
 
 
 def test_tune_refuses_an_unknown_mode():

@@ -364,6 +364,36 @@ async def test_shutdown_kills_the_workers_at_once(tmp_path, monkeypatch):
         assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
 
 
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="the idle policy is Linux's")
+async def test_a_worker_steps_aside_for_the_host_on_the_cpu(tmp_path, monkeypatch):
+    from tests.worker_games import HOST_PID
+
+    monkeypatch.setenv(HOST_PID, str(os.getpid()))
+    ours = sorted(os.sched_getaffinity(0))
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, worker_registry(), heavy_workers=1)
+        host = running.host
+        c, sid, _ = await live_session(running, "blocks-in-workers")
+
+        async def ask() -> None:
+            with contextlib.suppress(ConnectionError):  # closed as the host shuts down
+                await c.request("verify", session=sid)
+
+        n.start_soon(ask)
+        with trio.fail_after(60):  # wait for the condition: the job runs in its worker
+            while not host.heavy._busy:
+                await trio.sleep(0.05)
+        (pid,) = host.heavy.pids()
+        with trio.fail_after(30):  # it steps aside as it starts, before it takes a job
+            while os.sched_getscheduler(pid) != os.SCHED_IDLE:
+                await trio.sleep(0.05)
+        assert os.getpriority(os.PRIO_PROCESS, pid) >= os.getpriority(os.PRIO_PROCESS, 0)
+        if len(ours) > 1:  # the first CPU is left to the host
+            assert sorted(os.sched_getaffinity(pid)) == ours[1:]
+        assert os.sched_getscheduler(0) != os.SCHED_IDLE  # the host itself is untouched
+        host.request_shutdown()
+
+
 def test_heavy_workers_die_with_their_host(tmp_path):
     """A SIGKILLed host leaves no worker process behind (``bench --stall`` kills its host)."""
     _, sid = copied_log(tmp_path)
