@@ -7,7 +7,7 @@ the GIL against it. So such jobs run in worker processes (``serve --heavy-worker
 default, started with the ``spawn`` method on the first job and kept), each of which loads the
 same games as the host, reopens the store read-only (a file store's log by its path;
 PostgreSQL on its own connection) and steps aside on the CPU (:func:`step_aside`: a lower
-priority, the idle scheduling policy, and every CPU but one), so that on a busy machine the
+priority and every CPU but one), so that on a busy machine the
 tables come first.
 
 **Bounded.** At most N jobs run at once, and at most :data:`MAX_WAITING` more wait for a worker;
@@ -89,8 +89,7 @@ log = structlog.get_logger("gamehost.heavy")
 MAX_WAITING = 8
 """Heavy jobs that may wait for a worker; one more is refused (:class:`Busy`)."""
 NICE = 10
-"""How much lower the worker processes' CPU priority is than the host's (``os.nice``; where the
-idle policy is there too, it is what counts: :func:`step_aside`)."""
+"""How much lower the worker processes' CPU priority is than the host's (``os.nice``)."""
 SPARE_CPUS = 1
 """CPUs of the host's (the first of those it may use) that its worker processes leave to it."""
 JOB_STALL = 60.0
@@ -551,16 +550,16 @@ def _die_with_parent(parent: int) -> None:
 
 
 def step_aside(nice: int = NICE) -> None:
-    """Make the calling process give way to its host on the CPU: ``nice`` lower priority, the
-    idle scheduling policy (``SCHED_IDLE``: it runs only on a core that nothing else wants, and
-    a host thread that wakes takes the core at once), and every CPU the host may use but the
-    first (:data:`SPARE_CPUS`), so that the host and its store threads always find one free of
-    heavy work. Each step is skipped where the system does not have it or refuses it."""
+    """Make the calling process give way to its host on the CPU: ``nice`` lower priority, and
+    every CPU the host may use but the first (:data:`SPARE_CPUS`), so that the host and its
+    store threads always find one core free of heavy work. Each step is skipped where the
+    system does not have it or refuses it.
+
+    (The idle scheduling policy, ``SCHED_IDLE``, was tried too: the tables gained a little
+    more, but on a machine kept busy by other programs a worker then got no CPU at all and
+    every heavy request ended ``unavailable`` after :data:`JOB_STALL` seconds; BENCHMARKS.md.)"""
     with contextlib.suppress(OSError):  # not allowed: the host's priority, then
         os.nice(nice)
-    if hasattr(os, "SCHED_IDLE"):
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     if hasattr(os, "sched_getaffinity"):
         cpus = sorted(os.sched_getaffinity(0))
         if len(cpus) > SPARE_CPUS:
