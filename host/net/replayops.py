@@ -192,9 +192,11 @@ async def dispatch(host: Any, conn: Any, req: Request) -> Any:
             raise ProtocolError(
                 ErrorCode.BAD_REQUEST, f"limit must be 1 to {MAX_LOG_PAGE}, not {p.limit}"
             )
+        if p.after is not None and p.after < 0:  # null, not -1, asks from the header
+            raise ProtocolError(
+                ErrorCode.BAD_REQUEST, f"after must be a seq (>= 0) or null, not {p.after}"
+            )
         start = 0 if p.after is None else p.after + 1
-        if start < 0:
-            raise ProtocolError(ErrorCode.BAD_REQUEST, "after must be >= 0")
         header = meta.header
         seed = header.data.get("seed") if engine.game.info.reveal_seed else None
         stop = min(start + p.limit, meta.last + 1)

@@ -69,6 +69,8 @@ async def test_a_live_log_shows_what_a_spectator_sees_and_no_secret(toy_host):
     assert dealt["event"]["hands"][0] is not None and dealt["event"]["hands"][1] is None
     assert await error_code(other, "log", session="nosuch") == "unknown_session"
     assert await error_code(other, "log", session=sid, limit=0) == "bad_request"
+    for after in (-1, -2):  # null asks from the header; no negative seq stands for it
+        assert await error_code(other, "log", session=sid, after=after) == "bad_request"
     assert await error_code(other, "replay", session=sid, seq=10_000) == "bad_request"
 
 
