@@ -14,9 +14,16 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 __all__ = ["error_text", "json_text", "make_converter"]
 
 
+_WIDEST = 2**63
+"""JSON integers this far from 0 or farther may not fit 64 bits: orjson reads those past them
+as floats."""
+
+
 def _strict(kind: type, name: str) -> Any:
     def hook(value: Any, _: type) -> Any:
         if type(value) is not kind and not (kind is float and type(value) is int):
+            if kind is int and type(value) is float and abs(value) >= _WIDEST:
+                raise TypeError(f"expected {name}, got one wider than 64 bits")
             raise TypeError(f"expected {name}, got {type(value).__name__}")
         return value
 

@@ -25,6 +25,16 @@ class Take:
         ({"count": 1, "heap": 0, "side": "up"}, 'must be one of "left", "right" @ $.side'),
         ({"count": 1, "heap": "0"}, "expected an integer, got str @ $.heap"),
         ({"count": 1, "heap": True}, "expected an integer, got bool @ $.heap"),
+        ({"count": 1, "heap": 2.5}, "expected an integer, got float @ $.heap"),
+        # orjson reads an integer past 64 bits as a float: told so, not "got float"
+        (
+            {"count": 1, "heap": float(2**70)},
+            "expected an integer, got one wider than 64 bits @ $.heap",
+        ),
+        (
+            {"count": 1, "heap": -float(2**70)},
+            "expected an integer, got one wider than 64 bits @ $.heap",
+        ),
         ({"count": 1}, "required field missing @ $.heap"),
         ({"count": 1, "heap": 0, "extra": 1}, "extra fields found (extra) @ $"),
     ],
