@@ -443,12 +443,13 @@ def gamehost_command() -> str:
 
 def resume_command(args: argparse.Namespace, session: str, token: str) -> str:
     """The command line that takes this seat back (printed when the seat is joined, and on
-    Ctrl-C or a lost connection); see :func:`gamehost_command`."""
+    Ctrl-C or a lost connection); see :func:`gamehost_command`. The token is given as
+    ``--resume=TOKEN``: a token made by an older host may begin with ``-``."""
     where = "" if args.host == "127.0.0.1" else f" --host {shlex.quote(args.host)}"
     where += "" if args.port == 7878 else f" --port {args.port}"
     return (
         f"{gamehost_command()} play{where} --session {shlex.quote(session)}"
-        f" --resume {shlex.quote(token)}"
+        f" --resume={shlex.quote(token)}"
     )
 
 

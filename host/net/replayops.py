@@ -44,7 +44,6 @@ its events as null (unless ``truth``, which needs no game code), and ``replay``,
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import secrets
 import weakref
 from collections import OrderedDict
@@ -68,7 +67,7 @@ from host.net.heavy import (
 from host.plugins.budget import BudgetExceeded
 from host.plugins.faults import GameFault, game_error
 from host.store.base import CorruptLog, UnknownSession
-from host.table.core import faulted
+from host.table.core import faulted, hash_token, new_token
 from host.table.engine import BadRecord, Engine, Record, SessionState
 from host.table.history import fork_records
 from host.table.snapshots import EVERY, Folded, Snapshots, load
@@ -684,7 +683,7 @@ async def _viewer(
         )
     if seat is not None and not is_open and meta.faulted is None:  # (a faulted session's
         # events are null for every viewer: nothing to hide, and no fold runs its game code)
-        want = hashlib.sha256(token.encode()).hexdigest() if token else None
+        want = hash_token(token) if token else None
         held = want is not None and (seat, want) in (await _folded(host, sid, meta)).tokens
         if not held:
             raise ProtocolError(ErrorCode.HIDDEN, f"seat {seat}'s view needs that seat's token")
@@ -830,8 +829,8 @@ async def _fork(host: Any, conn: Any, sid: str, meta: _Meta, seq: int) -> Forked
     tokens: dict[str, str] = {}
     for line in lines:
         if line["type"] == "seat_taken" and not line.get("bot"):
-            token = secrets.token_urlsafe(24)
-            line["token_hash"] = hashlib.sha256(token.encode()).hexdigest()
+            token = new_token()
+            line["token_hash"] = hash_token(token)
             tokens[str(line["seat"])] = token
     try:
         await host.store.create(new_sid, lines)

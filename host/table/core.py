@@ -152,6 +152,7 @@ __all__ = [
     "faulted",
     "format_ts",
     "hash_token",
+    "new_token",
     "parse_ts",
 ]
 
@@ -202,6 +203,16 @@ def faulted(ended: dict[str, Any]) -> bool:
     """Whether the data of a session's ``ended`` record says its game faulted (``aborted:
     "game_error"``, with or without the ``fault`` logs written before it was recorded)."""
     return ended.get("aborted") == "game_error"
+
+
+def new_token() -> str:
+    """A new seat token: 32 characters of URL-safe base64 (24 random bytes, from
+    :func:`secrets.token_urlsafe`), never beginning with ``-``, so that it can follow an option on
+    a command line (``gamehost play --resume TOKEN``; argparse takes ``-x…`` for an option)."""
+    while True:
+        token = secrets.token_urlsafe(24)
+        if token[0] != "-":
+            return token
 
 
 def hash_token(token: str) -> str:
@@ -1360,7 +1371,7 @@ class Table:
             )
         elif seat not in free:
             raise _protocol(ErrorCode.SESSION_FULL, f"seat {seat} is not free", free=free)
-        token = secrets.token_urlsafe(24)
+        token = new_token()
         try:
             new, after = self.engine.seat_step(
                 self.state, seat, name, False, hash_token(token), None if closing else conn

@@ -21,6 +21,8 @@ from host.table.core import (
     Table,
     TableSettings,
     format_ts,
+    hash_token,
+    new_token,
     parse_ts,
 )
 from host.table.engine import Record
@@ -32,6 +34,21 @@ from tests.table.world import T0, Client, World, new_log
 REGISTRY = load_registry()
 GAMES = sorted(g for g in REGISTRY.engines if g in REGISTRY.games)
 BUILT_IN = ["around-the-world", "crazy-eights", "seven-twenty-seven"]
+
+
+def test_a_seat_token_never_begins_with_a_dash(monkeypatch):
+    """A token beginning with ``-`` is taken for an option by ``gamehost play --resume TOKEN``
+    (argparse): such draws are thrown away and drawn again."""
+    import secrets
+
+    draws = iter(["-dash0", "-dash1", "kept-one"])
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda n: next(draws))
+    assert new_token() == "kept-one"
+    monkeypatch.undo()
+    tokens = [new_token() for _ in range(2000)]  # about 31 of them would begin with "-"
+    assert all(t[0] != "-" and len(t) == 32 for t in tokens)
+    assert len(set(tokens)) == len(tokens)
+    assert len(hash_token(tokens[0])) == 64
 
 
 def engine(game: str):

@@ -98,7 +98,7 @@ def test_the_resume_command_names_the_session_and_token():
     args = _args("--port", "9000")
     assert (
         play.resume_command(args, "s1", "t0k")
-        == f"{play.gamehost_command()} play --port 9000 --session s1 --resume t0k"
+        == f"{play.gamehost_command()} play --port 9000 --session s1 --resume=t0k"
     )
 
 
@@ -367,7 +367,7 @@ async def test_ctrl_c_while_the_join_is_answered_still_prints_the_token(
     assert isinstance(play._leaf(caught.value), KeyboardInterrupt)
     out = capsys.readouterr().out
     token = out.split("; token ", 1)[1].split()[0]
-    assert args.resume_hint.endswith(f" --resume {token}")
+    assert args.resume_hint.endswith(f" --resume={token}")
     assert play.bye(args) == f"bye: your seat stays yours; resume it with: {args.resume_hint}"
     async with await Client.connect("127.0.0.1", running.port) as c:  # and the seat is there
         back = await c.call("resume", session=args.created, token=token)
