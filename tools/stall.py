@@ -26,9 +26,16 @@ The load runs in a process of its own (``python -m tools.stall``), so the measur
 event loop does nothing but ping and play: a host is measured as its users would see it, each in
 a process of their own, not slowed by the bench reading a debugger's pages.
 
-Figures: ``quiet`` and ``loaded`` p50/p99/max of both round trips, their ratios (the target:
-p99 within 2x), the host's peak resident memory, the broken tables' ends, the debugger's page
-and replay times. ``--json`` prints one JSON object.
+**The machine's floor.** In both phases the same measuring process also pings a bare trio echo
+server (``python -m tools.baseline --echo``, a process of its own that does nothing else) every
+20 ms: its round trip is what any server gets on this machine while the load runs — the load's
+worker processes and the bench's own clients take cores too — so a host can do no better. The
+host's loaded p99 over the floor's loaded p99 (``*_over_floor``) says what the host itself adds.
+
+Figures: ``quiet`` and ``loaded`` p50/p99/max of the three round trips (``ping``, ``act``,
+``floor``), their ratios (the target: p99 within 2x), the host's over the floor's, the host's
+peak resident memory, the broken tables' ends, the debugger's page and replay times. ``--json``
+prints one JSON object.
 """
 
 from __future__ import annotations
@@ -149,10 +156,11 @@ class _Times:
     def __init__(self) -> None:
         self.ping: list[float] = []
         self.act: list[float] = []
+        self.floor: list[float] = []
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name, xs in (("ping", self.ping), ("act", self.act)):
+        for name, xs in (("ping", self.ping), ("act", self.act), ("floor", self.floor)):
             s = sorted(xs)
             out[f"{name}_n"] = len(s)
             for q, label in ((0.5, "p50"), (0.99, "p99")):
@@ -174,6 +182,25 @@ async def _pinger(port: int, times: _Times, stop: trio.Event) -> None:
             await trio.sleep(0.02)
         await c.aclose()
         n.cancel_scope.cancel()
+
+
+async def _floor_pinger(port: int, times: _Times, stop: trio.Event) -> None:
+    """Ping the bare echo server (the machine's floor) as :func:`_pinger` pings the host."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    rid = 0
+    while not stop.is_set():
+        rid += 1
+        t0 = time.monotonic()
+        await stream.send_all(b'{"id":%d,"op":"ping"}\n' % rid)
+        got = b""
+        while not got.endswith(b"\n"):
+            data = await stream.receive_some(4096)
+            if not data:
+                raise RuntimeError("the echo server closed the connection")
+            got += data
+        times.floor.append(time.monotonic() - t0)
+        await trio.sleep(0.02)
+    await stream.aclose()
 
 
 async def _player(port: int, times: _Times, stop: trio.Event, rng: random.Random) -> None:
@@ -341,9 +368,10 @@ async def _phase(
     log: Path,
     parts: frozenset[str] = frozenset(LOADS),
 ) -> dict[str, Any]:
-    """``seconds`` of pings and acts measured in this process; when ``loaded``, the load runs
-    meanwhile in a process of its own, so the time this process spends reading the load's
-    answers (a debugger's pages of 1,000 records) is not counted in the host's round trips."""
+    """``seconds`` of pings and acts measured in this process (and pings of the echo server
+    on port ``extra["floor"]``, when given); when ``loaded``, the load runs meanwhile in a
+    process of its own, so the time this process spends reading the load's answers (a
+    debugger's pages of 1,000 records) is not counted in the host's round trips."""
     times = _Times()
     stop = trio.Event()
     loader = None
@@ -362,6 +390,8 @@ async def _phase(
     try:
         async with trio.open_nursery() as n:
             n.start_soon(_pinger, port, times, stop)
+            if extra.get("floor"):
+                n.start_soon(_floor_pinger, extra["floor"], times, stop)
             n.start_soon(_player, port, times, stop, random.Random(7))
             await trio.sleep(seconds)
             stop.set()
@@ -416,7 +446,7 @@ async def _warm_up(port: int, sid: str) -> None:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """The stall benchmark (see the module docstring)."""
-    from tools.bench import _start_server, _stop, serve_command
+    from tools.bench import _start_server, _stop, baseline_command, serve_command
 
     seconds = args.seconds or 20.0
     parts = _parts(getattr(args, "stall_load", None))
@@ -433,20 +463,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if getattr(args, "heavy_workers", None) is not None:
             cmd += ["--heavy-workers", str(args.heavy_workers)]
         proc, port = _start_server(cmd)
+        echo = None
         try:
+            echo, floor = _start_server(baseline_command(1, 100) + ["--echo"])
             t0 = time.monotonic()
             trio.run(_warm_up, port, sid)
             warm_s = time.monotonic() - t0
-            quiet = trio.run(_phase, port, seconds, False, sid, {}, log)
+            quiet = trio.run(_phase, port, seconds, False, sid, {"floor": floor}, log)
             before = _rss_mib(proc.pid)
-            loaded = trio.run(_phase, port, seconds, True, sid, {"store": args.store}, log, parts)
+            loaded = trio.run(
+                _phase, port, seconds, True, sid, {"store": args.store, "floor": floor}, log, parts
+            )
             after = _rss_mib(proc.pid)
             workers = _children_rss_mib(proc.pid)
         finally:
             _stop(proc)
+            if echo is not None:
+                _stop(echo)
     ratios = {
         f"{k}_ratio": (round(loaded[k] / quiet[k], 2) if quiet.get(k) and loaded.get(k) else None)
-        for k in ("ping_p99_ms", "act_p99_ms")
+        for k in ("ping_p99_ms", "act_p99_ms", "floor_p99_ms")
+    }
+    over = {
+        f"{k}_p99_over_floor": (
+            round(loaded[f"{k}_p99_ms"] / loaded["floor_p99_ms"], 2)
+            if loaded.get(f"{k}_p99_ms") and loaded.get("floor_p99_ms")
+            else None
+        )
+        for k in ("ping", "act")
     }
     return {
         "records": args.records,
@@ -457,6 +501,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "quiet": quiet,
         "loaded": loaded,
         **ratios,
+        **over,
         "rss_mib_before_load": before.get("VmRSS"),
         "rss_mib_after_load": after.get("VmRSS"),
         "peak_rss_mib": after.get("VmHWM"),
@@ -477,6 +522,9 @@ def summary(r: dict[str, Any]) -> list[str]:
         f" max {ld['ping_max_ms']} ms",
         f"  act  p99 {q['act_p99_ms']} -> {ld['act_p99_ms']} ms (x{r['act_p99_ms_ratio']}),"
         f" max {ld['act_max_ms']} ms",
+        f"  floor (a bare echo server's ping) p99 {q['floor_p99_ms']} -> {ld['floor_p99_ms']} ms"
+        f" (x{r['floor_p99_ms_ratio']}); loaded, the host's over the floor's: ping"
+        f" x{r['ping_p99_over_floor']}, act x{r['act_p99_over_floor']}",
     ]
     for game, end in sorted(ld.get("broken_tables", {}).items()):
         lines.append(f"  {game}: {end['aborted']} after {end['ended_after_s']:.2f} s")

@@ -314,7 +314,9 @@ def test_the_stall_bench_reports_its_figures_for_a_small_log():
     assert r["records"] == 1500 and r["heavy_workers"] == 1
     for phase in ("quiet", "loaded"):
         assert r[phase]["ping_n"] > 0 and r[phase]["ping_p99_ms"] >= r[phase]["ping_p50_ms"]
+        assert r[phase]["floor_n"] > 0 and r[phase]["floor_p99_ms"] >= r[phase]["floor_p50_ms"]
     loaded = r["loaded"]
+    assert r["ping_p99_over_floor"] == round(loaded["ping_p99_ms"] / loaded["floor_p99_ms"], 2)
     assert loaded["page_s"]["n"] >= 1  # pages answered while the rest ran
     assert set(loaded["broken_tables"]) <= {"stall-loop", "stall-hog"}
     assert r["workers"] >= 0 and r["peak_rss_mib"] > 0 and r["first_answer_s"] > 0
