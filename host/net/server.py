@@ -77,7 +77,7 @@ import structlog
 import trio
 
 from host import __version__
-from host.net import replayops
+from host.net import collector, replayops
 from host.net.connection import Connection, set_keepalive
 from host.net.heavy import Busy, HeavyFailed, HeavyWork, load_job
 from host.net.marker import CrashMarker, judge
@@ -1059,6 +1059,7 @@ class Host:
                 st.header["seed_commitment"],
             ),
         )
+        collector.made(len(records) + collector.LONG_LIVED)
         structlog.contextvars.bind_contextvars(session=sid)
         log.info("session_created", game=game_id, seats=len(state.seats), bots=bots)
         structlog.contextvars.unbind_contextvars("session")
@@ -1385,12 +1386,14 @@ class Host:
             return
         self.connections.add(conn)
         self.metrics.connections_opened[connection_kind(conn)] += 1
+        collector.made(collector.LONG_LIVED)
         try:
             await conn.run()
         except Exception:
             log.exception("connection_failed", peer=peer)
         finally:
             self.per_address.release(key, conn)
+            collector.made(collector.LONG_LIVED)  # a close makes objects too (its records, logs)
 
 
 def _command(req: Request) -> commands.Command:

@@ -50,6 +50,7 @@ import attrs
 import structlog
 import trio
 
+from host.net import collector
 from host.net.heavy import stretch
 from host.net.metrics import Metrics
 from host.plugins.budget import Budget, BudgetExceeded
@@ -718,6 +719,7 @@ class Session:
             if self.table.ended:
                 self.store.release(self.id)
             await self._carry(effects)
+            collector.made(len(step.records))  # after the pushes: not before this reply
             if closed:
                 await self._run(partial(self._give_back, step), conn, rid)
                 return

@@ -159,6 +159,71 @@ def test_the_frozen_objects_are_counted_only_after_the_memory_grew(monkeypatch, 
     assert c.check() is None  # the next count waits for the memory to grow again
 
 
+def test_the_net_count_misses_young_objects_that_replace_frozen_ones(unfrozen):
+    # why the host collects by work done: a table replaces its (frozen) state at every move,
+    # so the threshold's count of net allocations hardly moves while the young objects pile up
+    old = [[] for _ in range(5_000)]
+    gc.freeze()
+    before = gc.get_count()[0]
+    new = []
+    for i in range(5_000):
+        new.append([])
+        old[i] = None  # a frozen object dies as a new one is made
+    assert gc.get_count()[0] - before < 500 < gc.get_threshold()[0]
+    assert len(gc.get_objects(0)) >= 5_000
+
+
+@pytest.fixture
+def no_automatic_collections():
+    """Only the collections a test asks for are counted (the threshold's are off meanwhile)."""
+    was = gc.isenabled()
+    gc.disable()
+    yield
+    if was:
+        gc.enable()
+
+
+def test_work_done_collects_the_young_generation(monkeypatch, no_automatic_collections):
+    monkeypatch.setitem(collector._young, "on", True)
+    monkeypatch.setitem(collector._young, "since", 0)
+    p = Pauses()
+    p.install()
+    try:
+        collector.made(collector.YOUNG_EVERY - 1)
+        assert p.count[0] == 0
+        collector.made(1)
+        assert p.count[0] == 1 and collector._young["since"] == 0
+        for _ in range(3 * collector.YOUNG_EVERY // collector.LONG_LIVED):
+            collector.made(collector.LONG_LIVED)
+        assert p.count[0] == 4
+        monkeypatch.setitem(collector._young, "on", False)  # not a tuned host: nothing
+        collector.made(10 * collector.YOUNG_EVERY)
+        assert p.count[0] == 4
+    finally:
+        p.uninstall()
+
+
+async def test_counted_work_is_collected_within_the_period_too(
+    monkeypatch, autojump_clock, no_automatic_collections
+):
+    monkeypatch.setitem(collector._young, "on", True)
+    monkeypatch.setitem(collector._young, "since", 0)
+    monkeypatch.setattr(collector, "resident_bytes", lambda: 100 << 20)
+    p = Pauses()
+    p.install()
+    try:
+        async with trio.open_nursery() as n:
+            n.start_soon(Collector(lambda: 1).run)
+            await trio.sleep(3 * collector.YOUNG_PERIOD)
+            assert p.count[0] == 0  # nothing counted: nothing collected
+            collector.made(1)
+            await trio.sleep(1.5 * collector.YOUNG_PERIOD)
+            assert p.count[0] == 1 and collector._young["since"] == 0
+            n.cancel_scope.cancel()
+    finally:
+        p.uninstall()
+
+
 def test_tune_refuses_an_unknown_mode():
     with pytest.raises(ValueError, match="tuned or default"):
         collector.tune("fast")  # type: ignore[arg-type]
