@@ -22,7 +22,8 @@ interpreter's defaults, to compare) therefore:
 - sets :data:`THRESHOLDS`: the young generation is collected after ``THRESHOLDS[0]`` net
   allocations of tracked objects;
 - **collects the young generation every :data:`YOUNG_EVERY` units of work** (:func:`made`:
-  a record appended counts 1, a session made or a connection accepted :data:`LONG_LIVED`),
+  a record appended counts 1, a session made or a connection opened or closed
+  :data:`LONG_LIVED`),
   not only when the threshold says so. The threshold counts *net* allocations: an object freed
   lowers the count, frozen ones too. A table replaces its state at every move, so the frozen
   state of the last move dies about as fast as the new one is made; the count then hardly
@@ -59,16 +60,16 @@ from host.plugins.budget import resident_bytes
 
 __all__ = [
     "CHECK_EVERY",
-    "LONG_LIVED",
-    "YOUNG_PERIOD",
-    "YOUNG_EVERY",
     "DEFAULT_THRESHOLDS",
     "FLOOR",
     "GROWTH",
+    "LONG_LIVED",
+    "MEMORY_STEP",
     "SLOW",
     "THRESHOLDS",
+    "YOUNG_EVERY",
+    "YOUNG_PERIOD",
     "Collector",
-    "MEMORY_STEP",
     "GcMode",
     "Pauses",
     "collector",
@@ -110,8 +111,8 @@ objects before :meth:`Collector.check` counts them again (a count walks them all
 
 YOUNG_EVERY = 64
 """Units of work (:func:`made`), over every session and connection of the process, between two
-young collections (a tuned host only). A record appended leaves about ten tracked objects
-alive until the next move: a collection then walks some 600 objects, well under a millisecond."""
+young collections (a tuned host only): each then walks what a few dozen moves left alive (at
+1,000 tables 0.2 ms a collection on average, BENCHMARKS.md)."""
 
 YOUNG_PERIOD = 0.05
 """Seconds between two young collections when :func:`made` has counted work since the last one
@@ -119,8 +120,8 @@ but not :data:`YOUNG_EVERY` units (work it does not count, as a burst of closing
 is collected at this pace too)."""
 
 LONG_LIVED = 8
-"""The units :func:`made` counts for a session made or a connection accepted: each leaves some
-80-100 tracked objects that live on."""
+"""The units :func:`made` counts for a session made or a connection opened or closed: each makes
+some 80-100 tracked objects (those of a new one live on)."""
 
 SLOW = 0.010
 """Seconds past which a collection counts as slow (``slow``, ``cpu_slow``)."""
@@ -321,7 +322,7 @@ _young = {"on": False, "since": 0}
 
 def made(units: int) -> None:
     """Count ``units`` of work done by this process (a record appended: 1; a session made or a
-    connection accepted: :data:`LONG_LIVED`); every :data:`YOUNG_EVERY` of them, collect the
+    connection opened or closed: :data:`LONG_LIVED`); every :data:`YOUNG_EVERY` of them, collect the
     young generation (``gc.collect(0)``: what survives is frozen, as after any collection).
     Does nothing unless :func:`tune` set the tuned mode."""
     young = _young

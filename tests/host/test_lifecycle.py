@@ -725,7 +725,10 @@ async def test_a_session_whose_log_is_gone_for_good_stops_instead_of_retrying(
             if r["error"]["code"] != "unavailable":
                 break
             await trio.sleep(0.1)
-        assert r["error"]["code"] == "session_damaged"
+        # the reloading session answers session_damaged, then leaves the live list: a request
+        # that comes after it left is told the log is not there (unknown_session); which of
+        # the two the first answer is depends on when the store thread's read ended
+        assert r["error"]["code"] in ("session_damaged", "unknown_session")
         with trio.fail_after(10):
             while sid in running.host.sessions:  # the actor ends and lets go of its place
                 await trio.sleep(0)
