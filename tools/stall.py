@@ -477,9 +477,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             after = _rss_mib(proc.pid)
             workers = _children_rss_mib(proc.pid)
         finally:
-            _stop(proc)
-            if echo is not None:
-                _stop(echo)
+            try:
+                _stop(proc)
+            finally:  # even when stopping the host was interrupted
+                if echo is not None:
+                    _stop(echo)
     ratios = {
         f"{k}_ratio": (round(loaded[k] / quiet[k], 2) if quiet.get(k) and loaded.get(k) else None)
         for k in ("ping_p99_ms", "act_p99_ms", "floor_p99_ms")

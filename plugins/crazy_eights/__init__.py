@@ -64,7 +64,6 @@ Decisions where the spec is silent or ambiguous:
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -143,15 +142,17 @@ class CrazyEights:
 
     def bot_action(self, state: State, seat: int, rng: Rng) -> Any:
         """Play a legal card when there is one (keeping wild cards for last), else draw, else
-        pass. A wild card names the suit the rest of the hand holds most of."""
+        pass. A wild card names the suit of a card of the rest of the hand drawn at random, so
+        the suits the hand holds most are named most. (Always naming the suit held most could
+        go round for ever: with the four 8s the whole stock, each bot drew one and named a suit
+        the next one lacked, deal after deal to the host's record limit.)"""
         plays = rules.playable_cards(state, seat)
         if plays:
             plain = [c for c in plays if not rules.is_wild(state, seat, c)]
             card = rng.choice(plain or plays)
             hand = state.hands[seat]
             if rules.is_wild(state, seat, card) and len(hand) > 1:
-                rest = Counter(cards.suit(c) for c in cards.remove_one(hand, card))
-                return Play(card, max(cards.SUITS, key=lambda s: rest[s]))
+                return Play(card, cards.suit(rng.choice(cards.remove_one(hand, card))))
             return Play(card, None)
         return Draw() if rules.can_draw(state) else Pass()
 
