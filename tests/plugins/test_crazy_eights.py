@@ -652,12 +652,13 @@ def test_bots_do_not_pass_the_four_eights_round_for_ever() -> None:
     # found by a breaker: four bots, the whole stock the four 8s, each seat lacking the suit
     # the one before it held most. Naming that suit always, they drew and played 8s to the
     # host's record limit; a suit drawn from the rest of the hand ends the round of 8s
-    hands = [
-        "AC 2S QC 6C KS QS 9C AS 10C 3C KC 2C 4H 5H 5S 6S 7C JS 4C 7H 9H 3H QH".split(),
-        "AH KH 4S 2H 10S JH 9D".split(),
-        "3S 7S 9S".split(),
-        "4D 6D 2D JD KD QD AD JC 6H 3D 10D 5D 5C 10H 7D".split(),
-    ]
+    rows = (
+        "AC 2S QC 6C KS QS 9C AS 10C 3C KC 2C 4H 5H 5S 6S 7C JS 4C 7H 9H 3H QH",
+        "AH KH 4S 2H 10S JH 9D",
+        "3S 7S 9S",
+        "4D 6D 2D JD KD QD AD JC 6H 3D 10D 5D 5C 10H 7D",
+    )
+    hands = [row.split() for row in rows]
     state = table(hands, ["8H", "8S"], ["8D", "8C"], current_suit="D")
     played: list[str] = []
     for seq in range(1, 400):
