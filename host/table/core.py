@@ -850,10 +850,15 @@ class Table:
             log.warning("game_text_failed", session=self.id, game=self.game.info.id)
         return text
 
-    def text_push(self, push: EventPush, viewer: Viewer) -> EventPush:
+    def text_push(self, push: EventPush, viewer: Viewer, rec: Record | None = None) -> EventPush:
         """``push`` with its ``text`` for ``viewer``, told from the push's own (redacted)
-        body, so it says nothing the push does not."""
-        text = self.words.record(push.kind, push.event, viewer, self.names())
+        body, so it says nothing the push does not — but for a ``seat_released`` record
+        (``rec``), whose release reason the ``presence`` push that follows says anyway: with it
+        the text is the log's ("Ann lost the connection", not "Ann left")."""
+        body = push.event
+        if rec is not None and push.kind == "seat_released" and isinstance(body, dict):
+            body = {**body, "reason": rec.data.get("reason")}
+        text = self.words.record(push.kind, body, viewer, self.names())
         return EventPush(push.session, push.seq, push.kind, push.event, self._said(text))
 
     def pushes_for(
@@ -871,7 +876,7 @@ class Table:
         for rec in records:
             push = visible.push(self.id, rec, viewer, header)
             if push is not None:
-                out.append(self.text_push(push, viewer) if text else push)
+                out.append(self.text_push(push, viewer, rec) if text else push)
                 presence = visible.presence(self.id, rec)
                 if presence is not None:
                     out.append(presence)
@@ -1206,7 +1211,7 @@ class Table:
                 msg = cache[viewer]
                 if msg is not None and sub.text:
                     if viewer not in told:
-                        told[viewer] = self.text_push(msg, viewer)
+                        told[viewer] = self.text_push(msg, viewer, rec)
                     msg = told[viewer]
                 if msg is not None:
                     emit(key, sub, msg)

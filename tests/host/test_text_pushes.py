@@ -192,3 +192,32 @@ async def test_an_ended_session_answered_from_its_log_tells_its_end_in_words(tmp
         page = await c.call("log", session=sid, after=2, limit=5, text=True)
         assert any(r["text"].startswith(("Ann ", "You ", "bot1 ")) for r in page["records"])
         second.host.request_shutdown()
+
+
+async def test_a_lost_connection_is_told_alike_live_on_resume_and_in_the_log(tmp_path):
+    # a new user's finding: the live push said "Bob left" where the log page said "Bob lost
+    # the connection" (the push's event is only {"seat": 1}; the reason is in the presence
+    # push that follows, and now in the text too)
+    async with trio.open_nursery() as nursery:
+        running = await start_host(nursery, tmp_path, REGISTRY, turn_timeout=None)
+        ann, bob, eve = [await running.client() for _ in range(3)]
+        sid = (await ann.call("create", game="crazy-eights", seats=2))["session"]
+        await ann.call("join", session=sid, name="Ann")
+        joined = await bob.call("join", session=sid, name="Bob")
+        await eve.call("watch", session=sid, text=True)
+        await bob.aclose()  # Bob's connection drops
+        while (p := await eve.next_push())["push"] != "event" or p["kind"] != "seat_released":
+            pass
+        assert p["text"] == "Bob lost the connection" and p["event"] == {"seat": 1}
+        presence = await eve.next_push()
+        assert presence["push"] == "presence" and presence["reason"] == "gone"
+        back = await running.client()
+        await back.call(
+            "resume", session=sid, token=joined["token"], after=joined["seq"], text=True
+        )
+        caught = [await back.next_push() for _ in range(2)]
+        told = [q["text"] for q in caught if q.get("kind") == "seat_released"]
+        assert told == ["You lost the connection"]
+        page = await eve.call("log", session=sid, after=p["seq"] - 1, limit=1, text=True)
+        assert page["records"][0]["text"] == "Bob lost the connection"
+        running.host.request_shutdown()
