@@ -28,9 +28,10 @@ a process of their own, not slowed by the bench reading a debugger's pages.
 
 **The machine's floor.** In both phases the same measuring process also pings a bare trio echo
 server (``python -m tools.baseline --echo``, a process of its own that does nothing else) every
-20 ms: its round trip is what any server gets on this machine while the load runs — the load's
-worker processes and the bench's own clients take cores too — so a host can do no better. The
-host's loaded p99 over the floor's loaded p99 (``*_over_floor``) says what the host itself adds.
+20 ms, through the same client as the host: its round trip is what any server gets on this
+machine while the load runs — the load's worker processes and the bench's own clients take cores
+too — so a host can do no better. The host's loaded p99 over the floor's loaded p99
+(``*_over_floor``) says what the host itself adds.
 
 Figures: ``quiet`` and ``loaded`` p50/p99/max of the three round trips (``ping``, ``act``,
 ``floor``), their ratios (the target: p99 within 2x), the host's over the floor's, the host's
@@ -171,36 +172,20 @@ class _Times:
         return out
 
 
-async def _pinger(port: int, times: _Times, stop: trio.Event) -> None:
+async def _pinger(port: int, into: list[float], stop: trio.Event) -> None:
+    """``ping`` the server on ``port`` every 20 ms until ``stop``, each round trip (seconds)
+    appended to ``into``: the host, and the bare echo server (the machine's floor) the same way,
+    through the same client."""
     c = await Client.connect("127.0.0.1", port)
     async with trio.open_nursery() as n:
         c.start(n)
         while not stop.is_set():
             t0 = time.monotonic()
             await c.call("ping")
-            times.ping.append(time.monotonic() - t0)
+            into.append(time.monotonic() - t0)
             await trio.sleep(0.02)
         await c.aclose()
         n.cancel_scope.cancel()
-
-
-async def _floor_pinger(port: int, times: _Times, stop: trio.Event) -> None:
-    """Ping the bare echo server (the machine's floor) as :func:`_pinger` pings the host."""
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    rid = 0
-    while not stop.is_set():
-        rid += 1
-        t0 = time.monotonic()
-        await stream.send_all(b'{"id":%d,"op":"ping"}\n' % rid)
-        got = b""
-        while not got.endswith(b"\n"):
-            data = await stream.receive_some(4096)
-            if not data:
-                raise RuntimeError("the echo server closed the connection")
-            got += data
-        times.floor.append(time.monotonic() - t0)
-        await trio.sleep(0.02)
-    await stream.aclose()
 
 
 async def _player(port: int, times: _Times, stop: trio.Event, rng: random.Random) -> None:
@@ -389,9 +374,9 @@ async def _phase(
             raise RuntimeError(f"the load process did not start: {started!r}")
     try:
         async with trio.open_nursery() as n:
-            n.start_soon(_pinger, port, times, stop)
+            n.start_soon(_pinger, port, times.ping, stop)
             if extra.get("floor"):
-                n.start_soon(_floor_pinger, extra["floor"], times, stop)
+                n.start_soon(_pinger, extra["floor"], times.floor, stop)
             n.start_soon(_player, port, times, stop, random.Random(7))
             await trio.sleep(seconds)
             stop.set()
