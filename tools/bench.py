@@ -823,6 +823,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         " connection for N connections that sent hello and stay silent, beside a bare trio"
         " server's",
     )
+    p.add_argument(
+        "--peer",
+        choices=["boardgameio"],
+        help="also measure a peer, another game server playing the same Crazy Eights with"
+        " every seat a client, after the host (needs --all-clients; boardgame.io, installed"
+        " with npm into --peer-cache on first use)",
+    )
+    p.add_argument(
+        "--peer-cache",
+        metavar="DIR",
+        help="where --peer installs its npm package (default: ~/.cache/gamehost/peers)",
+    )
     p.add_argument("--json", action="store_true", help="print only one JSON object")
     from tools import stall
 
@@ -846,6 +858,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("--sessions and --seats must be at least 1")
     if args.seconds is not None and not args.seconds > 0:
         raise ValueError("--seconds must be more than 0")
+    peer = getattr(args, "peer", None)
+    if peer and (not args.all_clients or args.game != "crazy-eights" or not 2 <= args.seats <= 5):
+        raise ValueError(
+            "--peer compares a Crazy Eights move with every seat a client:"
+            " give --all-clients, --game crazy-eights and 2-5 --seats"
+        )
     load = Load(
         sessions=args.sessions,
         game=args.game,
@@ -938,6 +956,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["cpu_ratio"] = _ratio(
             result["host_cpu_per_action_ms"], result["baseline_cpu_per_request_ms"]
         )
+    if peer:
+        from tools import peer as peers
+
+        try:
+            result.update(
+                peers.run_peer(
+                    peer,
+                    peers.cache_dir(getattr(args, "peer_cache", None)),
+                    load.sessions,
+                    load.seats,
+                    load.seconds or result["seconds"],
+                    load.seed,
+                )
+            )
+            result["cpu_per_move_vs_peer"] = _ratio(
+                result["host_cpu_per_action_ms"], result["peer_cpu_per_move_ms"]
+            )
+        except RuntimeError as exc:
+            result["peer_error"] = str(exc)
     return result
 
 
@@ -1045,6 +1082,10 @@ def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
             + "; host CPU per action / baseline CPU per request = "
             + ("?" if cr is None else f"{cr:.2f}x")
         )
+    if "peer" in r or "peer_error" in r:
+        from tools import peer
+
+        lines += peer.summary(r)
     return lines
 
 

@@ -1,0 +1,66 @@
+"""``gamehost bench --peer boardgameio``: a peer game server measured beside the host.
+
+The peer is installed from the npm registry on first use (``.ci/run`` installs Node.js and npm);
+the whole run is one test, so the package is installed once per test run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tools.test_bench import bench_json, needs_crazy_eights
+from tools import peer
+
+
+@needs_crazy_eights
+def test_bench_measures_boardgameio_playing_the_same_game_beside_the_host(tmp_path):
+    cache = tmp_path / "peers"
+    r = bench_json(
+        "--sessions", "2", "--seconds", "4", "--all-clients",
+        "--peer", "boardgameio", "--peer-cache", str(cache),
+    )  # fmt: skip
+    assert "peer_error" not in r, r.get("peer_error")
+    assert r["peer"] == "boardgameio" and r["peer_version"] == peer.BOARDGAMEIO
+    assert r["peer_moves"] > 0 and r["peer_seconds"] >= 4
+    assert r["peer_moves_per_s"] == pytest.approx(r["peer_moves"] / r["peer_seconds"])
+    # the peer's Crazy Eights is played to its end: a match needs a winner, so its rules end
+    assert r["peer_matches"] >= 2 and r["peer_matches_ended"] >= 1
+    assert r["peer_cpu_s"] > 0
+    assert r["peer_cpu_per_move_ms"] == pytest.approx(r["peer_cpu_s"] * 1000 / r["peer_moves"])
+    assert 0 < r["peer_rtt_p50_ms"] <= r["peer_rtt_p99_ms"] <= r["peer_rtt_p999_ms"]
+    assert r["peer_peak_rss_mib"] > 0
+    assert r["cpu_per_move_vs_peer"] == pytest.approx(
+        r["host_cpu_per_action_ms"] / r["peer_cpu_per_move_ms"]
+    )
+    # the project's JavaScript is what ran, and the summary says what was measured
+    assert (cache / "boardgameio" / "load.js").read_bytes() == (
+        peer.SOURCES / "boardgameio" / "load.js"
+    ).read_bytes()
+    text = "\n".join(peer.summary(r))
+    assert f"boardgame.io {peer.BOARDGAMEIO}" in text and "per move" in text
+
+
+def test_bench_refuses_a_peer_without_every_seat_a_client(capsys):
+    from tools.cli import main
+
+    assert main(["bench", "--peer", "boardgameio"]) == 2
+    assert "--all-clients" in capsys.readouterr().err
+
+
+def test_a_peer_without_node_is_reported_not_installed(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no node, no npm
+    with pytest.raises(RuntimeError, match="needs Node.js"):
+        peer.install("boardgameio", tmp_path / "peers")
+    assert not (tmp_path / "peers").exists()
+    assert peer.summary({"peer_error": "x"}) == ["peer: not measured: x"]
+
+
+def test_an_unknown_peer_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown peer"):
+        peer.install("nakama", tmp_path)
+
+
+def test_the_peer_cache_follows_xdg_cache_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert peer.cache_dir() == tmp_path / "gamehost" / "peers"
+    assert peer.cache_dir(str(tmp_path / "x")) == tmp_path / "x"
