@@ -57,7 +57,7 @@ from host.plugins.budget import Budget, BudgetExceeded
 from host.plugins.faults import GameFault, notify_isolated
 from host.store.base import Conflict, CorruptLog, UnknownSession
 from host.store.file import FileStore
-from host.table.commands import Command
+from host.table.commands import Command, Join, Resume
 from host.table.core import (
     GAME_FAULTED_NOW,
     Attach,
@@ -555,10 +555,17 @@ class Session:
                 return
         key = conn.key
         # whether the client has closed its side is asked when the table decides (after any
-        # catching up with the log), not before, so a resume that closes meanwhile takes nothing
+        # catching up with the log), not before, so a resume that closes meanwhile takes nothing;
+        # only a join or a resume reads it (a peek is a system call: not on every act)
+        seats = isinstance(command, (Join, Resume))
         await self._run(
             lambda caught_up: self.table.command(
-                key, rid, command, self.now(), closing=bool(peer_closed(conn)), caught_up=caught_up
+                key,
+                rid,
+                command,
+                self.now(),
+                closing=seats and bool(peer_closed(conn)),
+                caught_up=caught_up,
             ),
             key,
             rid,
@@ -571,7 +578,12 @@ class Session:
         key = conn.key
         step = await self._decide(
             lambda _: self.table.command(
-                key, rid, command, self.now(), closing=bool(peer_closed(conn)), caught_up=True
+                key,
+                rid,
+                command,
+                self.now(),
+                closing=isinstance(command, (Join, Resume)) and bool(peer_closed(conn)),
+                caught_up=True,
             ),
             True,
             key,

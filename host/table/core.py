@@ -220,7 +220,7 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-_ts_cache: tuple[int, str] = (-1, "")
+_ts_cache: tuple[int, str] = (-1, "")  # the last second formatted, to the seconds
 
 
 def format_ts(t: float) -> str:
@@ -228,14 +228,13 @@ def format_ts(t: float) -> str:
     ``2026-11-30T10:00:00.123Z`` (UTC, milliseconds, rounded up so that a deadline counted from
     it never falls before the time it stands for)."""
     global _ts_cache
-    ms = math.ceil(round(t * 1000, 3))
+    sec, frac = divmod(math.ceil(round(t * 1000, 3)), 1000)
     cached, text = _ts_cache
-    if ms != cached:
-        sec, frac = divmod(ms, 1000)
+    if sec != cached:
         stamp = datetime.datetime.fromtimestamp(sec, datetime.UTC)
-        text = stamp.strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:03d}Z"
-        _ts_cache = (ms, text)
-    return text
+        text = stamp.strftime("%Y-%m-%dT%H:%M:%S")
+        _ts_cache = (sec, text)
+    return f"{text}.{frac:03d}Z"
 
 
 def parse_ts(text: str | None, default: float = 0.0) -> float:

@@ -132,6 +132,39 @@ async def test_turn_legal_lists_are_computed_once_per_state_and_seat(tmp_path):
         running.host.request_shutdown()
 
 
+async def test_an_act_does_not_ask_whether_its_client_is_closing(tmp_path, monkeypatch):
+    # whether a client closed its side is a system call (a peek at its socket); only a join or
+    # a resume uses the answer, so only they ask it
+    import host.net.session as session_module
+
+    asked: list[object] = []
+    real = session_module.peer_closed
+
+    def counting(conn: object) -> bool | None:
+        asked.append(conn)
+        return real(conn)
+
+    monkeypatch.setattr(session_module, "peer_closed", counting)
+    async with trio.open_nursery() as n:
+        running = await start_host(n, tmp_path, counted_registry(Counted()))
+        a, b = await running.client(), await running.client()
+        sid = (await a.call("create", game="counted", seats=2, options={"rounds": 2}))["session"]
+        await a.call("join", session=sid)
+        await b.call("join", session=sid)
+        assert len(asked) == 2
+        acts = 0
+        while True:  # seat 0 (a) acts first, then they alternate
+            push = await (a, b)[acts % 2].next_push()
+            assert push is not None
+            if push["push"] == "ended":
+                break
+            if push["push"] == "turn":
+                await (a, b)[acts % 2].call("act", session=sid, action={"type": "keep"})
+                acts += 1
+        assert acts >= 4 and len(asked) == 2
+        running.host.request_shutdown()
+
+
 async def test_a_live_session_holds_few_records_and_resume_reads_the_rest_from_the_log(tmp_path):
     async with trio.open_nursery() as n:
         running = await start_host(n, tmp_path, load_registry([("toy", Plugin())]))

@@ -4,6 +4,8 @@ a fake clock, and the rules that make one host, a restarted host and two hosts a
 
 from __future__ import annotations
 
+import datetime
+import math
 import random
 
 import pytest
@@ -578,6 +580,15 @@ def test_format_and_parse_ts_round_trip_to_the_millisecond() -> None:
         back = parse_ts(text)
         assert 0 <= back - t < 0.001 + 1e-9
     assert parse_ts(None, 5.0) == 5.0 and parse_ts("garbage", 6.0) == 6.0
+
+
+@given(st.lists(st.floats(0, 4e9, allow_nan=False), min_size=1, max_size=20))
+def test_format_ts_is_the_utc_time_rounded_up_to_the_millisecond(times) -> None:
+    # near times share their second's cached text, so neighbours are drawn as well
+    for t in [x for near in times for x in (near, near + 0.0007, near + 0.5)]:
+        ms = math.ceil(round(t * 1000, 3))
+        stamp = datetime.datetime.fromtimestamp(ms // 1000, datetime.UTC)
+        assert format_ts(t) == stamp.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
 
 
 def test_presence_records_fold_and_verify() -> None:
