@@ -93,7 +93,6 @@ stopped for more than ``hang`` seconds exits when continued. Games run in worker
 from __future__ import annotations
 
 import _thread
-import contextlib
 import faulthandler
 import math
 import os
@@ -101,7 +100,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import IO, Any, Protocol
 
 import structlog
@@ -388,49 +387,36 @@ class Budget:
         if _started == 0:
             signal.signal(SIGNAL, _previous or signal.SIG_DFL)
 
-    @contextlib.contextmanager
-    def step(self, what: str, session: str | None = None, seq: int = 0) -> Iterator[None]:
-        """Bound the (synchronous) code run inside; ``what`` names it in the error,
-        ``session`` and ``seq`` (the last seq of its log) say whose game code it runs, for the
-        crash marker and for blame.
+    def step(self, what: str, session: str | None = None, seq: int = 0) -> _Step:
+        """Bound the (synchronous) code run inside (``with budget.step(...):``); ``what`` names
+        it in the error, ``session`` and ``seq`` (the last seq of its log) say whose game code it
+        runs, for the crash marker and for blame.
 
         Raises:
             BudgetExceeded: the step ran past its time or memory, or started a thread.
         """
-        global _open
-        if self._thread is None or _open is not None:  # not started, or inside a step already
-            yield
-            return
-        self._what = what
-        self._counter += 1
-        step = self._step = self._counter
-        self._session = session
+        return _Step(self, what, session, seq)
+
+    def _close_step(
+        self, session: str | None, step: int, returned: bool, over: bool, rss0: int
+    ) -> None:
+        """What follows a step of ``session`` once it closed (:class:`_Step`): the crash
+        marker left, blame for an interruption the game caught or a memory bound it passed."""
+        self._step = 0
+        fired, self._fired = self._fired, None
         marker = self.marker
         if marker is not None:
-            marker.enter(session, seq)
-        over = self.over
-        rss0 = resident_bytes() if over else 0
-        _open = self
-        returned = False
-        try:
-            yield
-            returned = True
-        finally:
-            _open = None
-            self._step = 0
-            fired, self._fired = self._fired, None
-            if marker is not None:
-                marker.leave()
-            if session is not None:
-                raised = self._raised
-                if returned and raised is not None and raised[0] == step:
-                    # interrupted, yet the step returned: the game caught it; faulted all the same
-                    self._blamed.setdefault(session, (raised[1], raised[2]))
-                elif fired is not None and fired[0] == step and fired[1] == "memory":
-                    # past its memory bound, but closed before the interruption landed
-                    self._blamed.setdefault(session, (fired[1], fired[2]))
-                if over:
-                    self._grew(session, resident_bytes() - rss0)
+            marker.leave()
+        if session is not None:
+            raised = self._raised
+            if returned and raised is not None and raised[0] == step:
+                # interrupted, yet the step returned: the game caught it; faulted all the same
+                self._blamed.setdefault(session, (raised[1], raised[2]))
+            elif fired is not None and fired[0] == step and fired[1] == "memory":
+                # past its memory bound, but closed before the interruption landed
+                self._blamed.setdefault(session, (fired[1], fired[2]))
+            if over:
+                self._grew(session, resident_bytes() - rss0)
 
     def blamed(self, session: str) -> tuple[str, str] | None:
         """``(what, message)`` if ``session``'s game is at fault for something the budget
@@ -626,3 +612,42 @@ class Budget:
         if got is None:
             return -math.inf
         return (time.monotonic() - wall0) - (got[0] - sched0[0]) - (got[1] - sched0[1])
+
+
+class _Step:
+    """One :meth:`Budget.step` (a context manager; a class rather than a generator, for it is
+    entered several times per move)."""
+
+    __slots__ = ("active", "budget", "over", "rss0", "seq", "session", "step", "what")
+
+    def __init__(self, budget: Budget, what: str, session: str | None, seq: int) -> None:
+        self.budget = budget
+        self.what = what
+        self.session = session
+        self.seq = seq
+        self.active = False
+
+    def __enter__(self) -> None:
+        global _open
+        b = self.budget
+        if b._thread is None or _open is not None:  # not started, or inside a step already
+            return
+        self.active = True
+        b._what = self.what
+        b._counter += 1
+        self.step = b._step = b._counter
+        b._session = self.session
+        marker = b.marker
+        if marker is not None:
+            marker.enter(self.session, self.seq)
+        self.over = over = b.over
+        self.rss0 = resident_bytes() if over else 0
+        _open = b
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        global _open
+        if not self.active:
+            return
+        _open = None
+        self.active = False
+        self.budget._close_step(self.session, self.step, exc_type is None, self.over, self.rss0)
