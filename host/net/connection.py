@@ -466,11 +466,14 @@ class Connection:
         log.info("connection_timed_out", reason=reason)
         self.close_gracefully(reason)
 
-    async def _receive(self) -> bytes:
+    async def _receive(self, wait_first: bool = False) -> bytes:
         """The next bytes from the client (empty at the end of its input). A TCP socket is read
         directly, and a read that finds nothing waits until the socket is readable: a
         connection waiting for input holds one short chain of frames (trio's ``receive_some``
-        holds three more).
+        holds three more). ``wait_first``: the client most likely sent nothing yet (its last
+        line was answered and it waits for the reply), so wait until the socket is readable
+        before reading, rather than after a read that finds nothing (a system call and an
+        exception saved per request).
 
         Raises:
             trio.BrokenResourceError: the socket failed. trio.ClosedResourceError: it was
@@ -479,6 +482,9 @@ class Connection:
         sock = self._sock
         if sock is None:
             return await self.stream.receive_some(65536)
+        waited = wait_first
+        if wait_first:
+            await trio.lowlevel.wait_readable(sock)
         while True:
             try:
                 data = sock.recv(65536)
@@ -490,10 +496,13 @@ class Connection:
                 raise trio.BrokenResourceError(exc) from exc
             if data is None:
                 await trio.lowlevel.wait_readable(sock)
+                waited = True
                 continue
-            # a read that found data at once still lets the other tasks run (a client sending
-            # without pause must not starve them), and is not undone by a cancellation
-            await trio.lowlevel.cancel_shielded_checkpoint()
+            if not waited:
+                # a read that found data at once still lets the other tasks run (a client
+                # sending without pause must not starve them), and is not undone by a
+                # cancellation; one that waited has let them run already
+                await trio.lowlevel.cancel_shielded_checkpoint()
             return data
 
     async def _reader(self) -> None:
@@ -501,6 +510,7 @@ class Connection:
         rules = self.liveness
         last_line = trio.current_time()  # when the last complete line was handled (or connect)
         line_began: float | None = None  # when an unfinished line was first seen
+        idle_next = False  # the last bytes read ended a line: the client now likely waits
         while not self.dead:
             deadline, reason = rules.deadline(
                 trio.current_time(),
@@ -513,7 +523,7 @@ class Connection:
             with trio.move_on_at(deadline) as waited:
                 self._wait = waited  # attached/detached cancel it: the deadline is worked out anew
                 try:
-                    data = await self._receive()
+                    data = await self._receive(idle_next)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     self.input_ended = True  # reset: nothing more comes in
                     return
@@ -536,6 +546,7 @@ class Connection:
                 continue
             ended = b"\n" in data  # a line ended (and what follows, if anything, began)
             partial = bool(data) and not data.endswith(b"\n")
+            idle_next = ended and not partial and len(data) < 65536
             if not data:  # end of input: a last line without its newline still counts
                 self.input_ended = True
                 data = b"\n" if framer.pending else b""

@@ -116,6 +116,36 @@ async def test_raw_bad_lines_are_answered_in_order(toy_host):
     await s.aclose()
 
 
+async def test_lines_in_pieces_in_one_send_and_after_replies_are_all_answered_in_order(toy_host):
+    # the reader waits for input before reading once a line was answered, and reads at once
+    # otherwise: a line in pieces, several lines in one send, and a line right after a reply
+    s = await trio.open_tcp_stream("127.0.0.1", toy_host.port)
+    got: list[dict] = []
+    buf = b""
+
+    async def replies(n: int) -> None:
+        nonlocal buf
+        while len(got) < n:
+            while b"\n" not in buf:
+                buf += await s.receive_some()
+            line, buf = buf.split(b"\n", 1)
+            got.append(orjson.loads(line))
+
+    piece = b'{"id":1,"op":"ping"}\n'
+    for i in range(0, len(piece), 5):  # in pieces, each read and waited for
+        await s.send_all(piece[i : i + 5])
+        await trio.sleep(0.01)
+    await replies(1)
+    await s.send_all(b"".join(b'{"id":%d,"op":"ping"}\n' % i for i in (2, 3, 4)))
+    await replies(4)
+    for i in (5, 6):  # one line at a time, each after the reply before it
+        await s.send_all(b'{"id":%d,"op":"ping"}\n' % i)
+        await replies(i)
+    assert [r["id"] for r in got] == [1, 2, 3, 4, 5, 6]
+    assert all(r["result"] == {"pong": True} for r in got)
+    await s.aclose()
+
+
 async def test_actions_are_refused_with_typed_codes_and_change_nothing(toy_host):
     a, b, w = await toy_host.client(), await toy_host.client(), await toy_host.client()
     sid = await new_session(a)
