@@ -326,10 +326,12 @@ _ARRAYS = (list, tuple)
 
 
 def _same_text(a: Any, b: Any) -> bool:
-    """Whether ``a`` and ``b`` encode to the same JSON text (orjson, keys in their order):
-    then they are the same JSON value (:func:`same_json`; ``true`` and ``1``, ``1.0`` and ``1``
-    encode apart). False tells nothing (keys in another order, or a value orjson cannot write):
-    ask :func:`same_json`. A few C calls where :func:`same_json` walks every value."""
+    """Whether ``a`` and ``b`` encode to the same JSON text (orjson, keys in their order): then
+    a log holding one holds the other, byte for byte, and for JSON's values they are the same
+    (:func:`same_json`: ``true`` and ``1``, ``1.0`` and ``1`` encode apart; only a float that is
+    no JSON number, NaN or infinity, is written as ``null`` like None). False tells nothing (keys
+    in another order, or a value orjson cannot write): ask :func:`same_json`. A few C calls
+    where :func:`same_json` walks every value."""
     try:
         return orjson.dumps(a) == orjson.dumps(b)
     except orjson.JSONEncodeError:
