@@ -833,7 +833,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--peer-cache",
         metavar="DIR",
-        help="where --peer installs its npm package (default: ~/.cache/gamehost/peers)",
+        help="where --peer installs its npm package (default: $XDG_CACHE_HOME/gamehost/peers,"
+        " else ~/.cache/gamehost/peers)",
     )
     p.add_argument("--json", action="store_true", help="print only one JSON object")
     from tools import stall
@@ -846,7 +847,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark for parsed ``bench`` arguments; every figure (see the module doc).
 
     Raises:
-        ValueError: an argument is out of range. RuntimeError: a server did not start.
+        ValueError: an argument is out of range. RuntimeError: a server did not start, or the
+            ``--peer`` cannot be installed.
     """
     if args.restart is not None:
         return run_restart(args)
@@ -859,10 +861,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.seconds is not None and not args.seconds > 0:
         raise ValueError("--seconds must be more than 0")
     peer = getattr(args, "peer", None)
-    if peer and (not args.all_clients or args.game != "crazy-eights" or not 2 <= args.seats <= 5):
-        raise ValueError(
-            "--peer compares a Crazy Eights move with every seat a client:"
-            " give --all-clients, --game crazy-eights and 2-5 --seats"
+    if peer:
+        wrong = [
+            *([] if args.all_clients else ["give --all-clients"]),
+            *([] if args.game == "crazy-eights" else [f"--game is {args.game}, not crazy-eights"]),
+            *([] if 2 <= args.seats <= 5 else [f"--seats is {args.seats}, not 2-5"]),
+        ]
+        if wrong:
+            raise ValueError(
+                "--peer compares a Crazy Eights move with every seat a client: " + "; ".join(wrong)
+            )
+        from tools import peer as peers
+
+        # installed (or found) before the host runs: a setup that cannot work says so at once
+        peers.install(
+            peer,
+            peers.cache_dir(getattr(args, "peer_cache", None)),
+            lambda text: print(f"gamehost bench: {text}", file=sys.stderr),
         )
     load = Load(
         sessions=args.sessions,
@@ -1090,7 +1105,10 @@ def _summary(args: argparse.Namespace, r: dict[str, Any]) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the benchmark and print its figures (the summary, then one JSON line)."""
+    """Run the benchmark and print its figures (the summary, then one JSON line). Exit status
+    0; 2 for bad arguments; 1 when a server did not start, or when the ``--peer`` asked for could
+    not be installed (before the host runs) or measured (after it: the host's figures are
+    printed all the same)."""
     if getattr(args, "stall", False):
         from tools import stall
 
@@ -1100,10 +1118,16 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"gamehost bench: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:  # a server that did not start, a peer that cannot be installed
+        print(f"gamehost bench: {exc}", file=sys.stderr)
+        return 1
     if not args.json:
         for line in _summary(args, result):
             print(line)
     print(orjson.dumps(result).decode())
+    if "peer_error" in result:  # the host was measured, the comparison asked for was not
+        print(f"gamehost bench: the peer was not measured: {result['peer_error']}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -12,7 +12,7 @@ answering its turn with a random legal move, a new match whenever one ends — a
 
 Nothing here is installed by the project's setup: on first use the package is installed with
 ``npm`` (the npm registry must be reachable) into a cache folder (``--peer-cache``, by default
-``$XDG_CACHE_HOME/gamehost/peers`` or ``~/.cache/gamehost/peers``), about 40 MB. Node.js 18 or
+``$XDG_CACHE_HOME/gamehost/peers``, else ``~/.cache/gamehost/peers``), about 40 MB. Node.js 18 or
 newer is needed (its built-in ``fetch``).
 
 The figures, read as the host's are: the server process's CPU time from ``/proc`` over the
@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,16 +66,17 @@ def _installed_version(folder: Path, package: str) -> str | None:
     return meta.get("version") if isinstance(meta, dict) else None
 
 
-def install(peer: str, cache: Path) -> Path:
+def install(peer: str, cache: Path, say: Callable[[str], None] | None = None) -> Path:
     """Make ``cache/<peer>`` ready to run: the peer's JavaScript copied in (every time, so it
-    is the project's), its npm package installed unless that version is there already.
+    is the project's), its npm package installed unless that version is there already
+    (``say`` is told so first: it takes a while).
 
     Returns:
         the peer's folder.
 
     Raises:
-        ValueError: an unknown peer. RuntimeError: ``node`` or ``npm`` is missing, or ``npm
-        install`` failed (its last lines in the message).
+        ValueError: an unknown peer. RuntimeError: ``node`` or ``npm`` is missing, the cache
+        folder cannot be written, or ``npm install`` failed (its last lines in the message).
     """
     if peer not in PEERS:
         raise ValueError(f"unknown peer {peer!r}: one of {', '.join(PEERS)}")
@@ -83,13 +85,21 @@ def install(peer: str, cache: Path) -> Path:
         if shutil.which(tool) is None:
             raise RuntimeError(f"--peer {peer} needs Node.js: {tool} is not on the PATH")
     folder = cache / peer
-    folder.mkdir(parents=True, exist_ok=True)
-    for src in (SOURCES / peer).glob("*.js"):
-        shutil.copyfile(src, folder / src.name)
-    if _installed_version(folder, package) == version:
-        return folder
-    manifest = {"private": True, "dependencies": {package: version}}
-    (folder / "package.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for src in (SOURCES / peer).glob("*.js"):
+            shutil.copyfile(src, folder / src.name)
+        if _installed_version(folder, package) == version:
+            return folder
+        manifest = {"private": True, "dependencies": {package: version}}
+        (folder / "package.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    except OSError as exc:
+        raise RuntimeError(
+            f"cannot use {folder} for --peer {peer}: {exc.strerror or exc}; give --peer-cache DIR"
+            " (a folder you can write)"
+        ) from exc
+    if say is not None:
+        say(f"installing {package} {version} with npm into {folder} (first use, about 40 MB)")
     done = subprocess.run(
         ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
         cwd=folder,
@@ -131,8 +141,8 @@ def _start(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
 def run_peer(
     peer: str, cache: Path, tables: int, seats: int, seconds: float, seed: int = 1
 ) -> dict[str, Any]:
-    """Install (if needed) and measure ``peer``: ``tables`` matches of ``seats`` seats at once
-    for ``seconds`` seconds, every seat a client.
+    """Install (if needed: :func:`install`) and measure ``peer``: ``tables`` matches of
+    ``seats`` seats at once for ``seconds`` seconds, every seat a client.
 
     Returns:
         ``peer``, ``peer_version``, ``peer_moves``, ``peer_seconds``, ``peer_moves_per_s``,

@@ -64,3 +64,31 @@ def test_the_peer_cache_follows_xdg_cache_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert peer.cache_dir() == tmp_path / "gamehost" / "peers"
     assert peer.cache_dir(str(tmp_path / "x")) == tmp_path / "x"
+
+
+def test_a_peer_cache_that_cannot_be_written_is_said_before_the_host_runs(tmp_path, capsys):
+    from tools.cli import main
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    argv = ["bench", "--all-clients", "--sessions", "1", "--seconds", "60"]
+    assert main([*argv, "--peer", "boardgameio", "--peer-cache", str(blocker)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""  # no host was measured (a minute) before the refusal
+    assert f"cannot use {blocker}" in err and "--peer-cache" in err
+
+
+@needs_crazy_eights
+def test_a_peer_that_could_not_be_measured_prints_the_host_and_exits_1(monkeypatch, capsys):
+    from tools.cli import main
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the boardgameio server exited (status 1) unheard")
+
+    monkeypatch.setattr(peer, "install", lambda *args, **kwargs: None)
+    monkeypatch.setattr(peer, "run_peer", broken)
+    argv = ["bench", "--all-clients", "--sessions", "2", "--seconds", "1", "--peer", "boardgameio"]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert "actions/s" in out and "peer: not measured: the boardgameio server exited" in out
+    assert "the peer was not measured" in err
