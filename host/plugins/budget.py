@@ -231,6 +231,11 @@ def _on_signal(signum: int, frame: Any) -> None:
     b = _open
     if b is None:
         return
+    if frame is not None and frame.f_code in _STEP_EDGES:
+        # the step is opening or closing (Python looks for signals as a function starts: this
+        # is the start of ``_Step.__exit__``, before it clears the open step): raising here
+        # would leave the step open for good. It closes now; its overrun is let go.
+        return
     fired = b._fired
     if fired is not None and fired[0] == b._step and b._step:
         b._fired = None
@@ -651,3 +656,7 @@ class _Step:
         _open = None
         self.active = False
         self.budget._close_step(self.session, self.step, exc_type is None, self.over, self.rss0)
+
+
+_STEP_EDGES = frozenset({_Step.__enter__.__code__, _Step.__exit__.__code__})
+"""The code of a step's own opening and closing, where :func:`_on_signal` never raises."""

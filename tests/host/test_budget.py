@@ -372,3 +372,41 @@ def test_past_the_host_bound_the_sessions_that_grow_memory_are_blamed() -> None:
         del ballast, kept
     finally:
         budget.stop()
+
+
+def test_an_interruption_due_as_a_step_closes_never_leaves_it_open() -> None:
+    # Python handles a signal as a function starts: the watchdog's, fired during a last long
+    # call into C, lands at the start of the step's own __exit__. Raising there would leave the
+    # step open for good (every later step unbounded, host code refused threads)
+    import types
+
+    from host.plugins import budget as budget_module
+
+    budget = Budget(0.2, None)
+    budget.start()
+    try:
+        exit_frame = types.SimpleNamespace(f_code=budget_module._Step.__exit__.__code__)
+        other_frame = types.SimpleNamespace(
+            f_code=test_a_step_that_loops_is_interrupted_within_its_time.__code__
+        )
+        with budget.step("a step", "s1"):
+            budget._fired = (budget._step, "time", "ran past 0.2 s", None)
+            budget_module._on_signal(0, exit_frame)  # let go: the step is closing
+            assert budget_module._open is budget
+            with pytest.raises(BudgetExceeded):
+                budget_module._on_signal(0, other_frame)  # anywhere else it lands
+        assert budget_module._open is None and budget._step == 0
+        # the real thing: a step that spins most of its time, then ends in one long call into C
+        for _ in range(3):
+            try:
+                with budget.step("spins, then calls into C", "s2"):
+                    t0 = time.thread_time()
+                    while time.thread_time() - t0 < 0.17:
+                        pass
+                    sum(range(6_000_000))
+            except BudgetExceeded:
+                pass  # landed inside the step: fine
+            assert budget_module._open is None and budget._step == 0
+            threading.Thread(target=lambda: None).start()  # host code may start threads again
+    finally:
+        budget.stop()
