@@ -45,6 +45,9 @@ PEERS = {"boardgameio": ("boardgame.io", BOARDGAMEIO)}
 SOURCES = Path(__file__).with_name("peer_js")
 """The peers' JavaScript, one folder per peer."""
 
+INSTALL_TIMEOUT = 600.0
+"""Seconds ``npm install`` may take."""
+
 START_TIMEOUT = 60.0
 """Seconds a peer server may take to listen, and its load to make and join its matches."""
 
@@ -81,9 +84,8 @@ def install(peer: str, cache: Path, say: Callable[[str], None] | None = None) ->
     if peer not in PEERS:
         raise ValueError(f"unknown peer {peer!r}: one of {', '.join(PEERS)}")
     package, version = PEERS[peer]
-    for tool in ("node", "npm"):
-        if shutil.which(tool) is None:
-            raise RuntimeError(f"--peer {peer} needs Node.js: {tool} is not on the PATH")
+    if shutil.which("node") is None:
+        raise RuntimeError(f"--peer {peer} needs Node.js: node is not on the PATH")
     folder = cache / peer
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -91,6 +93,13 @@ def install(peer: str, cache: Path, say: Callable[[str], None] | None = None) ->
             shutil.copyfile(src, folder / src.name)
         if _installed_version(folder, package) == version:
             return folder
+        if shutil.which("npm") is None:
+            raise RuntimeError(
+                f"--peer {peer} needs npm to install {package}: it is not on the PATH"
+            )
+        # whatever is there is not that version (or is damaged): installed afresh
+        shutil.rmtree(folder / "node_modules", ignore_errors=True)
+        (folder / "package-lock.json").unlink(missing_ok=True)
         manifest = {"private": True, "dependencies": {package: version}}
         (folder / "package.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
     except OSError as exc:
@@ -100,13 +109,18 @@ def install(peer: str, cache: Path, say: Callable[[str], None] | None = None) ->
         ) from exc
     if say is not None:
         say(f"installing {package} {version} with npm into {folder} (first use, about 40 MB)")
-    done = subprocess.run(
-        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    try:
+        done = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise RuntimeError(
+            f"npm install {package}@{version} in {folder} took more than {INSTALL_TIMEOUT:.0f} s"
+        ) from exc
     if done.returncode != 0 or _installed_version(folder, package) != version:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
         raise RuntimeError(f"npm install {package}@{version} in {folder} failed: {tail}")

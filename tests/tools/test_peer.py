@@ -6,6 +6,8 @@ the whole run is one test, so the package is installed once per test run.
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from tests.tools.test_bench import bench_json, needs_crazy_eights
@@ -13,7 +15,7 @@ from tools import peer
 
 
 @needs_crazy_eights
-def test_bench_measures_boardgameio_playing_the_same_game_beside_the_host(tmp_path):
+def test_bench_measures_boardgameio_playing_the_same_game_beside_the_host(tmp_path, monkeypatch):
     cache = tmp_path / "peers"
     r = bench_json(
         "--sessions", "2", "--seconds", "4", "--all-clients",
@@ -38,6 +40,21 @@ def test_bench_measures_boardgameio_playing_the_same_game_beside_the_host(tmp_pa
     ).read_bytes()
     text = "\n".join(peer.summary(r))
     assert f"boardgame.io {peer.BOARDGAMEIO}" in text and "per move" in text
+
+    # installed, it needs node but not npm
+    only_node = tmp_path / "bin"
+    only_node.mkdir()
+    (only_node / "node").symlink_to(shutil.which("node"))
+    monkeypatch.setenv("PATH", str(only_node))
+    assert peer.install("boardgameio", cache) == cache / "boardgameio"
+    # a damaged install is installed afresh (npm alone calls it up to date)
+    monkeypatch.undo()
+    installed = cache / "boardgameio" / "node_modules" / "boardgame.io" / "package.json"
+    installed.write_text("{ damaged")
+    said: list[str] = []
+    peer.install("boardgameio", cache, said.append)
+    assert peer._installed_version(cache / "boardgameio", "boardgame.io") == peer.BOARDGAMEIO
+    assert said and "installing boardgame.io" in said[0]
 
 
 def test_bench_refuses_a_peer_without_every_seat_a_client(capsys):
