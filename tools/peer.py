@@ -149,7 +149,9 @@ def _start(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
     finally:
         timer.cancel()
     proc.wait()
-    raise RuntimeError(f"the {folder.name} server exited (status {proc.returncode}) unheard")
+    raise RuntimeError(
+        f"the {folder.name} server exited (status {proc.returncode}) before it listened"
+    )
 
 
 def run_peer(

@@ -100,7 +100,7 @@ def test_a_peer_that_could_not_be_measured_prints_the_host_and_exits_1(monkeypat
     from tools.cli import main
 
     def broken(*args, **kwargs):
-        raise RuntimeError("the boardgameio server exited (status 1) unheard")
+        raise RuntimeError("the boardgameio server exited (status 1) before it listened")
 
     monkeypatch.setattr(peer, "install", lambda *args, **kwargs: None)
     monkeypatch.setattr(peer, "run_peer", broken)
