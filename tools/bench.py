@@ -45,6 +45,10 @@ views, sessions). Then:
 - ``throughput_ratio`` = ``actions_per_s`` / ``baseline_requests_per_s``;
 - ``cpu_ratio`` = ``host_cpu_per_action_ms`` / ``baseline_cpu_per_request_ms``.
 
+``--peer boardgameio`` (with ``--all-clients``) then measures another game server playing the
+same Crazy Eights (:mod:`tools.peer`): its figures are ``peer_*``, and ``cpu_per_move_vs_peer``
+= ``host_cpu_per_action_ms`` / ``peer_cpu_per_move_ms``.
+
 ``--restart N`` measures a restart instead: it makes a data dir of ``N`` unfinished sessions
 (:func:`make_restart_data`: a mix of the installed games, about 50 records each, every seat held
 by a token the bench knows), starts ``gamehost serve`` on it and, as soon as it listens, sends a
@@ -1109,6 +1113,16 @@ def main(args: argparse.Namespace) -> int:
     0; 2 for bad arguments; 1 when a server did not start, or when the ``--peer`` asked for could
     not be installed (before the host runs) or measured (after it: the host's figures are
     printed all the same)."""
+    if getattr(args, "peer", None) and (
+        getattr(args, "stall", False)
+        or getattr(args, "restart", None) is not None
+        or getattr(args, "idle", None) is not None
+    ):
+        print(
+            "gamehost bench: --peer compares moves: not with --stall, --restart or --idle",
+            file=sys.stderr,
+        )
+        return 2
     if getattr(args, "stall", False):
         from tools import stall
 

@@ -62,6 +62,11 @@ def test_bench_refuses_a_peer_without_every_seat_a_client(capsys):
 
     assert main(["bench", "--peer", "boardgameio"]) == 2
     assert "--all-clients" in capsys.readouterr().err
+    assert main(["bench", "--peer", "boardgameio", "--all-clients", "--game", "high-low"]) == 2
+    err = capsys.readouterr().err
+    assert "--game is high-low" in err and "--all-clients" not in err.split(":", 2)[2]
+    assert main(["bench", "--peer", "boardgameio", "--idle", "5"]) == 2
+    assert "not with --stall, --restart or --idle" in capsys.readouterr().err
 
 
 def test_a_peer_without_node_is_reported_not_installed(tmp_path, monkeypatch):
