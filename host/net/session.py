@@ -191,6 +191,14 @@ def peer_closed(conn: Any) -> bool | None:
     return True if got == b"" else None
 
 
+def closing(conn: Any, command: Command) -> bool:
+    """Whether ``conn``'s client has closed its side, as the table is told it for ``command``:
+    only a ``join`` or a ``resume`` uses the answer (a seat is not taken for a client that is
+    going), so only they ask it (:func:`peer_closed` peeks at the socket: a system call, not
+    one for every ``act``)."""
+    return isinstance(command, (Join, Resume)) and bool(peer_closed(conn))
+
+
 async def gone_by_now(conn: Any) -> bool:
     """Whether ``conn`` has closed by now (or was dropped: None), after giving its reader a
     few scheduling rounds (at most :data:`CATCH_UP_ROUNDS`) to read what its client sent
@@ -555,16 +563,14 @@ class Session:
                 return
         key = conn.key
         # whether the client has closed its side is asked when the table decides (after any
-        # catching up with the log), not before, so a resume that closes meanwhile takes nothing;
-        # only a join or a resume reads it (a peek is a system call: not on every act)
-        seats = isinstance(command, (Join, Resume))
+        # catching up with the log), not before, so a resume that closes meanwhile takes nothing
         await self._run(
             lambda caught_up: self.table.command(
                 key,
                 rid,
                 command,
                 self.now(),
-                closing=seats and bool(peer_closed(conn)),
+                closing=closing(conn, command),
                 caught_up=caught_up,
             ),
             key,
@@ -582,7 +588,7 @@ class Session:
                 rid,
                 command,
                 self.now(),
-                closing=isinstance(command, (Join, Resume)) and bool(peer_closed(conn)),
+                closing=closing(conn, command),
                 caught_up=True,
             ),
             True,
