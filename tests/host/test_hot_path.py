@@ -66,6 +66,7 @@ async def next_turn(client: Any) -> dict[str, Any]:
     while True:
         p = await client.next_push()
         assert p is not None, "the host hung up"
+        assert p["push"] != "ended", "the session ended: no turn will come"
         if p["push"] == "turn":
             return p
 
@@ -184,7 +185,10 @@ async def _play_a_long_log_then_resume(running: Any, tmp_path: Any) -> None:
     resume from seq 0: the missed records come from the log, in order."""
     before = _records_alive()  # whatever earlier tests in this process still hold
     a = await running.client()
-    sid = (await a.call("create", game="crazy-eights", seats=2, bots=1))["session"]
+    # a high target: the match must outlast the long log (at the default one in ten ended first)
+    sid = (await a.call("create", game="crazy-eights", seats=2, bots=1, options={"target": 2000}))[
+        "session"
+    ]
     token = (await a.call("join", session=sid))["token"]
     seq = 0
     while seq < 3 * HELD:  # play the first legal action until the log is long
