@@ -878,7 +878,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         from tools import peer as peers
 
         # installed (or found) before the host runs: a setup that cannot work says so at once
-        peers.install(
+        peer_folder = peers.install(
             peer,
             peers.cache_dir(getattr(args, "peer_cache", None)),
             lambda text: print(f"gamehost bench: {text}", file=sys.stderr),
@@ -976,13 +976,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result["host_cpu_per_action_ms"], result["baseline_cpu_per_request_ms"]
         )
     if peer:
-        from tools import peer as peers
-
         try:
             result.update(
                 peers.run_peer(
                     peer,
-                    peers.cache_dir(getattr(args, "peer_cache", None)),
+                    peer_folder,
                     load.sessions,
                     load.seats,
                     load.seconds or result["seconds"],

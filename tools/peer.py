@@ -155,9 +155,9 @@ def _start(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
 
 
 def run_peer(
-    peer: str, cache: Path, tables: int, seats: int, seconds: float, seed: int = 1
+    peer: str, folder: Path, tables: int, seats: int, seconds: float, seed: int = 1
 ) -> dict[str, Any]:
-    """Install (if needed: :func:`install`) and measure ``peer``: ``tables`` matches of
+    """Measure ``peer``, installed in ``folder`` (:func:`install`): ``tables`` matches of
     ``seats`` seats at once for ``seconds`` seconds, every seat a client.
 
     Returns:
@@ -168,13 +168,14 @@ def run_peer(
 
     Raises:
         ValueError: an unknown peer, or out-of-range numbers. RuntimeError: it could not be
-        installed or started, or its load did not report.
+        started, or its load did not report.
     """
     from tools.bench import _stop, cpu_seconds, peak_rss_mib
 
     if tables < 1 or not 2 <= seats <= 5 or not seconds > 0:
         raise ValueError("--peer plays 2-5 seats, at least one table, for more than 0 seconds")
-    folder = install(peer, cache)
+    if peer not in PEERS:
+        raise ValueError(f"unknown peer {peer!r}: one of {', '.join(PEERS)}")
     server, port = _start(folder)
     try:
         load = subprocess.Popen(
