@@ -44,7 +44,7 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ from host.cli import count, non_negative_int
 from host.errors import LogError
 from host.plugins.registry import Registry, load_registry
 from host.store.base import CorruptLog
-from host.store.file import FileStore, fold_log, read_log
+from host.store.file import FileStore, LogReader, fold_log, read_log
 from host.table.engine import Engine, Record
 from host.table.history import fork_records, verify_log, version_warning  # re-exported here
 from host.table.words import Words, display_names
@@ -76,6 +76,74 @@ __all__ = [
 
 class ReplayError(Exception):
     """The log cannot be replayed (unreadable, or its game is not installed)."""
+
+
+class LogStream:
+    """A log file's records for ``--verify``, read and checked one at a time
+    (:class:`host.store.file.LogReader`) and not kept: a long log is verified in the memory of
+    its bytes, not of every record parsed (a 100,000-record log: about 160 MB held as records).
+
+    Iterating yields the records up to the first damaged one, the header first; iterate once.
+
+    Attributes:
+        header: the header record (read when the stream is opened).
+        engine: the header's game.
+        lines: the log's lines, counted without parsing (for a progress bar).
+        count: records yielded so far.
+        damage: the :class:`~host.store.base.CorruptLog` that ended the records early, or None.
+    """
+
+    def __init__(self, path: Path, registry: Registry) -> None:
+        """Open the log at ``path`` and read its header.
+
+        Raises:
+            ReplayError: unreadable, a damaged header, or the game is not installed.
+        """
+        try:
+            reader = LogReader.open(path)
+        except OSError as exc:
+            raise ReplayError(str(exc)) from None
+        self.lines = reader.lines()
+        self.count = 0
+        self.damage: CorruptLog | None = None
+        self._rest = self._read(reader)
+        header = next(self._rest, None)
+        if self.damage is not None:
+            raise ReplayError(str(self.damage))
+        if header is None or header.type != "header":
+            raise ReplayError(f"{path}: no header record")
+        self.header = header
+        self.engine = _engine_of(path, header, registry)
+
+    def _read(self, reader: LogReader) -> Iterator[Record]:
+        try:
+            for r in reader:  # a fresh dict of this read: taken apart in place
+                r.pop("ts", None)
+                seq = r.pop("seq")
+                self.count += 1
+                yield Record(seq, r.pop("type"), r)
+        except CorruptLog as exc:
+            self.damage = exc
+
+    def __iter__(self) -> Iterator[Record]:
+        yield self.header
+        yield from self._rest
+
+
+def _engine_of(path: Path, header: Record, registry: Registry | None) -> Engine:
+    """The engine of the game a log's ``header`` names.
+
+    Raises:
+        ReplayError: the game is not installed.
+    """
+    gid = header.data.get("game")
+    engine = (registry or load_registry()).engines.get(gid)
+    if engine is None:
+        raise ReplayError(
+            f"{path}: game {gid!r} is not installed (a game served with --plugin: give"
+            " the same --plugin here)"
+        )
+    return engine
 
 
 def load(path: Path, engine: Engine | None = None) -> tuple[Engine, list[Record]]:
@@ -121,13 +189,7 @@ def load_with_times(
         seq = r.pop("seq")
         records.append(Record(seq, r.pop("type"), r))
     if engine is None:
-        gid = records[0].data.get("game")
-        engine = (registry or load_registry()).engines.get(gid)
-        if engine is None:
-            raise ReplayError(
-                f"{path}: game {gid!r} is not installed (a game served with --plugin: give"
-                " the same --plugin here)"
-            )
+        engine = _engine_of(path, records[0], registry)
     if fold:
         try:
             fold_log(path, engine, records)  # a record that reads but does not fold is damage
@@ -156,22 +218,25 @@ def _read_db(url: str, session: str) -> tuple[Path, list[dict[str, Any]]]:
 def _verify(
     path: Path,
     engine: Engine,
-    records: list[Record],
+    records: list[Record] | LogStream,
     progress: Callable[[int], None] | None = None,
     quiet: bool = False,
 ) -> int:
-    """``--verify``: the first record the code does not re-produce (exit 1); else a record
-    that does not fold is damage (``error: <file>: seq N: ...``, exit 2); else ok (0, or 3
-    when the log was written by another version of the game: a ``warning:`` line says so).
+    """``--verify``: a damaged record (``error: <file>: seq N: ...``, exit 2) when a record of a
+    :class:`LogStream` does not read; else the first record the code does not re-produce (exit
+    1); else a record that does not fold is damage (exit 2); else ok (0, or 3 when the log was
+    written by another version of the game: a ``warning:`` line says so).
 
     The log is folded once, by the re-run itself. A log whose every record the code
     re-produces also folds (each is a record the engine made and checked, folded as it was
-    made), so it is folded again on its own (:func:`host.store.file.fold_log`) only when the
-    re-run stops early: to tell damage from a difference.
+    made), so it is folded again on its own (:func:`host.store.file.fold_log`, a stream's log
+    read again whole) only when the re-run stops early: to tell damage from a difference.
 
     ``progress``: told the records checked so far, now and then. ``quiet``: no ``ok:`` line.
     """
-    warning = version_warning(engine, records)
+    stream = records if isinstance(records, LogStream) else None
+    header = records.header if stream is not None else records[0]
+    warning = version_warning(engine, [header])
     if warning is not None:
         print(f"warning: {f'{path.name}: ' if quiet else ''}{warning}", file=sys.stderr)
     failure: Exception | None = None
@@ -179,15 +244,24 @@ def _verify(
         diff = verify_log(engine, records, progress)
     except Exception as exc:  # noqa: BLE001 - a damaged log can trip the game's own code
         diff, failure = None, exc
+    if stream is not None and stream.damage is not None:  # a log that does not read, as ever
+        print(f"error: {stream.damage}", file=sys.stderr)
+        return 2
+    count = stream.count if stream is not None else len(records)
     if diff is None and failure is None:
         if not quiet:
-            print(f"ok: {path.name}: {len(records)} records replay to the same events")
+            print(f"ok: {path.name}: {count} records replay to the same events")
         return 0 if warning is None else 3
     try:
+        if stream is not None:
+            records = load_with_times(path, engine, fold=False)[1]
         fold_log(path, engine, records)
         damage = None
     except CorruptLog as exc:
         damage = exc
+    except ReplayError as exc:  # the file changed under us
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if failure is not None:
         if damage is None:
             print(
@@ -204,7 +278,7 @@ def _verify(
         print(f"error: {damage}", file=sys.stderr)
         return 2
     if not quiet:
-        print(f"ok: {path.name}: {len(records)} records replay to the same events")
+        print(f"ok: {path.name}: {count} records replay to the same events")
     return 0 if warning is None else 3
 
 
@@ -240,9 +314,7 @@ def _verify_many(paths: list[Path], store: str | None, registry: Registry) -> in
     with Progress("verify", len(paths), "logs") as progress:
         for path in paths:
             try:
-                engine, records, _ = load_with_times(
-                    path, fold=False, store=store, registry=registry
-                )
+                engine, records = _verify_source(path, store, registry)
             except ReplayError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 statuses[2] += 1
@@ -250,7 +322,7 @@ def _verify_many(paths: list[Path], store: str | None, registry: Registry) -> in
                 continue
             where = path if store is None else Path(f"postgresql:{path}")
             statuses[_verify(where, engine, records, quiet=True)] += 1
-            records_seen += len(records)
+            records_seen += records.count if isinstance(records, LogStream) else len(records)
             progress.advance(status=_status_text(statuses))
     print(
         f"verified {len(paths)} logs ({records_seen:,} records): {statuses[0]} ok,"
@@ -478,21 +550,39 @@ def _verify_one(
     from tools.progress import Progress
 
     try:
-        engine, records, _ = load_with_times(args.log, fold=False, store=store, registry=registry)
+        engine, records = _verify_source(args.log, store, registry)
     except ReplayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     where = args.log if store is None else Path(f"postgresql:{args.log}")
-    if len(records) >= LONG_LOG:
-        with Progress(f"verify {where.name}", len(records), "records") as progress:
+    stream = records if isinstance(records, LogStream) else None
+    size = stream.lines if stream is not None else len(records)
+    if size >= LONG_LOG:
+        with Progress(f"verify {where.name}", size, "records") as progress:
             status = _verify(where, engine, records, progress.update)
     else:
         status = _verify(where, engine, records)
     if args.stats:
         seconds = time.process_time() - start
         rate = parse_rate(args.log) if store is None else None
-        print(stats_line(len(records), seconds, rate))
+        print(stats_line(stream.count if stream is not None else len(records), seconds, rate))
     return status
+
+
+def _verify_source(
+    log: Path, store: str | None, registry: Registry
+) -> tuple[Engine, list[Record] | LogStream]:
+    """What ``--verify`` checks of ``log``: a file's records as a :class:`LogStream`, a
+    PostgreSQL store's (``store`` given) as a list.
+
+    Raises:
+        ReplayError: as :func:`load_with_times`.
+    """
+    if store is None:
+        stream = LogStream(log, registry)
+        return stream.engine, stream
+    engine, records, _ = load_with_times(log, fold=False, store=store, registry=registry)
+    return engine, records
 
 
 def main(args: argparse.Namespace) -> int:

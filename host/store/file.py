@@ -107,7 +107,7 @@ import threading
 import time
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import accumulate
 from pathlib import Path
@@ -145,6 +145,7 @@ __all__ = [
     "DataDirInUse",
     "FileStore",
     "FsyncMode",
+    "LogReader",
     "LogScan",
     "fold_log",
     "read_log",
@@ -308,46 +309,89 @@ def scan_bytes(path: Path, data: bytes) -> LogScan:
     Raises:
         CorruptLog: as :func:`read_log`.
     """
-    if not data:
-        raise CorruptLog(path, 0, "the file is empty (no header record)")
-    records: list[dict[str, Any]] = []
-    pos = 0
-    torn = False
-    unchecked = 0
-    summed = False  # a checksummed line was read: every later one must carry a checksum too
-    size = len(data)
-    while pos < size:
-        seq = len(records)
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            _check_torn_tail(path, seq, data, pos)
-            torn = True
-            break
-        try:
-            rec = decode_line(path, seq, data, pos, nl)
-        except CorruptLog as exc:
-            if nl == size - 1 and not summed and _torn_line(data[pos:nl]):
+    reader = LogReader(path, data)
+    records = list(reader)
+    return LogScan(records, reader.torn_at, reader.unchecked)
+
+
+class LogReader:
+    """A log's records one at a time, as :func:`read_log` reads and checks them, without
+    holding them all: for a reader that looks at each record once (``replay --verify``), so
+    that a long log takes the memory of its bytes, not of every record parsed.
+
+    Iterating yields each record as a dict (``crc`` taken out), in order; once it ended,
+    :attr:`torn_at` and :attr:`unchecked` are those of :class:`LogScan`. Iterate once.
+
+    Args:
+        path: names the log in errors and warnings.
+        data: the log's bytes.
+
+    Raises (while iterating):
+        CorruptLog: as :func:`read_log`, at the first damaged record (those before it were
+            yielded).
+    """
+
+    def __init__(self, path: Path, data: bytes) -> None:
+        self.path = path
+        self.data = data
+        self.torn_at: int | None = None
+        self.unchecked = 0
+
+    @classmethod
+    def open(cls, path: Path) -> LogReader:
+        """A reader of the log file at ``path`` (read whole into memory; links not followed).
+
+        Raises:
+            OSError: the file cannot be read.
+        """
+        return cls(path, _read_all(path))
+
+    def lines(self) -> int:
+        """The log's lines (complete or torn): about its records, counted without parsing."""
+        data = self.data
+        return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        path, data = self.path, self.data
+        if not data:
+            raise CorruptLog(path, 0, "the file is empty (no header record)")
+        pos = 0
+        seq = 0
+        torn = False
+        summed = False  # a checksummed line was read: every later one must carry a checksum too
+        size = len(data)
+        while pos < size:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                _check_torn_tail(path, seq, data, pos)
                 torn = True
                 break
-            raise CorruptLog(path, seq, f"the line at byte {pos}: {exc.message}") from None
-        if data.startswith(_SUMMED, pos, nl):
-            summed = True
-        elif summed:
-            raise CorruptLog(
-                path,
-                seq,
-                f"the line at byte {pos} carries no checksum, but the records before it do"
-                " (its checksum was removed)",
-            )
-        else:
-            unchecked += 1
-        records.append(check_record(path, seq, rec))
-        pos = nl + 1
-    if torn:
-        if not records:
-            raise CorruptLog(path, 0, "no complete header record (only a torn line)")
-        log.warning("torn_tail", path=str(path), offset=pos, dropped=size - pos)
-    return LogScan(records, pos if torn else None, unchecked)
+            try:
+                rec = decode_line(path, seq, data, pos, nl)
+            except CorruptLog as exc:
+                if nl == size - 1 and not summed and _torn_line(data[pos:nl]):
+                    torn = True
+                    break
+                raise CorruptLog(path, seq, f"the line at byte {pos}: {exc.message}") from None
+            if data.startswith(_SUMMED, pos, nl):
+                summed = True
+            elif summed:
+                raise CorruptLog(
+                    path,
+                    seq,
+                    f"the line at byte {pos} carries no checksum, but the records before it do"
+                    " (its checksum was removed)",
+                )
+            else:
+                self.unchecked += 1
+            yield check_record(path, seq, rec)
+            seq += 1
+            pos = nl + 1
+        if torn:
+            if not seq:
+                raise CorruptLog(path, 0, "no complete header record (only a torn line)")
+            log.warning("torn_tail", path=str(path), offset=pos, dropped=size - pos)
+            self.torn_at = pos
 
 
 def _check_torn_tail(path: Path, seq: int, data: bytes, pos: int) -> None:

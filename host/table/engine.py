@@ -122,6 +122,7 @@ LAPSE_REASONS = frozenset({"expired", "acted"})
 RELEASE_REASONS = frozenset({"left", "gone", "unresponsive", "host_gone"})
 VERIFY_STEP = 4096
 """Records between two calls of :meth:`Engine.verify`'s ``progress``."""
+_NEVER = 1 << 62  # a record count no log reaches
 _SCALARS = frozenset({str, int, bool, float, type(None)})
 
 KNOWN_GOOD_MAX = 4096
@@ -1255,11 +1256,13 @@ class Engine:
 
     # -- replay checking -----------------------------------------------------------------------
     def verify(
-        self, records: list[Record], progress: Callable[[int], None] | None = None
+        self, records: Iterable[Record], progress: Callable[[int], None] | None = None
     ) -> tuple[int, str] | None:
-        """Re-run every cause in a log on the current code (:meth:`verify_steps` run through);
-        ``progress`` (if given) is called with the number of records checked so far every
-        :data:`VERIFY_STEP` records or so.
+        """Re-run every cause in a log on the current code (:meth:`verify_steps` run through).
+        ``records``: the log's records in order, a list or any iterable (each record is looked
+        at once, in order, and not kept: a log read a record at a time is checked in the memory
+        of one cause); ``progress`` (if given) is called with the number of records checked so
+        far every :data:`VERIFY_STEP` records or so.
 
         A recorded event is compared with the produced one as the current code reads it: one
         written under another event schema version (its ``v`` is not ``event_version``) is
@@ -1283,38 +1286,41 @@ class Engine:
                 return done.value  # type: ignore[no-any-return]
 
     def verify_steps(
-        self, records: list[Record], progress: Callable[[int], None] | None = None
+        self, records: Iterable[Record], progress: Callable[[int], None] | None = None
     ) -> Generator[None, None, tuple[int, str] | None]:
         """:meth:`verify` one cause at a time: the generator yields after each cause and
         returns verify's result, so its caller can bound each stretch of game code (a budget
         step, ``host.plugins.budget``) and let others run between two. A step the budget
         interrupts (:class:`~host.plugins.budget.BudgetExceeded` raised inside the game's
         code) is reported as the game's fault at that cause, like any other."""
-        if not records or records[0].type != "header":
+        log = iter(records)
+        header = next(log, None)
+        if header is None or header.type != "header":
             return (0, "the log does not start with a header")
         at = 0
         actions: dict[tuple[Any, ...], Any] = {}  # decoded actions, see _recorded_action
         try:
-            state = self.initial(records[0])
+            state = self.initial(header)
             i = 1
-            n = len(records)
-            mark = VERIFY_STEP if progress is not None else n
-            while i < n:
+            mark = VERIFY_STEP if progress is not None else _NEVER
+            rec = next(log, None)
+            while rec is not None:
                 if i >= mark:
                     progress(i)  # type: ignore[misc]
                     mark = i + VERIFY_STEP
-                rec = records[i]
                 at = rec.seq
                 diff, produced, after = self._replay_cause(state, rec, actions)
                 if diff is not None:
                     return diff
+                got = rec  # the cause's own record is the first one it produces
                 for j, want in enumerate(produced):
-                    if i + j >= n:
-                        return (
-                            want.seq,
-                            f"the log ends here but the code produces {want.to_json()}",
-                        )
-                    got = records[i + j]
+                    if j:
+                        got = next(log, None)
+                        if got is None:
+                            return (
+                                want.seq,
+                                f"the log ends here but the code produces {want.to_json()}",
+                            )
                     if (
                         got.seq == want.seq
                         and got.type == want.type
@@ -1329,6 +1335,7 @@ class Engine:
                 # one the cause produced
                 state = after
                 i += len(produced)
+                rec = next(log, None)
                 yield
         except BadRecord as exc:
             return (exc.seq, f"the log does not fold: {exc.message}")

@@ -15,7 +15,7 @@ copies the records as they were written, so the fork reads, plays on and verifie
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from host.table.engine import CAUSES, Engine, Record
@@ -24,7 +24,7 @@ __all__ = ["fork_records", "seed_difference", "verify_log", "version_warning"]
 
 
 def verify_log(
-    engine: Engine, records: list[Record], progress: Callable[[int], None] | None = None
+    engine: Engine, records: Iterable[Record], progress: Callable[[int], None] | None = None
 ) -> tuple[int, str] | None:
     """Check a log: the seed its ``ended`` record reveals matches the header's
     ``seed_commitment`` (sha256 of the seed), and the current code re-produces every record
@@ -34,6 +34,10 @@ def verify_log(
     Never raises on a bad log: a missing or malformed seed, or a record the code cannot read,
     fold or re-produce, is reported like a difference.
 
+    ``records``: a list, or any iterable that does not raise, read once, in order, without
+    keeping the records (a log read a record at a time: ``gamehost replay --verify``); the seed
+    difference is the one reported when there are two.
+
     ``progress``: called with the records checked so far, now and then (see
     :meth:`Engine.verify`).
 
@@ -42,7 +46,19 @@ def verify_log(
         explanation quotes records whole, hidden cards included: show it only to whoever may
         see the full truth).
     """
-    return seed_difference(records) or engine.verify(records, progress)
+    kept: list[Record] = []  # the first record and every ``ended`` one: what the seed check reads
+
+    def passing() -> Iterator[Record]:
+        for rec in records:
+            if not kept or rec.type == "ended":
+                kept.append(rec)
+            yield rec
+
+    log = passing()
+    diff = engine.verify(log, progress)
+    for _ in log:  # a difference stopped the re-run: the rest is read for the seed check
+        pass
+    return seed_difference(kept) or diff
 
 
 def seed_difference(records: list[Record]) -> tuple[int, str] | None:

@@ -28,8 +28,15 @@ LINES = [
 ]
 
 
+GARBLED = "garbled"  # a record written as a line that does not read (damage, not a difference)
+
+
 def write(path: Path, records: list[dict]) -> Path:
-    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    path.write_bytes(
+        b"".join(
+            (b'{"seq": not json' if r.get(GARBLED) else orjson.dumps(r)) + b"\n" for r in records
+        )
+    )
     return path
 
 
@@ -142,7 +149,9 @@ def tampered(draw) -> list[dict]:
         rec = records[i]
         nested = [k for k in ("event", "action") if isinstance(rec.get(k), dict)]
         target = rec[nested[0]] if nested and draw(st.booleans()) else rec
-        op = draw(st.sampled_from(["set", "set", "set", "delete", "add", "cut", "drop", "copy"]))
+        op = draw(
+            st.sampled_from(["set", "set", "set", "delete", "add", "cut", "drop", "copy", "garble"])
+        )
         keys = sorted(k for k in target if k != "seq")
         if op == "set" and keys:
             target[draw(st.sampled_from(keys))] = draw(VALUES)
@@ -153,6 +162,8 @@ def tampered(draw) -> list[dict]:
         elif op == "cut":
             del records[i:]
             break
+        elif op == "garble":  # read damage, after or before a difference: damage is the verdict
+            records[i] = {GARBLED: True}
         elif op in ("drop", "copy"):  # a gap or a repeat: renumbered so the log still reads
             if op == "drop":
                 del records[i]

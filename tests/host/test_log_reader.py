@@ -1,0 +1,130 @@
+"""A log read a record at a time (``LogReader``) reads as the whole-log reader does, and a verify
+fed from it keeps no more than one cause's records alive (``replay --verify`` of a long log in
+the memory of its bytes)."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from pathlib import Path
+
+import orjson
+import pytest
+
+from host.plugins.registry import load_registry
+from host.store.base import CorruptLog, frame
+from host.store.file import LogReader, read_log, scan_bytes
+from host.table.engine import Record
+from host.table.history import verify_log
+from host.table.local import play_local
+
+ENGINE = load_registry().engines["crazy-eights"]
+LINES = [
+    r.to_json()
+    for r in play_local(ENGINE.game, {"target": 200}, 3, seed=b"r" * 32, engine=ENGINE)[1]
+]
+
+
+def summed(records: list[dict]) -> bytes:
+    return b"".join(frame(orjson.dumps(r)) for r in records)
+
+
+def outcome(path: Path, data: bytes):
+    """(records read, torn_at, unchecked, damage message) of both readers."""
+    path.write_bytes(data)
+    try:
+        scan = scan_bytes(path, data)
+        whole = (scan.records, scan.torn_at, scan.unchecked, None)
+    except CorruptLog as exc:
+        whole = (None, None, None, str(exc))
+    reader = LogReader.open(path)
+    got: list[dict] = []
+    try:
+        for rec in reader:
+            got.append(rec)
+        streamed = (got, reader.torn_at, reader.unchecked, None)
+    except CorruptLog as exc:
+        streamed = (None, None, None, str(exc))
+    return whole, streamed, got
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["none", "torn", "flipped", "garbled_first", "cut_newline", "unsummed", "empty"],
+)
+def test_a_log_read_a_record_at_a_time_reads_as_the_whole_log_does(tmp_path, damage):
+    data = summed(LINES)
+    lines = data.splitlines(keepends=True)
+    mid = len(lines) // 2
+    if damage == "torn":
+        data = data + lines[mid][:20]
+    elif damage == "flipped":
+        bad = bytearray(lines[mid])
+        bad[30] ^= 0x04
+        data = b"".join([*lines[:mid], bytes(bad), *lines[mid + 1 :]])
+    elif damage == "garbled_first":
+        data = b"{nope\n" + data
+    elif damage == "cut_newline":
+        data = data[:-1] + b"x"
+    elif damage == "unsummed":
+        data = b"".join([*lines[:mid], orjson.dumps(LINES[mid]) + b"\n", *lines[mid + 1 :]])
+    elif damage == "empty":
+        data = b""
+    whole, streamed, got = outcome(tmp_path / "t.jsonl", data)
+    assert streamed == whole
+    if whole[3] is not None and damage not in ("garbled_first", "empty"):
+        assert got == read_log_prefix(tmp_path / "t.jsonl", data, whole[3])  # those before it
+    if damage == "torn":
+        assert streamed[1] == len(data) - 20 and len(streamed[0]) == len(LINES)
+    if damage == "none":
+        assert streamed[0] == read_log(tmp_path / "t.jsonl")
+
+
+def read_log_prefix(path: Path, data: bytes, message: str) -> list[dict]:
+    """The records before the damaged one the message names (``seq N``)."""
+    seq = int(message.split("seq ")[1].split(":")[0])
+    return scan_bytes(path, b"".join(data.splitlines(keepends=True)[:seq])).records
+
+
+def test_lines_counts_a_log_without_parsing_it(tmp_path):
+    data = summed(LINES)
+    assert LogReader(tmp_path, data).lines() == len(LINES)
+    assert LogReader(tmp_path, data + b'{"crc":"0').lines() == len(LINES) + 1
+    assert LogReader(tmp_path, b"").lines() == 0
+
+
+def test_verify_fed_a_record_at_a_time_keeps_only_a_cause_alive():
+    alive: list[weakref.ref] = []
+    most = 0
+
+    def records():
+        nonlocal most
+        for raw in LINES:
+            rec = Record.from_json(orjson.loads(orjson.dumps(raw)))
+            alive.append(weakref.ref(rec))
+            yield rec
+            gc.collect(0)
+            most = max(most, sum(r() is not None for r in alive))
+
+    assert verify_log(ENGINE, records()) is None
+    assert len(alive) == len(LINES) > 200
+    assert most <= 12  # the cause being checked, its events, the header and the last action
+
+
+def test_verify_fed_a_record_at_a_time_gives_the_verdicts_of_a_list():
+    def as_records(raws):
+        return [Record.from_json(orjson.loads(orjson.dumps(r))) for r in raws]
+
+    cases = [as_records(LINES)]
+    seedless = [dict(r) for r in LINES]
+    ended = next(r for r in seedless if r["type"] == "ended")
+    ended["seed"] = "00" * 32
+    cases.append(as_records(seedless))
+    both = [dict(r) for r in seedless]  # an early difference and a bad seed: the seed is told
+    drew = next(r for r in both if r["type"] == "event" and r["event"]["type"] == "drew")
+    both[both.index(drew)] = {**drew, "event": {**drew["event"], "cards": ["ZZ"]}}
+    cases.append(as_records(both))
+    cases.append(as_records(LINES[: len(LINES) // 2]))
+    verdicts = [verify_log(ENGINE, records) for records in cases]
+    assert verdicts[0] is None and verdicts[1] is not None and verdicts[2] == verdicts[1]
+    assert [verify_log(ENGINE, iter(records)) for records in cases] == verdicts
