@@ -161,10 +161,12 @@ def test_verify_of_many_logs_tells_each_bad_one_and_exits_with_the_worst(tmp_pat
     good = next((tmp_path / "sessions").glob("*.jsonl"))
     (folder / good.name).write_bytes(good.read_bytes())
     (folder / "broken.jsonl").write_bytes(b"not a log\n")
+    lines = good.read_bytes().splitlines(keepends=True)  # read well up to a damaged line
+    (folder / "cut.jsonl").write_bytes(b"".join([*lines[:100], b"{garbled\n", *lines[101:]]))
     status, out = gamehost("replay", "--verify", str(folder), terminal=False)
     assert status == 2
-    assert out.splitlines()[-1].startswith("verified 2 logs (")
-    assert "1 ok, 0 differ, 1 damaged or unreadable" in out
+    assert out.splitlines()[-1].startswith(f"verified 3 logs ({len(lines)} records)")
+    assert "1 ok, 0 differ, 2 damaged or unreadable" in out
     status, _ = gamehost("replay", str(folder), str(good), terminal=False)
     assert status == 2  # several logs go with --verify only
 
