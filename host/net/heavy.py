@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
+import itertools
 import multiprocessing
 import os
 import signal
@@ -196,18 +197,6 @@ def _read(source: Source, sid: str, first: int, upto: int) -> list[Record]:
         rows = store.read_rows(sid, first - 1)[: upto + 1 - first]
         raw = parse_rows(store.path(sid), rows, first, session=sid)
     return [Record.from_json(r) for r in raw]
-
-
-def _read_steps(
-    source: Source, sid: str, first: int, upto: int
-) -> Generator[None, None, list[Record]]:
-    """:func:`_stream`'s records as a list, yielding every :data:`READ_STRETCH` records."""
-    out: list[Record] = []
-    for rec in _stream(source, sid, first, upto):
-        out.append(rec)
-        if len(out) % READ_STRETCH == 0:
-            yield
-    return out
 
 
 class _Last:
@@ -476,23 +465,76 @@ def verify_job(
     """:func:`host.table.history.verify_log` of a log up to seq ``upto`` (one cause per
     stretch): ``("verified", records, difference or None, version warning or None)``, or
     ``("damaged", seq, message)`` / ``("unknown",)``. A game that faults on replay, past its
-    budget too, is a difference at its seq."""
+    budget too, is a difference at its seq.
+
+    The records are read as they are checked and not kept (:class:`_Checked`): a long log is
+    verified in the memory of its lines. A record that does not read is the answer
+    (``damaged``) even past a difference, as when the log was read whole first."""
+    log = _Checked(_stream(source, sid, 0, upto))
     try:
-        records = yield from _read_steps(source, sid, 0, upto)
-    except UnknownSession:
-        return ("unknown",)
-    except CorruptLog as exc:
-        return ("damaged", exc.seq, exc.message)
+        header = next(iter(log), None)  # the session's existence and its header, read first
     except BudgetExceeded as exc:  # reading is no game code: a host far too slow
         return ("verified", 0, (0, f"the log could not be read in time ({exc.message})"), None)
-    engine = _engine(game)
-    if not records:
+    if log.unknown:
         return ("unknown",)
+    if log.damage is not None:
+        return ("damaged", log.damage.seq, log.damage.message)
+    if header is None:
+        return ("unknown",)
+    engine = _engine(game)
     try:
-        diff = seed_difference(records) or (yield from engine.verify_steps(records))
+        diff = yield from engine.verify_steps(log.records(header))
     except BudgetExceeded as exc:  # landed between two causes: the game's all the same
         diff = (0, f"the game faults on replay: past its {exc.what} budget ({exc.message})")
-    return ("verified", len(records), diff, version_warning(engine, records))
+    try:
+        for n, _ in enumerate(log.rest(), 1):  # a difference stopped the re-run: read on for
+            if n % READ_STRETCH == 0:  # the seed and for damage, a stretch at a time
+                yield
+    except BudgetExceeded as exc:
+        return ("verified", 0, (0, f"the log could not be read in time ({exc.message})"), None)
+    if log.damage is not None:
+        return ("damaged", log.damage.seq, log.damage.message)
+    diff = seed_difference(log.kept) or diff
+    return ("verified", log.count, diff, version_warning(engine, [header]))
+
+
+class _Checked:
+    """The records of a log as :func:`verify_job` reads them: each once, in order, not kept
+    but for the first and every ``ended`` one (``kept``, what the seed check reads); the
+    iteration stops at a record that does not read (``damage``) or a missing log
+    (``unknown``); ``count``: records read."""
+
+    def __init__(self, records: Iterator[Record]) -> None:
+        self._records = records
+        self.kept: list[Record] = []
+        self.count = 0
+        self.damage: CorruptLog | None = None
+        self.unknown = False
+        self._iter = self._read()
+
+    def _read(self) -> Iterator[Record]:
+        try:
+            for rec in self._records:
+                self.count += 1
+                if not self.kept or rec.type == "ended":
+                    self.kept.append(rec)
+                yield rec
+        except UnknownSession:
+            self.unknown = True
+        except CorruptLog as exc:
+            self.damage = exc
+
+    def __iter__(self) -> Iterator[Record]:
+        return self._iter
+
+    def records(self, header: Record) -> Iterator[Record]:
+        """``header`` (read already), then the rest (a chain: dropping it does not close the
+        reading, which :meth:`rest` goes on with)."""
+        return itertools.chain((header,), self._iter)
+
+    def rest(self) -> Iterator[Record]:
+        """What was not read yet."""
+        return self._iter
 
 
 def stretch(

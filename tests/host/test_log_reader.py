@@ -128,3 +128,69 @@ def test_verify_fed_a_record_at_a_time_gives_the_verdicts_of_a_list():
     verdicts = [verify_log(ENGINE, records) for records in cases]
     assert verdicts[0] is None and verdicts[1] is not None and verdicts[2] == verdicts[1]
     assert [verify_log(ENGINE, iter(records)) for records in cases] == verdicts
+
+
+def run_job(job):
+    try:
+        while True:
+            next(job)
+    except StopIteration as done:
+        return done.value
+
+
+def tampered_logs() -> dict[str, list[dict]]:
+    """A true log, one with a changed card, one whose seed breaks its commitment after a changed
+    card, one with a damaged line after a changed card (raw dicts; GARBLE marks the line)."""
+    true = [orjson.loads(orjson.dumps(r)) for r in LINES]
+    changed = [orjson.loads(orjson.dumps(r)) for r in LINES]
+    drew = next(r for r in changed if r["type"] == "event" and r["event"]["type"] == "drew")
+    drew["event"]["cards"] = ["ZZ"]
+    seed = [orjson.loads(orjson.dumps(r)) for r in changed]
+    seed[-1]["seed"] = "00" * 32
+    damaged = [orjson.loads(orjson.dumps(r)) for r in changed]
+    damaged[len(damaged) - 5] = {"garble": True}
+    return {"true": true, "changed": changed, "seed": seed, "damaged": damaged}
+
+
+@pytest.mark.parametrize("case", ["true", "changed", "seed", "damaged", "unknown"])
+def test_a_hosts_verify_job_reads_as_it_checks_and_answers_as_the_whole_log_did(tmp_path, case):
+    from host.net.heavy import verify_job
+
+    raws = tampered_logs().get(case, LINES)
+    lines = [b"{nope" if r.get("garble") else frame(orjson.dumps(r))[:-1] for r in raws]
+    if case != "unknown":
+        (tmp_path / "s1.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
+    got = run_job(verify_job(("file", str(tmp_path)), ENGINE, "s1", len(raws) - 1))
+    if case == "unknown":
+        assert got == ("unknown",)
+        return
+    if case == "damaged":
+        bad = len(raws) - 5
+        assert got[:2] == ("damaged", bad)
+        return
+    records = [Record.from_json(r) for r in raws]
+    assert got == ("verified", len(raws), verify_log(ENGINE, records), None)
+    assert (got[2] is None) == (case == "true")
+    if case == "seed":
+        assert "seed" in got[2][1]
+
+
+def test_a_hosts_verify_job_keeps_only_a_cause_alive(monkeypatch):
+    import host.net.heavy as heavy
+
+    alive: list[weakref.ref] = []
+    most = 0
+
+    def stream(source, sid, first, upto):
+        nonlocal most
+        for raw in LINES[first : upto + 1]:
+            rec = Record.from_json(orjson.loads(orjson.dumps(raw)))
+            alive.append(weakref.ref(rec))
+            yield rec
+            gc.collect(0)
+            most = max(most, sum(r() is not None for r in alive))
+
+    monkeypatch.setattr(heavy, "_stream", stream)
+    got = run_job(heavy.verify_job(("file", "unused"), ENGINE, "s1", len(LINES) - 1))
+    assert got == ("verified", len(LINES), None, None)
+    assert most <= 12
