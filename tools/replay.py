@@ -101,7 +101,7 @@ class LogStream:
         """
         try:
             reader = LogReader.open(path)
-        except OSError as exc:
+        except (OSError, CorruptLog) as exc:  # a link or no regular file: refused as damage
             raise ReplayError(str(exc)) from None
         self.lines = reader.lines()
         self.count = 0

@@ -312,3 +312,12 @@ def test_the_same_text_tells_true_from_one_and_one_from_one_point_zero():
     assert _same_text({"a": (1, 2)}, {"a": [1, 2]})
     assert not _same_text({"a": 1, "b": 2}, {"b": 2, "a": 1})  # same_json then says yes
     assert same_json({"a": 1, "b": 2}, {"b": 2, "a": 1})
+
+
+def test_verify_of_a_link_is_refused_in_one_line(tmp_path, capsys):
+    real = write(tmp_path / "real.jsonl", LINES)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    assert main(["replay", "--verify", str(link)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {link}: seq 0: a symbolic link, not a log file: refused\n"
