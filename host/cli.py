@@ -11,16 +11,20 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 import trio
 
 from host import logs
-from host.net import collector, workers
-from host.net.server import HostConfig, ListenError, run_host
 from host.plugins.registry import PluginError, Registry, registry_with
-from host.store import open_store
+
+if TYPE_CHECKING:
+    from host.net.server import HostConfig
+
+# The host itself (host.net.server and what it imports, a third of a second) is imported by the
+# functions that run it, not here: the tools import this module for its argument types, and
+# `gamehost replay` or `check` should not pay for a server they do not start.
 
 log = structlog.get_logger("gamehost.server")
 
@@ -431,6 +435,9 @@ def serve_main(args: argparse.Namespace) -> int:
 
     A worker of ``serve --workers`` ignores SIGINT: Ctrl-C reaches every process of the
     terminal's group, and its supervisor, which gets it too, stops the workers with SIGTERM."""
+    from host.net import collector, workers
+    from host.net.server import HostConfig
+
     worker = workers.worker_index()
     logs.configure(
         {"auto": None, "json": True, "console": False}[args.log_format],
@@ -514,6 +521,9 @@ async def _serve(config: HostConfig, registry: Registry, tuned: bool) -> None:
     called), once the sessions in the store are loaded what loading made is frozen, and the
     collector's full collections are looked after (:class:`host.net.collector.Collector`).
     Logs the collector's pauses (``gc_pauses``) at the end."""
+    from host.net import collector
+    from host.net.server import run_host
+
     try:
         async with trio.open_nursery() as nursery:
 
@@ -558,6 +568,9 @@ def _serve_workers(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from host.net import workers
+    from host.store import open_store
+
     try:
         open_store(store).check()  # one error line here, not one per worker
         return workers.main(
@@ -571,6 +584,8 @@ def _serve_workers(args: argparse.Namespace) -> int:
 def _serve_supervised(args: argparse.Namespace) -> int:
     """``--supervise``: one host process under the supervisor of ``--workers``
     (``host.net.workers``), started again whenever it exits by itself."""
+    from host.net import workers
+
     try:
         return workers.main(
             args.argv,
@@ -598,6 +613,8 @@ def _first_os_error(exc: BaseException) -> OSError | None:
 
 
 def _describe(exc: OSError, args: argparse.Namespace) -> str:
+    from host.net.server import ListenError
+
     if isinstance(exc, ListenError):  # names the listener already
         return str(exc.strerror)
     if exc.strerror and exc.filename:

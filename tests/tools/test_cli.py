@@ -153,6 +153,29 @@ def test_serve_starts_without_importing_the_tools():
     assert out.stdout.strip() == "[]"
 
 
+def test_a_tool_starts_without_importing_the_other_tools_or_the_server(tmp_path):
+    """``gamehost replay`` imports the replay tool alone, and not the host's server (a third of
+    a second of start-up); ``gamehost --help`` still lists every command."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from tools import cli\n"
+        f"status = cli.main(['replay', '--verify', {str(tmp_path / 'none.jsonl')!r}])\n"
+        "heavy = ('tools.bench', 'tools.chaos', 'tools.play', 'host.net.server')\n"
+        "print(status, sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[0] == "2 []"
+    assert "No such file" in out.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "tools.cli", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for command in ("serve", "play", "replay", "check", "bench", "demo", "chaos", "db", "schema"):
+        assert f"    {command} " in listed
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
@@ -164,7 +187,7 @@ def test_serve_starts_without_importing_the_tools():
 def test_the_liveness_flags_reach_the_host_config(argv, expected, tmp_path, monkeypatch):
     """``--keepalive``, ``--ping-after`` and ``--ping-timeout`` (0: off, None in the config)."""
     monkeypatch.setattr("host.cli.logs.configure", lambda *args, **kw: None)
-    monkeypatch.setattr("host.cli.collector.tune", lambda mode: None)  # not this process's
+    monkeypatch.setattr("host.net.collector.tune", lambda mode: None)  # not this process's
     ran = []
     monkeypatch.setattr("host.cli.trio.run", lambda fn, config, *rest: ran.append(config))
     assert main(["serve", "--port", "0", "--data-dir", str(tmp_path), *argv]) == 0
