@@ -746,10 +746,20 @@ class Engine:
         return self._step_at(self._seat_to_act(state, seat), state, seat, action, timed_out)
 
     def _step_at(
-        self, seq: int, state: SessionState, seat: Seat, action: Any, timed_out: bool
+        self,
+        seq: int,
+        state: SessionState,
+        seat: Seat,
+        action: Any,
+        timed_out: bool,
+        wire: dict[str, Any] | None = None,
     ) -> tuple[list[Record], SessionState]:
-        """:meth:`step` once :meth:`_seat_to_act` passed (``seq``: the action record's)."""
-        data: dict[str, Any] = {"seat": seat, "action": self._checked_wire(action, seq, "action")}
+        """:meth:`step` once :meth:`_seat_to_act` passed (``seq``: the action record's;
+        ``wire``: the action's checked wire form when an earlier step made it, see
+        :meth:`_replay_cause`)."""
+        if wire is None:
+            wire = self._checked_wire(action, seq, "action")
+        data: dict[str, Any] = {"seat": seat, "action": wire}
         try:
             events = self.game.decide(state.game, seat, action, Rng(state.seed, seq))
             if not isinstance(events, Emitter):
@@ -1299,6 +1309,7 @@ class Engine:
             return (0, "the log does not start with a header")
         at = 0
         actions: dict[tuple[Any, ...], Any] = {}  # decoded actions, see _recorded_action
+        wires: dict[int, tuple[Any, dict[str, Any]]] = {}  # their wire forms, see _replay_cause
         try:
             state = self.initial(header)
             i = 1
@@ -1309,7 +1320,7 @@ class Engine:
                     progress(i)  # type: ignore[misc]
                     mark = i + VERIFY_STEP
                 at = rec.seq
-                diff, produced, after = self._replay_cause(state, rec, actions)
+                diff, produced, after = self._replay_cause(state, rec, actions, wires)
                 if diff is not None:
                     return diff
                 got = rec  # the cause's own record is the first one it produces
@@ -1412,10 +1423,19 @@ class Engine:
         return action
 
     def _replay_cause(
-        self, state: SessionState, rec: Record, actions: dict[tuple[Any, ...], Any] | None = None
+        self,
+        state: SessionState,
+        rec: Record,
+        actions: dict[tuple[Any, ...], Any] | None = None,
+        wires: dict[int, tuple[Any, dict[str, Any]]] | None = None,
     ) -> tuple[tuple[int, str] | None, list[Record], SessionState]:
         """What the current code produces for the cause ``rec`` records and the state after
-        it, or why it refuses (``actions``: see :meth:`_recorded_action`)."""
+        it, or why it refuses (``actions``: see :meth:`_recorded_action`).
+
+        ``wires`` (with ``actions``): the wire form the code gave each decoded action, by the
+        action's ``id`` with the action itself (which keeps that id its own), so that an action
+        replayed again is not encoded and checked again: the same object encodes the same way.
+        At most :data:`KNOWN_GOOD_MAX` are remembered."""
         d = rec.data
         if rec.type in PRESENCE:  # a presence record is its own cause: it must fold
             return None, [rec], self.apply(state, rec)
@@ -1432,7 +1452,20 @@ class Engine:
                     action = self.codec.action_from_wire(d["action"])
                 else:
                     action = self._recorded_action(d["action"], actions)
-                return None, *self.step(state, d["seat"], action, d.get("timed_out", False))
+                known = wires.get(id(action)) if wires is not None else None
+                wire = known[1] if known is not None and known[0] is action else None
+                seat = d["seat"]
+                records, after = self._step_at(
+                    self._seat_to_act(state, seat),
+                    state,
+                    seat,
+                    action,
+                    d.get("timed_out", False),
+                    wire,
+                )
+                if wires is not None and wire is None and len(wires) < KNOWN_GOOD_MAX:
+                    wires[id(action)] = (action, records[0].data["action"])
+                return None, records, after
             except (KeyError, ActionError, ValueError) as exc:
                 return (rec.seq, f"action refused on replay: {exc}"), [], state
         if rec.type == "ended" and "aborted" in d:

@@ -234,6 +234,35 @@ def test_replayed_actions_are_decoded_once_per_distinct_object(monkeypatch):
     assert len(decoded) == len(distinct) < sum(r.type == "action" for r in records)
 
 
+def test_replayed_actions_are_encoded_once_per_distinct_object(monkeypatch):
+    encoded: list = []
+    real = ENGINE.codec.action_to_wire
+
+    def counting(action):
+        encoded.append(action)
+        return real(action)
+
+    monkeypatch.setattr(ENGINE.codec, "action_to_wire", counting)
+    records = [Record.from_json(r) for r in orjson.loads(orjson.dumps(LINES))]
+    assert ENGINE.verify(records) is None
+    distinct = {orjson.dumps(r.data["action"]) for r in records if r.type == "action"}
+    assert len(encoded) == len(distinct) < sum(r.type == "action" for r in records)
+    # and the action records it produces are the logged ones, each with its own seat and seq
+    tampered = [orjson.loads(orjson.dumps(r)) for r in LINES]
+    seen: set[bytes] = set()
+    again = None
+    for r in (r for r in tampered if r["type"] == "action"):
+        key = orjson.dumps(r["action"])
+        if key in seen:
+            again = r  # an action replayed before: its wire form comes from the memo
+            break
+        seen.add(key)
+    assert again is not None
+    again["seat"] = (again["seat"] + 1) % 3
+    diff = ENGINE.verify([Record.from_json(r) for r in tampered])
+    assert diff is not None and diff[0] <= again["seq"]
+
+
 def test_an_action_field_true_is_not_taken_for_1_when_remembered():
     seen: dict = {}
     first = ENGINE._recorded_action({"type": "play", "card": "2C", "suit": None}, seen)
