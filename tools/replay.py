@@ -103,6 +103,8 @@ class LogStream:
             reader = LogReader.open(path)
         except (OSError, CorruptLog) as exc:  # a link or no regular file: refused as damage
             raise ReplayError(str(exc)) from None
+        self.path = path
+        self.data = reader.data
         self.lines = reader.lines()
         self.count = 0
         self.damage: CorruptLog | None = None
@@ -117,17 +119,31 @@ class LogStream:
 
     def _read(self, reader: LogReader) -> Iterator[Record]:
         try:
-            for r in reader:  # a fresh dict of this read: taken apart in place
-                r.pop("ts", None)
-                seq = r.pop("seq")
+            for r in reader:
                 self.count += 1
-                yield Record(seq, r.pop("type"), r)
+                yield _record(r)
         except CorruptLog as exc:
             self.damage = exc
 
     def __iter__(self) -> Iterator[Record]:
         yield self.header
         yield from self._rest
+
+    def whole(self) -> list[Record]:
+        """Every record of the same bytes, read again (no second ``torn_tail`` warning): what
+        :func:`_verify` folds to tell damage from a difference.
+
+        Raises:
+            CorruptLog: a record does not read.
+        """
+        return [_record(r) for r in LogReader(self.path, self.data, warn=False)]
+
+
+def _record(raw: dict[str, Any]) -> Record:
+    """The record of a log line's fresh dict, taken apart in place (its ``ts`` dropped)."""
+    raw.pop("ts", None)
+    seq = raw.pop("seq")
+    return Record(seq, raw.pop("type"), raw)
 
 
 def _engine_of(path: Path, header: Record, registry: Registry | None) -> Engine:
@@ -253,15 +269,10 @@ def _verify(
             print(f"ok: {path.name}: {count} records replay to the same events")
         return 0 if warning is None else 3
     try:
-        if stream is not None:
-            records = load_with_times(path, engine, fold=False)[1]
-        fold_log(path, engine, records)
+        fold_log(path, engine, records if stream is None else stream.whole())
         damage = None
     except CorruptLog as exc:
         damage = exc
-    except ReplayError as exc:  # the file changed under us
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     if failure is not None:
         if damage is None:
             print(
@@ -328,7 +339,8 @@ def _verify_many(paths: list[Path], store: str | None, registry: Registry) -> in
                 records_seen += records.count
             progress.advance(status=_status_text(statuses))
     print(
-        f"verified {len(paths)} logs ({records_seen:,} records): {statuses[0]} ok,"
+        f"verified {len(paths)} log{'' if len(paths) == 1 else 's'} ({records_seen:,}"
+        f" records): {statuses[0]} ok,"
         f" {statuses[1]} differ, {statuses[2]} damaged or unreadable,"
         f" {statuses[3]} written by another version of their game"
     )
@@ -606,6 +618,16 @@ def main(args: argparse.Namespace) -> int:
         if not args.verify or args.stats:
             print("error: several logs (or a folder) go with --verify alone", file=sys.stderr)
             return 2
+        if store is None:
+            empty = [p for p in map(Path, given) if p.is_dir() and not log_paths([p])]
+            for folder in empty:  # a wrong folder is no clean pass
+                print(
+                    f"error: {folder}: no session logs in it (*.jsonl) nor in its sessions"
+                    " folder (a data dir's)",
+                    file=sys.stderr,
+                )
+            if empty:
+                return 2
         registry = registry_of(args, "replay")
         if registry is None:
             return 2

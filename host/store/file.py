@@ -325,15 +325,18 @@ class LogReader:
     Args:
         path: names the log in errors and warnings.
         data: the log's bytes.
+        warn: log a ``torn_tail`` warning for a torn last line (False: a second read of bytes
+            read before, which warned then).
 
     Raises (while iterating):
         CorruptLog: as :func:`read_log`, at the first damaged record (those before it were
             yielded).
     """
 
-    def __init__(self, path: Path, data: bytes) -> None:
+    def __init__(self, path: Path, data: bytes, warn: bool = True) -> None:
         self.path = path
         self.data = data
+        self.warn = warn
         self.torn_at: int | None = None
         self.unchecked = 0
 
@@ -390,7 +393,8 @@ class LogReader:
         if torn:
             if not seq:
                 raise CorruptLog(path, 0, "no complete header record (only a torn line)")
-            log.warning("torn_tail", path=str(path), offset=pos, dropped=size - pos)
+            if self.warn:
+                log.warning("torn_tail", path=str(path), offset=pos, dropped=size - pos)
             self.torn_at = pos
 
 

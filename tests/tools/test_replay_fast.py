@@ -350,3 +350,31 @@ def test_verify_of_a_link_is_refused_in_one_line(tmp_path, capsys):
     assert main(["replay", "--verify", str(link)]) == 2
     err = capsys.readouterr().err
     assert err == f"error: {link}: seq 0: a symbolic link, not a log file: refused\n"
+
+
+def test_a_torn_tail_is_told_once_when_the_log_is_read_again_to_find_damage(tmp_path, capsys):
+    import structlog
+
+    path = write(tmp_path / "t.jsonl", LINES)
+    data = path.read_bytes()
+    path.write_bytes(data[:-40])  # the last line torn: the last cause has lost a record
+    with structlog.testing.capture_logs() as logs:
+        status = main(["replay", "--verify", str(path)])
+    assert status == 1  # the code produces a record the log does not hold
+    assert [e["event"] for e in logs].count("torn_tail") == 1
+
+
+def test_verify_of_a_folder_without_logs_is_an_error_not_a_clean_pass(tmp_path, capsys):
+    empty = tmp_path / "demo-data"
+    (empty / "20261208-000000" / "sessions").mkdir(parents=True)  # logs one level further down
+    assert main(["replay", "--verify", str(empty)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {empty}: no session logs in it (*.jsonl) nor in its sessions folder (a data"
+        " dir's)\n"
+    )
+    one = tmp_path / "one"
+    one.mkdir()
+    write(one / "t.jsonl", LINES)
+    assert main(["replay", "--verify", str(one)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"verified 1 log ({len(LINES)} records): 1 ok,")
