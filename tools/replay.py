@@ -115,7 +115,14 @@ class LogStream:
         if header is None or header.type != "header":
             raise ReplayError(f"{path}: no header record")
         self.header = header
-        self.engine = _engine_of(path, header, registry)
+        try:
+            self.engine = _engine_of(path, header, registry)
+        except ReplayError:
+            for _ in self._rest:  # a log that does not read says so first, as it always did
+                pass
+            if self.damage is not None:
+                raise ReplayError(str(self.damage)) from None
+            raise
 
     def _read(self, reader: LogReader) -> Iterator[Record]:
         try:
@@ -252,9 +259,6 @@ def _verify(
     """
     stream = records if isinstance(records, LogStream) else None
     header = records.header if stream is not None else records[0]
-    warning = version_warning(engine, [header])
-    if warning is not None:
-        print(f"warning: {f'{path.name}: ' if quiet else ''}{warning}", file=sys.stderr)
     failure: Exception | None = None
     try:
         diff = verify_log(engine, records, progress)
@@ -263,6 +267,9 @@ def _verify(
     if stream is not None and stream.damage is not None:  # a log that does not read, as ever
         print(f"error: {stream.damage}", file=sys.stderr)
         return 2
+    warning = version_warning(engine, [header])
+    if warning is not None:
+        print(f"warning: {f'{path.name}: ' if quiet else ''}{warning}", file=sys.stderr)
     count = stream.count if stream is not None else len(records)
     if diff is None and failure is None:
         if not quiet:
@@ -367,7 +374,10 @@ def parse_rate(path: Path, rounds: int = 3) -> float:
     for _ in range(rounds):
         start = time.process_time()
         for line in lines:
-            loads(line)
+            try:  # noqa: SIM105 - a context manager per line would be measured too
+                loads(line)
+            except orjson.JSONDecodeError:  # a torn last line: parsed as far as it goes
+                pass
         best = min(best, time.process_time() - start)
     return len(lines) / best if best > 0 else math.inf
 
@@ -577,7 +587,7 @@ def _verify_one(
             status = _verify(where, engine, records, progress.update)
     else:
         status = _verify(where, engine, records)
-    if args.stats:
+    if args.stats and (stream is None or stream.damage is None):  # a log that reads
         seconds = time.process_time() - start
         rate = parse_rate(args.log) if store is None else None
         print(stats_line(stream.count if stream is not None else len(records), seconds, rate))

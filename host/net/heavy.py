@@ -471,10 +471,9 @@ def verify_job(
     verified in the memory of its lines. A record that does not read is the answer
     (``damaged``) even past a difference, as when the log was read whole first."""
     log = _Checked(_stream(source, sid, 0, upto))
-    try:
-        header = next(iter(log), None)  # the session's existence and its header, read first
-    except BudgetExceeded as exc:  # reading is no game code: a host far too slow
-        return ("verified", 0, (0, f"the log could not be read in time ({exc.message})"), None)
+    header = next(iter(log), None)  # the session's existence and its header, read first
+    if log.slow is not None:
+        return _too_slow(log.slow)
     if log.unknown:
         return ("unknown",)
     if log.damage is not None:
@@ -490,19 +489,27 @@ def verify_job(
         for n, _ in enumerate(log.rest(), 1):  # a difference stopped the re-run: read on for
             if n % READ_STRETCH == 0:  # the seed and for damage, a stretch at a time
                 yield
-    except BudgetExceeded as exc:
-        return ("verified", 0, (0, f"the log could not be read in time ({exc.message})"), None)
+    except BudgetExceeded as exc:  # between two records
+        return _too_slow(exc)
+    if log.slow is not None:
+        return _too_slow(log.slow)
     if log.damage is not None:
         return ("damaged", log.damage.seq, log.damage.message)
     diff = seed_difference(log.kept) or diff
     return ("verified", log.count, diff, version_warning(engine, [header]))
 
 
+def _too_slow(exc: BudgetExceeded) -> tuple[Any, ...]:
+    """:func:`verify_job`'s answer when the budget ran out while the log was read."""
+    return ("verified", 0, (0, f"the log could not be read in time ({exc.message})"), None)
+
+
 class _Checked:
     """The records of a log as :func:`verify_job` reads them: each once, in order, not kept
     but for the first and every ``ended`` one (``kept``, what the seed check reads); the
-    iteration stops at a record that does not read (``damage``) or a missing log
-    (``unknown``); ``count``: records read."""
+    iteration stops at a record that does not read (``damage``), a missing log (``unknown``)
+    or the budget's interruption landing while a record is read (``slow``: reading is no game
+    code); ``count``: records read."""
 
     def __init__(self, records: Iterator[Record]) -> None:
         self._records = records
@@ -510,19 +517,29 @@ class _Checked:
         self.count = 0
         self.damage: CorruptLog | None = None
         self.unknown = False
+        self.slow: BudgetExceeded | None = None
         self._iter = self._read()
 
     def _read(self) -> Iterator[Record]:
-        try:
-            for rec in self._records:
-                self.count += 1
-                if not self.kept or rec.type == "ended":
-                    self.kept.append(rec)
-                yield rec
-        except UnknownSession:
-            self.unknown = True
-        except CorruptLog as exc:
-            self.damage = exc
+        records = self._records
+        while True:
+            try:
+                rec = next(records)
+            except StopIteration:
+                return
+            except UnknownSession:
+                self.unknown = True
+                return
+            except CorruptLog as exc:
+                self.damage = exc
+                return
+            except BudgetExceeded as exc:  # landed in the reading: no game code's fault
+                self.slow = exc
+                return
+            self.count += 1
+            if not self.kept or rec.type == "ended":
+                self.kept.append(rec)
+            yield rec
 
     def __iter__(self) -> Iterator[Record]:
         return self._iter

@@ -194,3 +194,19 @@ def test_a_hosts_verify_job_keeps_only_a_cause_alive(monkeypatch):
     got = run_job(heavy.verify_job(("file", "unused"), ENGINE, "s1", len(LINES) - 1))
     assert got == ("verified", len(LINES), None, None)
     assert most <= 12
+
+
+def test_a_hosts_verify_job_does_not_blame_the_game_for_a_slow_read(monkeypatch):
+    import host.net.heavy as heavy
+    from host.plugins.budget import BudgetExceeded
+
+    def stream(source, sid, first, upto):
+        for n, raw in enumerate(LINES[first : upto + 1]):
+            if n == 30:  # the budget's interruption lands while a record is read
+                raise BudgetExceeded("time", "a step ran past 0.5 s of CPU")
+            yield Record.from_json(orjson.loads(orjson.dumps(raw)))
+
+    monkeypatch.setattr(heavy, "_stream", stream)
+    got = run_job(heavy.verify_job(("file", "unused"), ENGINE, "s1", len(LINES) - 1))
+    assert got[0] == "verified" and got[1] == 0
+    assert got[2][0] == 0 and got[2][1].startswith("the log could not be read in time")

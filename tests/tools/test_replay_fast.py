@@ -378,3 +378,29 @@ def test_verify_of_a_folder_without_logs_is_an_error_not_a_clean_pass(tmp_path, 
     assert main(["replay", "--verify", str(one)]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     assert last.startswith(f"verified 1 log ({len(LINES)} records): 1 ok,")
+
+
+def test_stats_of_a_damaged_or_torn_log_never_crashes(tmp_path, capsys):
+    lines = write(tmp_path / "t.jsonl", LINES).read_bytes().splitlines(keepends=True)
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_bytes(b"".join([*lines[:20], b'{"seq": not json\n', *lines[21:]]))
+    assert main(["replay", "--verify", "--stats", str(damaged)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"error: {damaged}: seq 20: ")
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(b"".join(lines)[:-10])
+    assert main(["replay", "--verify", "--stats", str(torn)]) == 1  # its last cause is cut
+    assert capsys.readouterr().out.splitlines()[-1].startswith("stats: ")
+
+
+def test_damage_is_told_before_a_missing_game_or_another_version(tmp_path, capsys):
+    raws = [orjson.loads(orjson.dumps(r)) for r in LINES]
+    lines = [orjson.dumps(r) + b"\n" for r in raws]
+    lines[20] = b'{"seq": not json\n'
+    for change in ({"game": "nope"}, {"game_version": "99"}):
+        path = tmp_path / "t.jsonl"
+        header = orjson.dumps({**raws[0], **change}) + b"\n"
+        path.write_bytes(b"".join([header, *lines[1:]]))
+        assert main(["replay", "--verify", str(path)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith(f"error: {path}: seq 20: "), err
