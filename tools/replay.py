@@ -301,13 +301,14 @@ def _verify(
 
 
 def log_paths(given: list[Path]) -> list[Path]:
-    """The logs ``replay --verify`` checks for the paths given: a file as it is; a folder's
-    ``*.jsonl`` files, or those of its ``sessions`` folder (a data dir), by name."""
+    """The logs ``replay --verify`` checks for the paths given: a file as it is; the
+    ``*.jsonl`` files of a folder's ``sessions`` folder (a data dir), else of the folder itself,
+    by name."""
     out: list[Path] = []
     for path in given:
         if path.is_dir():
-            folder = path / "sessions" if (path / "sessions").is_dir() else path
-            out += sorted(folder.glob("*.jsonl"))
+            sessions = sorted((path / "sessions").glob("*.jsonl"))  # a data dir's
+            out += sessions or sorted(path.glob("*.jsonl"))
         else:
             out.append(path)
     return out
@@ -628,20 +629,23 @@ def main(args: argparse.Namespace) -> int:
         if not args.verify or args.stats:
             print("error: several logs (or a folder) go with --verify alone", file=sys.stderr)
             return 2
+        empty = []
         if store is None:
             empty = [p for p in map(Path, given) if p.is_dir() and not log_paths([p])]
-            for folder in empty:  # a wrong folder is no clean pass
+            for folder in empty:  # a wrong folder is no clean pass; the others are checked
                 print(
                     f"error: {folder}: no session logs in it (*.jsonl) nor in its sessions"
                     " folder (a data dir's)",
                     file=sys.stderr,
                 )
-            if empty:
+            given = [p for p in given if Path(p) not in empty]
+            if not given:
                 return 2
         registry = registry_of(args, "replay")
         if registry is None:
             return 2
-        return _verify_many(given if store else log_paths(given), store, registry)
+        status = _verify_many(given if store else log_paths(given), store, registry)
+        return 2 if empty else status
     args.log = given[0]
     registry = registry_of(args, "replay")  # start-up: before --stats starts its clock
     if registry is None:

@@ -404,3 +404,15 @@ def test_damage_is_told_before_a_missing_game_or_another_version(tmp_path, capsy
         assert main(["replay", "--verify", str(path)]) == 2
         out, err = capsys.readouterr()
         assert out == "" and err.startswith(f"error: {path}: seq 20: "), err
+
+
+def test_an_empty_folder_among_others_is_told_and_the_others_are_checked(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    (logs / "sessions").mkdir(parents=True)  # an empty sessions folder: the logs beside it count
+    write(logs / "t.jsonl", LINES)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["replay", "--verify", str(logs), str(empty)]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith(f"error: {empty}: no session logs")
+    assert out.splitlines()[-1].startswith(f"verified 1 log ({len(LINES)} records): 1 ok,")
