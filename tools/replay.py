@@ -39,6 +39,7 @@ The game comes from the installed plugins (the header names it).
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import secrets
@@ -56,7 +57,7 @@ from host.errors import LogError
 from host.plugins.registry import Registry, load_registry
 from host.store.base import CorruptLog
 from host.store.file import FileStore, LogReader, fold_log, read_log
-from host.table.engine import Engine, Record
+from host.table.engine import Engine, Record, SessionState
 from host.table.history import fork_records, verify_log, version_warning  # re-exported here
 from host.table.words import Words, display_names
 from tools.plugins import add_plugin_option, registry_of
@@ -457,8 +458,41 @@ def _inline(v: Any) -> str:
     return str(v)
 
 
-def _state_at(engine: Engine, records: list[Record], seq: int) -> Any:
-    return engine.rebuild(r for r in records if r.seq <= seq)
+def _state_at(
+    log: Path, store: str | None, registry: Registry, seq: int
+) -> tuple[Engine, int, SessionState]:
+    """``--at``: the log's game, its last seq and the state after record ``seq`` (the state
+    after the last record when ``seq`` is past it). The whole log is read and folded, so a
+    record that does not fold anywhere in it is damage, as in every mode; a log file is folded
+    as it is read, a record at a time (:class:`host.store.file.LogReader`), in the memory of its
+    bytes.
+
+    Raises:
+        ReplayError: as :func:`load_with_times`.
+    """
+    if store is not None:
+        engine, records, _ = load_with_times(log, store=store, registry=registry)
+        return engine, records[-1].seq, engine.rebuild(r for r in records if r.seq <= seq)
+    try:
+        reader = LogReader.open(log)
+        read = (_record(r) for r in reader)
+        header = next(read, None)
+    except (OSError, CorruptLog) as exc:
+        raise ReplayError(str(exc)) from None
+    if header is None or header.type != "header":
+        raise ReplayError(f"{log}: no header record")
+    engine = _engine_of(log, header, registry)
+    found: list[SessionState] = []
+
+    def keep(state: SessionState) -> None:
+        if state.seq == seq:
+            found.append(state)
+
+    try:
+        end = fold_log(log, engine, itertools.chain((header,), read), keep)
+    except CorruptLog as exc:
+        raise ReplayError(str(exc)) from None
+    return engine, end.seq, found[0] if found else end
 
 
 def _fork(args: argparse.Namespace, records: list[Record]) -> int:
@@ -653,21 +687,15 @@ def main(args: argparse.Namespace) -> int:
     start = time.process_time()
     if args.verify:
         return _verify_one(args, store, registry, start)
-    try:
-        engine, records, times = load_with_times(
-            args.log, fold=not args.verify, store=store, registry=registry
-        )
-    except ReplayError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    last = records[-1].seq
-    if args.fork_at is not None:
-        return _fork(args, records)
-    if args.at is not None:
+    if args.at is not None and args.fork_at is None:
+        try:
+            engine, last, state = _state_at(args.log, store, registry, args.at)
+        except ReplayError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         if not 0 <= args.at <= last:
             print(f"error: --at must be 0..{last}", file=sys.stderr)
             return 2
-        state = _state_at(engine, records, args.at)
         if args.seat is not None or args.spectator:
             viewer = None if args.spectator else args.seat
             if viewer is not None and not 0 <= viewer < len(state.seats):
@@ -689,6 +717,15 @@ def main(args: argparse.Namespace) -> int:
         else:
             print(as_text(orjson.loads(orjson.dumps(shown))))
         return 0
+    try:
+        engine, records, times = load_with_times(
+            args.log, fold=not args.verify, store=store, registry=registry
+        )
+    except ReplayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.fork_at is not None:
+        return _fork(args, records)
     viewer: int | None | str = "all"
     if args.seat is not None or args.spectator:
         viewer = None if args.spectator else args.seat

@@ -107,7 +107,7 @@ import threading
 import time
 from array import array
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import accumulate
 from pathlib import Path
@@ -485,7 +485,12 @@ def read_log(path: Path, repair: bool = False) -> list[dict[str, Any]]:
     return scan_log(path, repair).records
 
 
-def fold_log(path: Path | str, engine: Engine, records: Sequence[Record]) -> SessionState:
+def fold_log(
+    path: Path | str,
+    engine: Engine,
+    records: Iterable[Record],
+    keep: Callable[[SessionState], None] | None = None,
+) -> SessionState:
     """Fold a log's records (header first, as :func:`read_log` returns them, made
     :class:`~host.table.engine.Record`) with the game's engine, and decode every ``action`` record's
     action, so a log whose records read but do not make sense is told as damage.
@@ -494,20 +499,30 @@ def fold_log(path: Path | str, engine: Engine, records: Sequence[Record]) -> Ses
     ``ValueError``, ``IndexError``, a plugin's own error on an unknown card, ...) becomes one
     :class:`CorruptLog` with that record's seq.
 
+    Args:
+        records: a list, or any iterable read once (a :class:`LogReader`'s records: a log
+            folded in the memory of its bytes); a :class:`CorruptLog` it raises goes through.
+        keep: called with the state after each record, the header's first (to keep the one at
+            some seq: ``gamehost replay --at``).
+
     Returns:
         The session state after the last record.
 
     Raises:
         CorruptLog: no records, or the first record (by seq) that does not fold.
     """
-    if not records:
+    log = iter(records)
+    first = next(log, None)
+    if first is None:
         raise CorruptLog(path, 0, "no header record")
-    seq = records[0].seq
+    seq = first.seq
     try:
-        if records[0].type != "header" or seq != 0:
+        if first.type != "header" or seq != 0:
             raise ValueError("the first record is not the header at seq 0")
-        state = engine.initial(records[0])
-        for rec in records[1:]:
+        state = engine.initial(first)
+        if keep is not None:
+            keep(state)
+        for rec in log:
             seq = rec.seq
             if rec.type == "action":
                 seat = rec.data["seat"]
@@ -516,6 +531,10 @@ def fold_log(path: Path | str, engine: Engine, records: Sequence[Record]) -> Ses
                 if rec.obj is None:
                     engine.codec.action_from_wire(rec.data["action"])
             state = engine.apply(state, rec)
+            if keep is not None:
+                keep(state)
+    except CorruptLog:  # a record that does not read: told as it is
+        raise
     except Exception as exc:  # noqa: BLE001 - whatever the plugin raises is damage here
         raise CorruptLog(path, seq, f"does not fold: {type(exc).__name__}: {exc}") from exc
     return state

@@ -416,3 +416,30 @@ def test_an_empty_folder_among_others_is_told_and_the_others_are_checked(tmp_pat
     out, err = capsys.readouterr()
     assert err.startswith(f"error: {empty}: no session logs")
     assert out.splitlines()[-1].startswith(f"verified 1 log ({len(LINES)} records): 1 ok,")
+
+
+def test_at_folds_a_log_file_as_it_reads_it_and_still_tells_damage_past_the_seq(
+    tmp_path, capsys, monkeypatch
+):
+    path = write(tmp_path / "t.jsonl", LINES)
+    records = [Record.from_json(r) for r in orjson.loads(orjson.dumps(LINES))]
+    want = ENGINE.rebuild(r for r in records if r.seq <= 30)
+    assert main(["replay", str(path), "--at", "30", "--json"]) == 0
+    shown = orjson.loads(capsys.readouterr().out)
+    assert shown["seq"] == 30 and shown["state"] == orjson.loads(
+        orjson.dumps(ENGINE.codec.to_wire(want.game))
+    )
+
+    def whole(*args, **kwargs):
+        raise AssertionError("--at of a log file read it whole")
+
+    monkeypatch.setattr(tools.replay, "load_with_times", whole)
+    assert main(["replay", str(path), "--at", "30", "--as", "1"]) == 0
+    capsys.readouterr()
+    bad = [orjson.loads(orjson.dumps(r)) for r in LINES]
+    action = next(r for r in bad[40:] if r["type"] == "action")
+    action["seat"] = 99  # reads, but does not fold
+    write(path, bad)
+    assert main(["replay", str(path), "--at", "30"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {path}: seq {action['seq']}: does not fold")
+    assert main(["replay", str(path), "--at", str(len(LINES) + 5)]) == 2
