@@ -481,18 +481,33 @@ def _state_at(
         raise ReplayError(str(exc)) from None
     if header is None or header.type != "header":
         raise ReplayError(f"{log}: no header record")
-    engine = _engine_of(log, header, registry)
-    found: list[SessionState] = []
-
-    def keep(state: SessionState) -> None:
-        if state.seq == seq:
-            found.append(state)
-
     try:
+        engine = _engine_of(log, header, registry)
+        found: list[SessionState] = []
+
+        def keep(state: SessionState) -> None:
+            if state.seq == seq:
+                found.append(state)
+
         end = fold_log(log, engine, itertools.chain((header,), read), keep)
-    except CorruptLog as exc:
+    except (ReplayError, CorruptLog) as exc:
+        _read_rest(read)  # a line that does not read is told first, as when read whole
         raise ReplayError(str(exc)) from None
     return engine, end.seq, found[0] if found else end
+
+
+def _read_rest(read: Iterator[Record]) -> None:
+    """Read what is left of a log (after a record that does not fold, or a game that is not
+    installed): a line there that does not read is the error to tell.
+
+    Raises:
+        ReplayError: that line's damage.
+    """
+    try:
+        for _ in read:
+            pass
+    except CorruptLog as exc:
+        raise ReplayError(str(exc)) from None
 
 
 def _fork(args: argparse.Namespace, records: list[Record]) -> int:

@@ -443,3 +443,22 @@ def test_at_folds_a_log_file_as_it_reads_it_and_still_tells_damage_past_the_seq(
     assert main(["replay", str(path), "--at", "30"]) == 2
     assert capsys.readouterr().err.startswith(f"error: {path}: seq {action['seq']}: does not fold")
     assert main(["replay", str(path), "--at", str(len(LINES) + 5)]) == 2
+
+
+def test_at_tells_a_line_that_does_not_read_before_an_earlier_fold_or_game_error(tmp_path, capsys):
+    raws = [orjson.loads(orjson.dumps(r)) for r in LINES]
+    action = next(r for r in raws if r["type"] == "action")
+    action["seat"] = 99  # reads, does not fold
+    lines = [orjson.dumps(r) + b"\n" for r in raws]
+    lines[40] = b"garbage\n"  # does not read, later in the log
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(lines))
+    assert main(["replay", str(path), "--at", "10"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {path}: seq 40: the line at byte")
+    raws = [orjson.loads(orjson.dumps(r)) for r in LINES]
+    raws[0]["game"] = "no-such-game"
+    lines = [orjson.dumps(r) + b"\n" for r in raws]
+    lines[40] = b"garbage\n"
+    path.write_bytes(b"".join(lines))
+    assert main(["replay", str(path), "--at", "10"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {path}: seq 40: the line at byte")
