@@ -39,7 +39,6 @@ The game comes from the installed plugins (the header names it).
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import os
 import secrets
@@ -80,7 +79,7 @@ class ReplayError(Exception):
 
 
 class LogStream:
-    """A log file's records for ``--verify``, read and checked one at a time
+    """A log file's records for ``--verify`` and ``--at``, read and checked one at a time
     (:class:`host.store.file.LogReader`) and not kept: a long log is verified in the memory of
     its bytes, not of every record parsed (a 100,000-record log: about 160 MB held as records).
 
@@ -119,8 +118,7 @@ class LogStream:
         try:
             self.engine = _engine_of(path, header, registry)
         except ReplayError:
-            for _ in self._rest:  # a log that does not read says so first, as it always did
-                pass
+            self.drain()  # a log that does not read says so first, as it always did
             if self.damage is not None:
                 raise ReplayError(str(self.damage)) from None
             raise
@@ -136,6 +134,11 @@ class LogStream:
     def __iter__(self) -> Iterator[Record]:
         yield self.header
         yield from self._rest
+
+    def drain(self) -> None:
+        """Read the records not read yet, only to find :attr:`damage` (and a torn tail)."""
+        for _ in self._rest:
+            pass
 
     def whole(self) -> list[Record]:
         """Every record of the same bytes, read again (no second ``torn_tail`` warning): what
@@ -473,41 +476,21 @@ def _state_at(
     if store is not None:
         engine, records, _ = load_with_times(log, store=store, registry=registry)
         return engine, records[-1].seq, engine.rebuild(r for r in records if r.seq <= seq)
+    stream = LogStream(log, registry)
+    found: list[SessionState] = []
+
+    def keep(state: SessionState) -> None:
+        if state.seq == seq:
+            found.append(state)
+
     try:
-        reader = LogReader.open(log)
-        read = (_record(r) for r in reader)
-        header = next(read, None)
-    except (OSError, CorruptLog) as exc:
-        raise ReplayError(str(exc)) from None
-    if header is None or header.type != "header":
-        raise ReplayError(f"{log}: no header record")
-    try:
-        engine = _engine_of(log, header, registry)
-        found: list[SessionState] = []
-
-        def keep(state: SessionState) -> None:
-            if state.seq == seq:
-                found.append(state)
-
-        end = fold_log(log, engine, itertools.chain((header,), read), keep)
-    except (ReplayError, CorruptLog) as exc:
-        _read_rest(read)  # a line that does not read is told first, as when read whole
-        raise ReplayError(str(exc)) from None
-    return engine, end.seq, found[0] if found else end
-
-
-def _read_rest(read: Iterator[Record]) -> None:
-    """Read what is left of a log (after a record that does not fold, or a game that is not
-    installed): a line there that does not read is the error to tell.
-
-    Raises:
-        ReplayError: that line's damage.
-    """
-    try:
-        for _ in read:
-            pass
-    except CorruptLog as exc:
-        raise ReplayError(str(exc)) from None
+        end = fold_log(log, stream.engine, stream, keep)
+    except CorruptLog as exc:  # a record that does not fold: unless a line after it does not read
+        stream.drain()
+        raise ReplayError(str(stream.damage or exc)) from None
+    if stream.damage is not None:
+        raise ReplayError(str(stream.damage))
+    return stream.engine, end.seq, found[0] if found else end
 
 
 def _fork(args: argparse.Namespace, records: list[Record]) -> int:
