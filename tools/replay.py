@@ -39,6 +39,7 @@ The game comes from the installed plugins (the header names it).
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import secrets
@@ -132,8 +133,9 @@ class LogStream:
             self.damage = exc
 
     def __iter__(self) -> Iterator[Record]:
-        yield self.header
-        yield from self._rest
+        # a chain, not a generator that yields from the rest: a reader that stops early (a
+        # record that does not fold) drops it without closing the rest, which drain() reads on
+        return itertools.chain((self.header,), self._rest)
 
     def drain(self) -> None:
         """Read the records not read yet, only to find :attr:`damage` (and a torn tail)."""

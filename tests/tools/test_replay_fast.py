@@ -462,3 +462,20 @@ def test_at_tells_a_line_that_does_not_read_before_an_earlier_fold_or_game_error
     path.write_bytes(b"".join(lines))
     assert main(["replay", str(path), "--at", "10"]) == 2
     assert capsys.readouterr().err.startswith(f"error: {path}: seq 40: the line at byte")
+
+
+def test_a_stream_read_in_part_and_dropped_still_finds_damage_later(tmp_path):
+    import gc
+
+    lines = [orjson.dumps(r) + b"\n" for r in LINES]
+    lines[40] = b"garbage\n"
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(lines))
+    stream = tools.replay.LogStream(path, REGISTRY)
+    first = iter(stream)  # a reader that stops early, as a fold that fails does
+    next(first)
+    next(first)
+    del first
+    gc.collect()
+    stream.drain()
+    assert stream.damage is not None and stream.damage.seq == 40
