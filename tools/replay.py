@@ -214,9 +214,8 @@ def load_with_times(
     records = []
     times = []
     for r in raw:  # fresh dicts of this read: taken apart in place (what Record.from_json makes)
-        times.append(str(r.pop("ts", "")))
-        seq = r.pop("seq")
-        records.append(Record(seq, r.pop("type"), r))
+        times.append(str(r.get("ts", "")))
+        records.append(_record(r))
     if engine is None:
         engine = _engine_of(path, records[0], registry)
     if fold:
